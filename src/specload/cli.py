@@ -1,0 +1,137 @@
+"""The `specload` command line: parses arguments and calls one function per subcommand.
+
+Each subcommand's work lives in its own module and is imported only when that
+subcommand runs, so `specload --help` stays fast and `specload report` never imports
+Locust. Errors that are the user's (bad scenario, unreachable server, missing folder)
+surface as one line on stderr and a non-zero exit status, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from specload import __version__
+from specload.errors import UserError
+
+
+def _add_sim(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sim",
+        help="serve a simulated OpenAI-compatible inference server",
+        description="Serve a simulated inference server (continuous batching and "
+        "speculative decoding on a roofline cost model) until SIGINT/SIGTERM.",
+    )
+    p.add_argument("--profile", default="seed-glm", help="built-in profile name or YAML path")
+    p.add_argument("--spec", choices=("on", "off", "adaptive"), default="on")
+    p.add_argument("--num-speculative-tokens", "-k", type=int, default=None, dest="k",
+                   help="draft length k (default: the profile's)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--model-name", default=None, help="model id served (default: profile's)")
+    p.add_argument("--trace", default=None, help="write ground-truth JSON lines to FILE")
+    p.add_argument("--fault", action="append", default=[], metavar="KIND:FRACTION[:PARAM]",
+                   help="inject a fault into a seeded fraction of requests (repeatable): "
+                   "error500, error429[:retry_after_s], cut[:after_tokens], "
+                   "stall_first_byte[:seconds], stall_between[:seconds], malformed, "
+                   "stream_error; e.g. --fault cut:0.1:20")
+    p.set_defaults(func=_run_sim)
+
+
+def _add_sim_curve(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sim-curve",
+        help="predict a simulated server's steady-state tok/s per concurrency (no sleeping)",
+    )
+    p.add_argument("--profile", default="seed-glm")
+    p.add_argument("--spec", choices=("on", "off", "adaptive"), default="on")
+    p.add_argument("--num-speculative-tokens", "-k", type=int, default=None, dest="k")
+    p.add_argument("--ladder", default="1,2,5,10,30,70,100,250")
+    p.add_argument("--max-tokens", type=int, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_run_sim_curve)
+
+
+def _add_sweep(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="run every arm of a scenario through the concurrency ladder, then report",
+    )
+    p.add_argument("scenario", help="scenario YAML file")
+    p.add_argument("--out", default=None, help="output root (default: reports/)")
+    p.add_argument("--processes", type=int, default=None, help="Locust load processes")
+    p.add_argument("--arms", default=None, help="comma-separated arm names to run")
+    p.add_argument("--repeats", type=int, default=None)
+    p.add_argument("--resume", default=None, metavar="RUN_DIR",
+                   help="complete an interrupted run folder")
+    p.add_argument("--dry-run", action="store_true", help="validate and print the plan")
+    p.set_defaults(func=_run_sweep)
+
+
+def _add_report(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "report",
+        help="build summary.csv, summary.json and report.html from a run folder",
+    )
+    p.add_argument("run_dir", help="a sweep folder, or a Locust --csv prefix")
+    p.set_defaults(func=_run_report)
+
+
+def _run_sim(args: argparse.Namespace) -> int:
+    from specload.sim.server import main as sim_main
+
+    return sim_main(args)
+
+
+def _run_sim_curve(args: argparse.Namespace) -> int:
+    from specload.sim.curve import main as curve_main
+
+    return curve_main(args)
+
+
+def _run_sweep(args: argparse.Namespace) -> int:
+    from specload.runner.sweep import main as sweep_main
+
+    return sweep_main(args)
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    from specload.report.render import main as report_main
+
+    return report_main(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="specload",
+        description="Load-test OpenAI-compatible LLM servers through a concurrency ladder "
+        "and find where speculative decoding stops paying off.",
+    )
+    parser.add_argument("--version", action="version", version=f"specload {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for add in (_add_sweep, _add_report, _add_sim, _add_sim_curve):
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"specload: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("specload: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""The per-request record and the run files: one definition shared by writer and reader.
+
+Every request a load process sends becomes one `RequestRecord`, written as one row of
+`<csv prefix>_requests.csv`. The load generator writes these rows, the report reads
+them; both take the column list, the chunk-timing encoding and the run-file suffixes
+from here, so the two sides cannot drift apart. Chunk timings are stored compactly as
+two space-separated integer columns (gaps in microseconds, tokens per chunk) that the
+report can parse for a whole file at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+# Suffixes appended to a Locust `--csv` prefix. Locust itself writes `_stats.csv`,
+# `_stats_history.csv`, `_failures.csv` and `_exceptions.csv`.
+REQUESTS_SUFFIX = "_requests.csv"
+STEPS_SUFFIX = "_steps.csv"
+SERVER_METRICS_SUFFIX = "_server_metrics.csv"
+CLIENT_STATS_SUFFIX = "_client_stats.csv"
+LOCUST_STATS_SUFFIX = "_stats.csv"
+LOCUST_HISTORY_SUFFIX = "_stats_history.csv"
+LOCUST_FAILURES_SUFFIX = "_failures.csv"
+
+# Columns of the steps file written by the ladder shape (times are UTC epoch seconds).
+STEPS_COLUMNS = ("rung", "users", "warmup_start", "measure_start", "measure_end")
+# Long-format server metrics: one row per (sample time, metric name); value is the sum
+# over label sets of that metric at that time.
+SERVER_METRICS_COLUMNS = ("ts", "metric", "value")
+# One row per load process per sample: CPU share of one core and event-loop lag.
+CLIENT_STATS_COLUMNS = ("ts", "client_id", "cpu_percent", "lag_p50_ms", "lag_p99_ms", "users")
+
+# Error kinds recorded in `error_kind`; "" means the request succeeded.
+ERROR_KINDS = (
+    "http_error",  # non-2xx status; `error` holds the server's message
+    "stream_error",  # an error object inside the stream
+    "malformed_chunk",  # a data line that is not the JSON we expect
+    "stream_cut",  # the connection closed before `data: [DONE]`
+    "timeout_first_byte",  # no response within the timeout
+    "timeout_between_chunks",  # the stream stalled longer than the timeout
+    "connection",  # connect refused / reset before any response
+    "interrupted",  # the user was stopped while the request was in flight
+)
+
+TOKENS_SOURCES = ("usage", "continuous_usage", "chunks")
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    """One streamed request as the client saw it. Times in ms are relative to `start`."""
+
+    request_id: str
+    client_id: str
+    user_id: int
+    endpoint: str  # "chat" or "completions"
+    category: str  # prompt category (chat, code, summarisation, reasoning, extraction, ...)
+    start: float  # send start, UTC epoch seconds
+    end: float  # request finished (stream closed, failed or interrupted), epoch seconds
+    status: int  # HTTP status, 0 when no response arrived
+    ttft_ms: float | None = None
+    e2e_ms: float | None = None  # start -> last content chunk
+    tpot_ms: float | None = None
+    output_tokens: int = 0
+    prompt_tokens: int | None = None
+    tokens_source: str = "chunks"
+    num_chunks: int = 0
+    finish_reason: str = ""
+    error_kind: str = ""
+    error: str = ""
+    interrupted: bool = False
+    chunk_gaps_us: str = ""  # space-separated gaps: first from start, then chunk to chunk
+    chunk_tokens: str = ""  # space-separated tokens per chunk, "" when the server gave none
+    extra: dict[str, object] = field(default_factory=dict, repr=False)
+
+    def row(self) -> list[object]:
+        """The record as a CSV row in `REQUEST_COLUMNS` order."""
+        return [_cell(getattr(self, name)) for name in REQUEST_COLUMNS]
+
+
+REQUEST_COLUMNS: tuple[str, ...] = tuple(
+    f.name for f in dataclasses.fields(RequestRecord) if f.name != "extra"
+)
+
+
+def _cell(value: object) -> object:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float):
+        return round(value, 3)
+    return value
+
+
+def encode_chunks(
+    start: float, arrivals: Sequence[float], tokens: Sequence[int] | None
+) -> tuple[str, str]:
+    """Encode chunk arrival times (epoch s) and per-chunk token counts compactly.
+
+    Gaps are integer microseconds, the first measured from `start`; rounding is done on
+    the cumulative offsets so that errors do not accumulate along a long stream.
+    """
+    gaps: list[str] = []
+    prev = 0
+    for t in arrivals:
+        off = round((t - start) * 1e6)
+        gaps.append(str(off - prev))
+        prev = off
+    tok = " ".join(map(str, tokens)) if tokens is not None else ""
+    return " ".join(gaps), tok
+
+
+def decode_chunks(gaps: str, tokens: str) -> tuple[list[float], list[int] | None]:
+    """Inverse of `encode_chunks`: offsets from start in seconds, and tokens or None."""
+    offsets: list[float] = []
+    acc = 0
+    for g in gaps.split():
+        acc += int(g)
+        offsets.append(acc / 1e6)
+    counts = [int(x) for x in tokens.split()] if tokens.strip() else None
+    return offsets, counts
