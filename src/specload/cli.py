@@ -60,9 +60,11 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
         "sweep",
         help="run every arm of a scenario through the concurrency ladder, then report",
     )
-    p.add_argument("scenario", help="scenario YAML file")
+    p.add_argument("scenario", nargs="?", default=None,
+                   help="scenario YAML file (not needed with --resume)")
     p.add_argument("--out", default=None, help="output root (default: reports/)")
-    p.add_argument("--processes", type=int, default=None, help="Locust load processes")
+    p.add_argument("--processes", type=int, default=None,
+                   help="Locust load processes on this machine (-1: one per core)")
     p.add_argument("--arms", default=None, help="comma-separated arm names to run")
     p.add_argument("--repeats", type=int, default=None)
     p.add_argument("--resume", default=None, metavar="RUN_DIR",

@@ -1,0 +1,175 @@
+"""Benchmark `specload report` on a synthetic sweep of 2 arms x 8 rungs x ~100,000 requests.
+
+Generates a sweep folder shaped exactly like a real one (manifest.json, per-arm Locust
+prefixes with requests, steps, server metrics, client stats and stats history) from a
+simple batching model: per-step time grows with concurrency, spec-on carries 1-4 tokens
+per chunk at a longer step, every request streams 100-300 chunks and users run requests
+back to back. Then runs `specload report` on it a few times and prints the wall times.
+
+    python scripts/bench_report.py [--rows 100000] [--out DIR] [--runs 3] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from specload import records
+
+LADDER = (1, 2, 5, 10, 30, 70, 100, 250)
+WARMUP_S = 5.0
+T0 = 1_750_000_000.0
+ARMS = {  # name: (role, step ms at C=0, step ms per concurrent request, mean tokens/chunk)
+    "spec-on": ("spec_on", 14.0, 0.30, 2.5),
+    "spec-off": ("spec_off", 10.0, 0.12, 1.0),
+}
+CHUNKS = (100, 300)
+
+
+def _step_ms(arm: str, c: int) -> float:
+    _, base, per_c, _ = ARMS[arm]
+    return base + per_c * c
+
+
+def _window_s(rows: int) -> float:
+    """Measure window length that yields about `rows` requests over all arms and rungs."""
+    per_second = sum(c / (np.mean(CHUNKS) * _step_ms(a, c) / 1e3) for a in ARMS for c in LADDER)
+    return rows / per_second
+
+
+def _rung(rng: np.random.Generator, arm: str, c: int, t0: float, measure_end: float
+          ) -> dict[str, list]:
+    step_s = _step_ms(arm, c) / 1e3
+    tpc = ARMS[arm][3]
+    cols: dict[str, list] = {k: [] for k in records.REQUEST_COLUMNS}
+    for user in range(c):
+        t = t0 + rng.uniform(0, step_s)
+        while t < measure_end:
+            n = int(rng.integers(*CHUNKS))
+            gaps = rng.gamma(8.0, step_s / 8.0, n) * 1e6
+            gaps[0] = 30_000 + rng.exponential(20_000)
+            gaps = np.maximum(gaps.round(), 1).astype(np.int64)
+            toks = rng.integers(1, 5, n) if tpc > 1 else np.ones(n, np.int64)
+            offs = np.cumsum(gaps) / 1e6
+            end = t + float(offs[-1]) + 0.0005
+            out = int(toks.sum())
+            ttft, e2e = offs[0] * 1e3, offs[-1] * 1e3
+            rec = records.RequestRecord(
+                request_id=f"{arm}-{c}-{user}-{t:.6f}", client_id="bench", user_id=user,
+                endpoint="chat", category="chat", start=t, end=end, status=200,
+                ttft_ms=ttft, e2e_ms=e2e, tpot_ms=(e2e - ttft) / (out - 1), output_tokens=out,
+                prompt_tokens=200, tokens_source="usage", num_chunks=n, finish_reason="length",
+                chunk_gaps_us=" ".join(map(str, gaps.tolist())),
+                chunk_tokens=" ".join(map(str, toks.tolist())))
+            for name, value in zip(records.REQUEST_COLUMNS, rec.row(), strict=True):
+                cols[name].append(value)
+            t = end
+    return cols
+
+
+def _history(frame: pd.DataFrame, ticks: np.ndarray, users: int, done_n: int,
+             done_tokens: float) -> list[tuple]:
+    """Locust "Aggregated" history rows: cumulative count and mean response length."""
+    order = np.argsort(frame["end"].to_numpy())
+    ends = frame["end"].to_numpy()[order]
+    tokens = np.concatenate(([0.0], np.cumsum(frame["output_tokens"].to_numpy()[order])))
+    k = np.searchsorted(ends, ticks, side="right")
+    n = done_n + k
+    size = (done_tokens + tokens[k]) / np.maximum(n, 1)
+    return [(int(ts), users, "", "Aggregated", 0, 0, int(a), 0, float(b))
+            for ts, a, b in zip(ticks, n, size, strict=True)]
+
+
+def generate(out: Path, rows: int, seed: int = 0) -> int:
+    """Write the synthetic sweep folder; returns the number of request rows written."""
+    rng = np.random.default_rng(seed)
+    window = _window_s(rows)
+    total = 0
+    arms_manifest = []
+    for arm, (role, *_rest) in ARMS.items():
+        prefix = out / arm / "locust"
+        prefix.parent.mkdir(parents=True, exist_ok=True)
+        frames, steps, server, client, history = [], [], [], [], []
+        t, generated, done_n, done_tokens = T0, 0.0, 0, 0.0
+        for rung, c in enumerate(LADDER):
+            ms, me = t + WARMUP_S, t + WARMUP_S + window
+            frame = pd.DataFrame(_rung(rng, arm, c, t, me))
+            frames.append(frame)
+            steps.append((rung, c, t, ms, me))
+            run_end = float(frame["end"].max())
+            ticks = np.arange(t, run_end, 1.0)
+            rate = float(frame["output_tokens"].sum()) / max(run_end - t, 1e-9)
+            server += [(ts, "vllm:generation_tokens_total", generated + rate * (ts - t))
+                       for ts in ticks]
+            generated += rate * (run_end - t)
+            client += [(ts, "bench", 40.0, 0.2, 1.0, c) for ts in ticks]
+            history += _history(frame, ticks, c, done_n, done_tokens)
+            done_n += len(frame)
+            done_tokens += float(frame["output_tokens"].sum())
+            t = float(frame["end"].max()) + 1.0
+        requests = pd.concat(frames, ignore_index=True)
+        total += len(requests)
+        requests.to_csv(f"{prefix}{records.REQUESTS_SUFFIX}", index=False)
+        pd.DataFrame(steps, columns=records.STEPS_COLUMNS).to_csv(
+            f"{prefix}{records.STEPS_SUFFIX}", index=False)
+        pd.DataFrame(server, columns=records.SERVER_METRICS_COLUMNS).to_csv(
+            f"{prefix}{records.SERVER_METRICS_SUFFIX}", index=False)
+        pd.DataFrame(client, columns=records.CLIENT_STATS_COLUMNS).to_csv(
+            f"{prefix}{records.CLIENT_STATS_SUFFIX}", index=False)
+        pd.DataFrame(history, columns=[
+            "Timestamp", "User Count", "Type", "Name", "Requests/s", "Failures/s",
+            "Total Request Count", "Total Failure Count", "Total Average Content Size",
+        ]).to_csv(f"{prefix}{records.LOCUST_HISTORY_SUFFIX}", index=False)
+        arms_manifest.append({
+            "name": arm, "kind": "sim", "spec": "on" if role == "spec_on" else "off",
+            "role": role, "k": 3 if role == "spec_on" else None, "status": "done",
+            "reps": [{"rep": 1, "dir": arm, "status": "done", "started": None,
+                      "finished": None, "error": None}],
+            "ladder": list(LADDER), "warmup_s": WARMUP_S, "measure_s": window})
+    manifest = {"scenario": {"name": "bench"}, "scenario_name": "bench",
+                "created": "synthetic", "arms": arms_manifest, "status": "done"}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    return total
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--out", type=Path, default=None, help="folder (default: a temp dir)")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--keep", action="store_true", help="keep the generated folder")
+    args = parser.parse_args()
+    out = args.out or Path(tempfile.mkdtemp(prefix="specload-bench-"))
+    out.mkdir(parents=True, exist_ok=True)
+    t = time.perf_counter()
+    rows = generate(out, args.rows)
+    size_mb = sum(p.stat().st_size for p in out.rglob("*.csv")) / 1e6
+    chunks = sum(int(pd.read_csv(p, usecols=["num_chunks"])["num_chunks"].sum())
+                 for p in out.rglob(f"*{records.REQUESTS_SUFFIX}"))
+    print(f"generated {rows} requests, {chunks} chunks, {size_mb:.0f} MB of CSV "
+          f"in {time.perf_counter() - t:.1f} s: {out}")
+    exe = Path(sys.executable).with_name("specload")
+    cmd = [str(exe) if exe.exists() else "specload", "report", str(out)]
+    times = []
+    for _ in range(args.runs):
+        t = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        times.append(time.perf_counter() - t)
+    print(f"specload report: {' '.join(f'{x:.2f}' for x in times)} s "
+          f"(best {min(times):.2f} s, limit 5 s)")
+    if not args.keep and args.out is None:
+        shutil.rmtree(out)
+    return 0 if min(times) < 5.0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

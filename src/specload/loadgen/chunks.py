@@ -1,0 +1,129 @@
+"""Pure parsing of one OpenAI streaming chunk (the JSON of one SSE `data:` field).
+
+Turns a chat or text-completion chunk into the few facts the measurement needs: does it
+carry generated content (`delta.content`, `delta.reasoning_content`/`reasoning`, or
+`text`; a role-only delta is not a token), the cumulative completion and prompt tokens
+from its `usage` (final usage chunk, or per-chunk `continuous_usage_stats`), whether it
+is the final usage-only chunk, its finish reason, and an error object if the server put
+one in the stream. Anything that is not the JSON we expect raises `MalformedChunk`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import orjson
+
+DONE = b"[DONE]"
+
+
+class MalformedChunk(ValueError):
+    """A data line that is not an OpenAI streaming chunk.
+
+    `str()` is a short reason that groups well in Locust's failure table; `preview`
+    holds the start of the offending payload for the per-request record.
+    """
+
+    def __init__(self, reason: str, data: bytes = b"") -> None:
+        super().__init__(reason)
+        self.preview = _preview(data)
+
+
+@dataclass(slots=True)
+class Chunk:
+    """What one streaming chunk says; token counts are cumulative as the server reports."""
+
+    has_content: bool = False
+    completion_tokens: int | None = None
+    prompt_tokens: int | None = None
+    usage_only: bool = False  # no choices, only usage: the final `include_usage` chunk
+    finish_reason: str | None = None
+    error: str | None = None
+
+
+def parse_chunk(data: bytes) -> Chunk:
+    """Parse one `data:` payload (not `[DONE]`)."""
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise MalformedChunk("invalid JSON", data) from exc
+    if not isinstance(obj, dict):
+        raise MalformedChunk("chunk is not a JSON object", data)
+    error = _error_message(obj)
+    if error is not None:
+        return Chunk(error=error)
+    chunk = Chunk()
+    usage = obj.get("usage")
+    if usage is not None:
+        if not isinstance(usage, dict):
+            raise MalformedChunk("`usage` is not an object")
+        chunk.completion_tokens = _count(usage, "completion_tokens")
+        chunk.prompt_tokens = _count(usage, "prompt_tokens")
+    choices = obj.get("choices")
+    if not isinstance(choices, list):
+        raise MalformedChunk("chunk has no `choices` list")
+    if not choices:
+        chunk.usage_only = usage is not None
+        return chunk
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        raise MalformedChunk("`choices[0]` is not an object")
+    chunk.has_content = _has_content(choice)
+    finish = choice.get("finish_reason")
+    if finish is not None:
+        chunk.finish_reason = str(finish)
+    return chunk
+
+
+def _has_content(choice: dict) -> bool:
+    delta = choice.get("delta")
+    if delta is not None:
+        if not isinstance(delta, dict):
+            raise MalformedChunk("`delta` is not an object")
+        return bool(
+            delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")
+        )
+    text = choice.get("text")
+    return isinstance(text, str) and bool(text)
+
+
+def _count(usage: dict, key: str) -> int | None:
+    value = usage.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise MalformedChunk(f"`usage.{key}` is not a non-negative integer")
+    return value
+
+
+def _error_message(obj: dict) -> str | None:
+    err = obj.get("error")
+    if err is not None:
+        if isinstance(err, dict):
+            return str(err.get("message") or err.get("type") or err)
+        return str(err)
+    if obj.get("object") == "error":
+        return str(obj.get("message") or "error")
+    return None
+
+
+def error_message_from_body(body: bytes) -> str:
+    """The server's error message from a non-2xx response body, shortened for grouping."""
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return _preview(body)
+    if isinstance(obj, dict):
+        msg = _error_message(obj) or obj.get("detail")
+        if msg is not None:
+            return _shorten(str(msg))
+    return _preview(body)
+
+
+def _shorten(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _preview(data: bytes) -> str:
+    return _shorten(data[:200].decode("utf-8", "replace"))

@@ -1,0 +1,145 @@
+"""Self-monitoring of each load process: CPU share and event-loop lag, once a second.
+
+A load generator that is itself saturated reports its own limits, not the server's.
+Every Locust process that runs users (the local runner, or each worker) starts a probe
+greenlet that sleeps `PROBE_INTERVAL_S` again and again and records how late it wakes
+(the event-loop lag every chunk's timestamp suffers), and samples its own CPU with
+psutil. Once a second it sends one row of `records.CLIENT_STATS_COLUMNS` through
+Locust's messages; the process that writes CSVs (local runner or master) appends it to
+`<csv prefix>_client_stats.csv`. The report warns about rungs run by a saturated client.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import socket
+import time
+from typing import IO, Any
+
+import gevent
+import psutil
+from locust import events
+from locust.env import Environment
+from locust.runners import MasterRunner, WorkerRunner
+
+from specload.records import CLIENT_STATS_COLUMNS, CLIENT_STATS_SUFFIX
+
+MESSAGE_TYPE = "specload_client_stats"
+PROBE_INTERVAL_S = 0.010
+SAMPLE_PERIOD_S = 1.0
+
+
+def lag_percentiles(lags_ms: list[float]) -> tuple[float, float]:
+    """p50 and p99 (nearest rank) of a list of lags in ms; zeros when empty."""
+    if not lags_ms:
+        return 0.0, 0.0
+    ordered = sorted(lags_ms)
+    n = len(ordered)
+    return ordered[(n - 1) // 2], ordered[min(n - 1, int(0.99 * n))]
+
+
+class ClientProbe:
+    """Measures one process's CPU and loop lag and emits a row per sample period."""
+
+    def __init__(self, environment: Environment, client_id: str) -> None:
+        self.environment = environment
+        self.client_id = client_id
+        self._process = psutil.Process()
+        self._greenlet: gevent.Greenlet | None = None
+
+    def start(self) -> None:
+        if self._greenlet is None:
+            self._process.cpu_percent(None)
+            self._greenlet = gevent.spawn(self._run)
+
+    def stop(self) -> None:
+        if self._greenlet is not None:
+            self._greenlet.kill(block=False)
+            self._greenlet = None
+
+    def _run(self) -> None:
+        lags: list[float] = []
+        period_start = time.perf_counter()
+        while True:
+            before = time.perf_counter()
+            gevent.sleep(PROBE_INTERVAL_S)
+            now = time.perf_counter()
+            lags.append(max(0.0, (now - before - PROBE_INTERVAL_S) * 1000.0))
+            if now - period_start >= SAMPLE_PERIOD_S:
+                self._emit(lags)
+                lags = []
+                period_start = now
+
+    def _emit(self, lags: list[float]) -> None:
+        p50, p99 = lag_percentiles(lags)
+        runner = self.environment.runner
+        users = runner.user_count if runner is not None else 0
+        row = [round(time.time(), 3), self.client_id, self._process.cpu_percent(None),
+               round(p50, 3), round(p99, 3), users]
+        if runner is not None:
+            runner.send_message(MESSAGE_TYPE, row)
+
+
+class ClientStatsWriter:
+    """Appends probe rows to `<csv prefix>_client_stats.csv` on the CSV-writing process."""
+
+    def __init__(self, prefix: str) -> None:
+        self.path = prefix + CLIENT_STATS_SUFFIX
+        new = not os.path.exists(self.path)
+        self._file: IO[str] = open(self.path, "a", newline="")  # noqa: SIM115
+        self._writer = csv.writer(self._file)
+        if new:
+            self._writer.writerow(CLIENT_STATS_COLUMNS)
+            self._file.flush()
+
+    def on_message(self, environment: Environment, msg: Any, **_: Any) -> None:
+        self._writer.writerow(msg.data)
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+_probe: ClientProbe | None = None
+_writer: ClientStatsWriter | None = None
+
+
+def _client_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+@events.init.add_listener
+def _on_init(environment: Environment, **_: Any) -> None:
+    global _writer
+    runner = environment.runner
+    if runner is None or isinstance(runner, WorkerRunner):
+        return
+    prefix = getattr(environment.parsed_options, "csv_prefix", None)
+    if prefix:
+        _writer = ClientStatsWriter(prefix)
+        runner.register_message(MESSAGE_TYPE, _writer.on_message)
+    else:
+        runner.register_message(MESSAGE_TYPE, lambda **_: None)
+
+
+@events.test_start.add_listener
+def _on_test_start(environment: Environment, **_: Any) -> None:
+    global _probe
+    if isinstance(environment.runner, MasterRunner):
+        return
+    if _probe is None:
+        _probe = ClientProbe(environment, _client_id())
+    _probe.start()
+
+
+@events.test_stop.add_listener
+def _on_test_stop(environment: Environment, **_: Any) -> None:
+    if _probe is not None:
+        _probe.stop()
+
+
+@events.quitting.add_listener
+def _on_quitting(environment: Environment, **_: Any) -> None:
+    if _writer is not None:
+        _writer.close()

@@ -1,0 +1,127 @@
+"""Pure per-request metric arithmetic, as defined in DESIGN.md "Metric definitions".
+
+`StreamTally` collects what a stream delivered (content-chunk arrival times on the
+`time.perf_counter` clock and token counts) and `StreamTally.result` turns it into TTFT,
+E2E, TPOT, output tokens and their source. Token-source rules: the final `usage` chunk
+wins; otherwise the cumulative per-chunk usage (`continuous_usage_stats`); otherwise the
+number of content chunks, which undercounts under speculative decoding. Per-chunk token
+counts come from differences of the cumulative usage seen at each content chunk; tokens
+reported on non-content chunks (a bare finish chunk) count towards the total only.
+`chunk_itls` and `token_itls` give the inter-token latencies from the same data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+from specload.loadgen.chunks import Chunk
+
+
+@dataclass(slots=True, frozen=True)
+class Measured:
+    """Per-request figures; times in milliseconds from send start."""
+
+    ttft_ms: float | None
+    e2e_ms: float | None
+    tpot_ms: float | None
+    output_tokens: int
+    tokens_source: str  # one of records.TOKENS_SOURCES
+    prompt_tokens: int | None
+    chunk_tokens: list[int] | None  # tokens per content chunk, None when not reported
+    finish_reason: str
+
+
+class StreamTally:
+    """Accumulates one stream's chunks; `t0` is the send start on the perf_counter clock."""
+
+    __slots__ = (
+        "_cum_seen",
+        "_final_tokens",
+        "_per_chunk",
+        "arrivals",
+        "finish_reason",
+        "prompt_tokens",
+        "t0",
+    )
+
+    def __init__(self, t0: float) -> None:
+        self.t0 = t0
+        self.arrivals: list[float] = []  # perf_counter time of each content chunk
+        self._per_chunk: list[int] | None = []
+        self._cum_seen: int | None = None  # latest cumulative completion tokens seen
+        self._final_tokens: int | None = None
+        self.prompt_tokens: int | None = None
+        self.finish_reason = ""
+
+    def add(self, now: float, chunk: Chunk) -> None:
+        """Account for one parsed chunk that arrived at perf_counter time `now`."""
+        if chunk.prompt_tokens is not None:
+            self.prompt_tokens = chunk.prompt_tokens
+        if chunk.finish_reason:
+            self.finish_reason = chunk.finish_reason
+        cum = chunk.completion_tokens
+        if chunk.usage_only:
+            self._final_tokens = cum
+            return
+        if chunk.has_content:
+            self.arrivals.append(now)
+            if self._per_chunk is not None:
+                if cum is None:
+                    self._per_chunk = None
+                else:
+                    self._per_chunk.append(cum - (self._cum_seen or 0))
+        if cum is not None:
+            self._cum_seen = cum
+
+    def result(self) -> Measured:
+        """The request's figures from everything tallied so far."""
+        arrivals = self.arrivals
+        n = len(arrivals)
+        if self._final_tokens is not None:
+            tokens, source = self._final_tokens, "usage"
+        elif self._cum_seen is not None:
+            tokens, source = self._cum_seen, "continuous_usage"
+        else:
+            tokens, source = n, "chunks"
+        ttft = (arrivals[0] - self.t0) * 1e3 if n else None
+        e2e = (arrivals[-1] - self.t0) * 1e3 if n else None
+        return Measured(
+            ttft_ms=ttft,
+            e2e_ms=e2e,
+            tpot_ms=tpot_ms(ttft, e2e, tokens),
+            output_tokens=tokens,
+            tokens_source=source,
+            prompt_tokens=self.prompt_tokens,
+            chunk_tokens=self._per_chunk if self._per_chunk and n else None,
+            finish_reason=self.finish_reason,
+        )
+
+
+def tpot_ms(ttft_ms: float | None, e2e_ms: float | None, output_tokens: int) -> float | None:
+    """(E2E - TTFT) / (tokens - 1); None when fewer than two tokens or no content."""
+    if ttft_ms is None or e2e_ms is None or output_tokens < 2:
+        return None
+    return (e2e_ms - ttft_ms) / (output_tokens - 1)
+
+
+def chunk_itls(arrivals: Sequence[float]) -> list[float]:
+    """Gaps between consecutive content chunks, in the unit of `arrivals`."""
+    return [b - a for a, b in pairwise(arrivals)]
+
+
+def token_itls(arrivals: Sequence[float], tokens: Sequence[int]) -> list[float]:
+    """Each chunk gap divided by the tokens the later chunk carried (chunks with 0 skipped)."""
+    if len(tokens) != len(arrivals):
+        raise ValueError("arrivals and tokens differ in length")
+    return [
+        (arrivals[i] - arrivals[i - 1]) / tokens[i]
+        for i in range(1, len(arrivals))
+        if tokens[i] > 0
+    ]
+
+
+def tokens_per_chunk(output_tokens: int, num_chunks: int) -> float | None:
+    """Mean tokens per content chunk: under speculation, an estimate of accepted length."""
+    return output_tokens / num_chunks if num_chunks else None

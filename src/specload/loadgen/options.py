@@ -1,0 +1,92 @@
+"""specload's custom Locust arguments, registered on `events.init_command_line_parser`.
+
+Importing this module registers them (the user modules import it), so `locust -f
+locustfiles/chat.py --help` lists them and the web UI shows them. Locust sends custom
+arguments to workers in spawn messages, so code reads them through `RunOptions.from_env`
+at test start or task time, never at import or init.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, fields
+
+from locust import events
+from locust.env import Environment
+
+DEFAULT_MAX_TOKENS = 256
+DEFAULT_REQUEST_TIMEOUT_S = 300.0
+
+
+@events.init_command_line_parser.add_listener
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    # on the parser itself: only LocustArgumentParser.add_argument knows include_in_web_ui
+    group = parser
+    group.add_argument("--model", default="", include_in_web_ui=True,
+                       help="model id to request (default: first id from /v1/models)")
+    group.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS,
+                       include_in_web_ui=True,
+                       help="max_tokens per request unless the prompt file sets one")
+    group.add_argument("--ignore-eos", action="store_true", default=False,
+                       include_in_web_ui=True,
+                       help="ask the server to ignore EOS so every request runs to max_tokens")
+    group.add_argument("--min-tokens", type=int, default=0, include_in_web_ui=True,
+                       help="min_tokens to request (0: not sent)")
+    group.add_argument("--temperature", type=float, default=0.0, include_in_web_ui=True,
+                       help="sampling temperature")
+    group.add_argument("--prompts", default="", include_in_web_ui=True,
+                       help="prompt file: ShareGPT .json or .jsonl (default: built-in set)")
+    group.add_argument("--seed", type=int, default=0, include_in_web_ui=True,
+                       help="seed for the prompt order and the request `seed` field")
+    group.add_argument("--api-key-env", default="OPENAI_API_KEY", include_in_web_ui=True,
+                       help="environment variable holding the API key (sent as Bearer)")
+    group.add_argument("--request-timeout", type=float, default=DEFAULT_REQUEST_TIMEOUT_S,
+                       include_in_web_ui=True,
+                       help="seconds to wait for the first byte and between chunks")
+    group.add_argument("--continuous-usage", action=argparse.BooleanOptionalAction,
+                       default=True, include_in_web_ui=True,
+                       help="ask for per-chunk usage (continuous_usage_stats) so token "
+                       "ITL is exact")
+    group.add_argument("--records", action=argparse.BooleanOptionalAction, default=True,
+                       include_in_web_ui=True,
+                       help="write one row per request to <csv prefix>_requests.csv")
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """The values of specload's arguments for one run."""
+
+    model: str = ""
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    ignore_eos: bool = False
+    min_tokens: int = 0
+    temperature: float = 0.0
+    prompts: str = ""
+    seed: int = 0
+    api_key_env: str = "OPENAI_API_KEY"
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT_S
+    continuous_usage: bool = True
+    records: bool = True
+
+    @classmethod
+    def from_env(cls, environment: Environment) -> RunOptions:
+        """Read the current values (defaults for anything absent, e.g. in a bare Environment)."""
+        parsed = environment.parsed_options
+        if parsed is None:
+            return cls()
+        names = (f.name for f in fields(cls))
+        values = {name: getattr(parsed, name) for name in names if hasattr(parsed, name)}
+        opts = cls(**values)
+        opts.validate()
+        return opts
+
+    def validate(self) -> None:
+        """Raise ValueError with a one-line message for values no server would accept."""
+        if self.max_tokens < 1:
+            raise ValueError(f"--max-tokens must be >= 1, got {self.max_tokens}")
+        if self.min_tokens < 0:
+            raise ValueError(f"--min-tokens must be >= 0, got {self.min_tokens}")
+        if self.request_timeout <= 0:
+            raise ValueError(f"--request-timeout must be > 0, got {self.request_timeout}")
+        if self.temperature < 0:
+            raise ValueError(f"--temperature must be >= 0, got {self.temperature}")

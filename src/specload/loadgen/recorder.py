@@ -1,0 +1,219 @@
+"""Per-request CSV rows: written locally, or collected from workers by the master.
+
+`Recorder.for_env(environment)` returns the one recorder of a Locust environment; users
+call `add(record)` for every finished, failed or interrupted request. Where the rows go
+depends on the runner:
+- local runner: appended to `<csv prefix>_requests.csv` at once (flushed about every
+  second and when the test stops);
+- worker: buffered, and shipped to the master with every stats report
+  (`report_to_master`) and whenever the master asks for a flush;
+- master: writes what arrives (stats reports and `specload_rows` messages).
+
+The end of a run is the subtle part: the master waits only ~0.5 s for workers' last
+reports. So when the test stops, the master sends every worker `specload_flush`; the
+worker stops its users (an in-flight request then records itself as interrupted),
+sends its remaining rows and answers `specload_done`; the master waits for every answer
+(bounded by `--stop-timeout` + 10 s) before Locust goes on to quit. Messages from one
+worker arrive in order, so rows always land before that worker's "done". Without
+`--csv` (or with `--no-records`) nothing is written and users skip building rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import os
+import time
+from itertools import count
+from typing import IO, Any
+from weakref import WeakKeyDictionary
+
+from gevent.event import Event
+from locust import events
+from locust.env import Environment
+from locust.runners import STATE_MISSING, MasterRunner, WorkerRunner
+
+from specload.loadgen.options import RunOptions
+from specload.records import REQUEST_COLUMNS, REQUESTS_SUFFIX, RequestRecord
+
+log = logging.getLogger(__name__)
+
+MSG_ROWS = "specload_rows"
+MSG_FLUSH = "specload_flush"
+MSG_DONE = "specload_done"
+REPORT_KEY = "specload_rows"
+FLUSH_INTERVAL_S = 1.0
+HANDSHAKE_MARGIN_S = 10.0
+
+_recorders: WeakKeyDictionary[Environment, Recorder] = WeakKeyDictionary()
+
+
+class Recorder:
+    """Collects `RequestRecord`s of one Locust environment; see the module docstring."""
+
+    def __init__(self, environment: Environment) -> None:
+        self.env = environment
+        self.rows_written = 0
+        self._buffer: list[list[Any]] = []
+        self._file: IO[str] | None = None
+        self._writer: Any = None
+        self._last_flush = 0.0
+        self._enabled = True
+        self._tokens = count(1)
+        self._waiting: set[str] = set()
+        self._answered = Event()
+        self._token = 0
+        self._hook()
+
+    @classmethod
+    def for_env(cls, environment: Environment) -> Recorder:
+        """The environment's recorder, created (and hooked to its events) on first use."""
+        rec = _recorders.get(environment)
+        if rec is None:
+            rec = _recorders[environment] = cls(environment)
+        return rec
+
+    # --- what users call -------------------------------------------------------------
+
+    @property
+    def enabled(self) -> bool:
+        """Whether rows are wanted at all (records on, and a file or a master to take them)."""
+        return self._enabled
+
+    def add(self, record: RequestRecord) -> None:
+        """Take one request's row (cheap: a list append or one buffered CSV write)."""
+        if not self._enabled:
+            return
+        row = record.row()
+        if isinstance(self.env.runner, WorkerRunner):
+            self._buffer.append(row)
+        else:
+            self._write([row])
+
+    # --- wiring ----------------------------------------------------------------------
+
+    def _hook(self) -> None:
+        ev = self.env.events
+        ev.test_start.add_listener(self._on_test_start)
+        ev.test_stop.add_listener(self._on_test_stop)
+        ev.quitting.add_listener(self._on_quitting)
+        runner = self.env.runner
+        if isinstance(runner, WorkerRunner):
+            ev.report_to_master.add_listener(self._on_report_to_master)
+            runner.register_message(MSG_FLUSH, self._on_flush_request)
+        elif isinstance(runner, MasterRunner):
+            ev.worker_report.add_listener(self._on_worker_report)
+            runner.register_message(MSG_ROWS, self._on_rows_message)
+            runner.register_message(MSG_DONE, self._on_done_message)
+        self._refresh_enabled()
+
+    def _refresh_enabled(self) -> None:
+        records_on = RunOptions.from_env(self.env).records
+        if isinstance(self.env.runner, WorkerRunner):
+            self._enabled = records_on  # the master decides whether it writes a file
+        else:
+            self._enabled = records_on and bool(self._csv_prefix())
+
+    def _csv_prefix(self) -> str:
+        parsed = self.env.parsed_options
+        return (getattr(parsed, "csv_prefix", None) or "") if parsed is not None else ""
+
+    def _on_test_start(self, environment: Environment, **_: Any) -> None:
+        self._refresh_enabled()
+        if self._enabled and not isinstance(self.env.runner, WorkerRunner):
+            self._open()
+
+    def _on_test_stop(self, environment: Environment, **_: Any) -> None:
+        runner = self.env.runner
+        if isinstance(runner, WorkerRunner):
+            self._send_buffer()
+        elif isinstance(runner, MasterRunner) and self._enabled:
+            self._collect_from_workers(runner)
+        self._flush()
+
+    def _on_quitting(self, environment: Environment, **_: Any) -> None:
+        if isinstance(self.env.runner, WorkerRunner):
+            self._send_buffer()
+        elif self._file is not None:
+            self._file.close()
+            self._file = None
+
+    # --- worker side -----------------------------------------------------------------
+
+    def _on_report_to_master(self, client_id: str, data: dict[str, Any], **_: Any) -> None:
+        if self._buffer:
+            data[REPORT_KEY], self._buffer = self._buffer, []
+
+    def _send_buffer(self) -> None:
+        if self._buffer:
+            rows, self._buffer = self._buffer, []
+            self.env.runner.send_message(MSG_ROWS, rows)
+
+    def _on_flush_request(self, environment: Environment, msg: Any, **_: Any) -> None:
+        runner = self.env.runner
+        runner.stop()  # users still in a request record themselves as interrupted
+        self._send_buffer()
+        runner.send_message(MSG_DONE, msg.data)
+
+    # --- master side -----------------------------------------------------------------
+
+    def _on_worker_report(self, client_id: str, data: dict[str, Any], **_: Any) -> None:
+        rows = data.get(REPORT_KEY)
+        if rows:
+            self._write(rows)
+
+    def _on_rows_message(self, environment: Environment, msg: Any, **_: Any) -> None:
+        self._write(msg.data)
+
+    def _on_done_message(self, environment: Environment, msg: Any, **_: Any) -> None:
+        if msg.data == self._token:
+            self._waiting.discard(msg.node_id)
+            if not self._waiting:
+                self._answered.set()
+
+    def _collect_from_workers(self, runner: MasterRunner) -> None:
+        workers = {c.id for c in runner.clients.all if c.state != STATE_MISSING}
+        if not workers:
+            return
+        self._token = next(self._tokens)
+        self._waiting = set(workers)
+        self._answered.clear()
+        for worker in workers:
+            runner.send_message(MSG_FLUSH, self._token, client_id=worker)
+        timeout = (self.env.stop_timeout or 0.0) + HANDSHAKE_MARGIN_S
+        if not self._answered.wait(timeout):
+            log.warning("no final request rows from %d worker(s) within %.0f s: %s",
+                        len(self._waiting), timeout, ", ".join(sorted(self._waiting)))
+
+    # --- file ------------------------------------------------------------------------
+
+    def _open(self) -> None:
+        if self._file is not None:
+            return
+        path = self._csv_prefix() + REQUESTS_SUFFIX
+        if os.path.dirname(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        self._file = open(path, "w", newline="", encoding="utf-8")  # noqa: SIM115
+        self._writer = csv.writer(self._file)
+        self._writer.writerow(REQUEST_COLUMNS)
+
+    def _write(self, rows: list[list[Any]]) -> None:
+        if self._file is None:
+            if not self._enabled:
+                return
+            self._open()
+        self._writer.writerows(rows)
+        self.rows_written += len(rows)
+        now = time.monotonic()
+        if now - self._last_flush >= FLUSH_INTERVAL_S:
+            self._flush()
+            self._last_flush = now
+
+    def _flush(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+
+
+@events.init.add_listener
+def _on_init(environment: Environment, **_: Any) -> None:
+    Recorder.for_env(environment)

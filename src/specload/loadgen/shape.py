@@ -1,0 +1,156 @@
+"""`LadderShape`: the concurrency ladder as a Locust load shape, plus its steps file.
+
+The shape steps through the plan from `specload.ladder`: each rung holds its user
+count for a warmup window and then a measure window, and every new user count is
+reached at once (the spawn rate is the largest jump in the ladder). The ladder and the
+two windows are Locust custom arguments (`--ladder 1,2,5,10 --warmup 10 --measure 30`),
+so they show up as fields in the web UI and travel to workers in spawn messages; the
+shape itself runs only where Locust runs shapes (the master, or the single process).
+
+Rung boundaries are written to `<csv prefix>_steps.csv` (`records.STEPS_COLUMNS`, UTC
+epoch seconds), one row appended as each rung's measure window ends. Only rungs whose
+measure window completed are written, so a run stopped mid-rung keeps exactly its
+finished rungs. `warmup_start` is when the shape actually asked for the rung's user
+count (Locust ticks shapes about once a second, so up to a second after the plan);
+`measure_start` is the planned start, or that actual start if it came later;
+`measure_end` is the planned end, at which the users are still at the rung's count.
+Without `--csv` (a plain web-UI session) there is no run folder, so no steps file is
+written and the report falls back to segmenting Locust's own history by user count.
+A new start (e.g. pressing Start again in the web UI) begins a fresh steps file.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from locust import LoadTestShape, events
+
+from specload.ladder import (
+    DEFAULT_LADDER,
+    DEFAULT_MEASURE_S,
+    DEFAULT_WARMUP_S,
+    LadderError,
+    Step,
+    parse_ladder,
+    plan,
+    spawn_rate,
+    step_at,
+)
+from specload.records import STEPS_COLUMNS, STEPS_SUFFIX
+
+log = logging.getLogger(__name__)
+
+
+@events.init_command_line_parser.add_listener
+def add_ladder_arguments(parser: Any) -> None:
+    """Register the ladder options (shown in the web UI's custom parameters)."""
+    group = parser.add_argument_group("specload ladder")
+    group.add_argument(
+        "--ladder",
+        type=str,
+        default=",".join(map(str, DEFAULT_LADDER)),
+        help="comma-separated increasing user counts, one rung each",
+    )
+    group.add_argument(
+        "--warmup", type=float, default=DEFAULT_WARMUP_S, help="warmup seconds per rung"
+    )
+    group.add_argument(
+        "--measure", type=float, default=DEFAULT_MEASURE_S, help="measured seconds per rung"
+    )
+
+
+class StepsFile:
+    """Appends one steps row per finished rung; a new run starts a new file."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("w", newline="") as fh:
+                csv.writer(fh).writerow(STEPS_COLUMNS)
+
+    def append(self, rung: int, users: int, warmup: float, start: float, end: float) -> None:
+        if self.path is None:
+            return
+        with self.path.open("a", newline="") as fh:
+            csv.writer(fh).writerow(
+                [rung, users, f"{warmup:.6f}", f"{start:.6f}", f"{end:.6f}"]
+            )
+
+
+class LadderShape(LoadTestShape):
+    """Hold each ladder rung for warmup + measure seconds; stop after the last rung."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._now = clock
+        self._steps: list[Step] | None = None
+        self._rate = 1.0
+        self._t0_epoch = clock()
+        self._current: Step | None = None
+        self._current_started = 0.0
+        self._steps_file = StepsFile(None)
+        super().__init__()
+
+    def reset_time(self) -> None:
+        """Start the clock and re-read the options: called by Locust at each test start."""
+        super().reset_time()
+        self._t0_epoch = self._now()
+        self._steps = None
+        self._current = None
+
+    def get_run_time(self) -> float:
+        """Seconds since the test started, on the same clock as the steps file."""
+        return self._now() - self._t0_epoch
+
+    def _options(self) -> tuple[list[int], float, float, Path | None]:
+        opts = getattr(getattr(self.runner, "environment", None), "parsed_options", None)
+        ladder = getattr(opts, "ladder", None)
+        users = parse_ladder(ladder) if isinstance(ladder, str) else list(DEFAULT_LADDER)
+        warmup = float(getattr(opts, "warmup", DEFAULT_WARMUP_S))
+        measure = float(getattr(opts, "measure", DEFAULT_MEASURE_S))
+        prefix = getattr(opts, "csv_prefix", None)
+        return users, warmup, measure, Path(prefix + STEPS_SUFFIX) if prefix else None
+
+    def _begin(self) -> bool:
+        try:
+            users, warmup, measure, steps_path = self._options()
+            self._steps = plan(users, warmup, measure)
+        except LadderError as exc:
+            log.error("ladder shape: %s; stopping", exc)
+            return False
+        self._rate = spawn_rate(self._steps)
+        self._steps_file = StepsFile(steps_path)
+        log.info(
+            "ladder shape: %s users, %.0f s warmup + %.0f s measure per rung, spawn rate %.0f",
+            ",".join(str(s.users) for s in self._steps), warmup, measure, self._rate,
+        )
+        return True
+
+    def _finish_current(self, elapsed: float) -> None:
+        step = self._current
+        if step is None or elapsed < step.measure_end:
+            return
+        end = self._t0_epoch + step.measure_end
+        start = max(self._t0_epoch + step.measure_start, self._current_started)
+        if start < end:
+            self._steps_file.append(step.rung, step.users, self._current_started, start, end)
+        self._current = None
+
+    def tick(self) -> tuple[int, float] | None:
+        if self._steps is None and not self._begin():
+            return None
+        assert self._steps is not None
+        elapsed = self.get_run_time()
+        self._finish_current(elapsed)
+        step = step_at(self._steps, elapsed)
+        if step is None:
+            return None
+        if self._current is None or step.rung != self._current.rung:
+            self._current = step
+            self._current_started = self._now()
+        return step.users, self._rate

@@ -1,0 +1,304 @@
+"""Streaming Locust users for OpenAI-compatible servers, measuring every request exactly.
+
+`ChatStreamUser` posts to `/v1/chat/completions`, `CompletionStreamUser` to
+`/v1/completions`; both are closed-loop (`wait_time = 0`: one user = one request in
+flight, so the user count is the concurrency C). Each request streams with
+`stream_options.include_usage` (plus `continuous_usage_stats` unless
+`--no-continuous-usage`), sends `X-Request-Id: <client_id>-<seq>` and is read line by
+line straight from geventhttpclient's `readline`, which returns as soon as a line is in
+the socket buffer (Locust's `iter_lines` waits for 1 KB blocks and delays chunks). Every
+content chunk is timestamped on arrival with `time.perf_counter`.
+
+What the Locust statistics show:
+- `POST /v1/chat/completions` (or `/v1/completions`): one entry per request;
+  response time = E2E (send start -> last content chunk; time to the failure for failed
+  requests), "size" = output tokens, so the average size is mean tokens per request.
+  Failures carry a short grouped message ("HTTP 500: ...", "stream cut before [DONE]",
+  "timeout before first token", ...).
+- `TTFT /v1/chat/completions`: one sample per successful request, response time = TTFT.
+  It is logged straight into its entry, not into the "Aggregated" row, so the
+  Aggregated row counts requests (not requests plus TTFT samples) and its times are E2E.
+- A request cut short because its user was stopped (end of run, Stop, a lower rung) is
+  not a server failure and does not appear in Locust's stats; its record row has
+  `interrupted=1`, `error_kind=interrupted` and every chunk that arrived.
+Exact per-request figures (TTFT, E2E, TPOT, chunk timings and tokens) go to
+`<csv prefix>_requests.csv` through `Recorder`; Locust's own percentiles are bucketed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, ClassVar
+
+import gevent
+import orjson
+from geventhttpclient._parser import HTTPParseError
+from locust import FastHttpUser, constant, task
+from locust.env import Environment
+
+from specload.loadgen import options as _options  # noqa: F401  (registers the arguments)
+from specload.loadgen.chunks import DONE, MalformedChunk, error_message_from_body, parse_chunk
+from specload.loadgen.context import ModelDiscoveryError, ProcessContext
+from specload.loadgen.measure import Measured, StreamTally
+from specload.loadgen.options import RunOptions
+from specload.loadgen.prompts import Prompt
+from specload.loadgen.recorder import Recorder
+from specload.loadgen.sse import SSEDecoder
+from specload.records import RequestRecord, encode_chunks
+
+log = logging.getLogger(__name__)
+TTFT_TYPE = "TTFT"
+_chunk_count_warned = False
+
+
+class _Outcome:
+    """How one request ended, filled in while it runs."""
+
+    __slots__ = ("detail", "error", "error_kind", "raw", "status")
+
+    def __init__(self) -> None:
+        self.status = 0
+        self.error_kind = ""
+        self.error = ""  # short message, grouped in Locust's failures table
+        self.detail = ""  # more for the record row only (e.g. the malformed payload)
+        self.raw: Any = None  # geventhttpclient response, released on abort
+
+    def full_error(self) -> str:
+        return f"{self.error}: {self.detail}" if self.detail else self.error
+
+    def fail(self, kind: str, message: str) -> None:
+        if not self.error_kind:
+            self.error_kind, self.error = kind, message
+
+
+class StreamingUser(FastHttpUser):
+    """Shared machinery; subclasses set `endpoint`, `path` and `payload`."""
+
+    abstract = True
+    wait_time = constant(0)
+    endpoint: ClassVar[str] = ""
+    path: ClassVar[str] = ""
+
+    def __init__(self, environment: Environment) -> None:
+        timeout = RunOptions.from_env(environment).request_timeout
+        # FastHttpUser builds its connection pool from these in __init__: socket reads
+        # (first byte, and between chunks) and connects time out after --request-timeout.
+        self.network_timeout = timeout
+        self.connection_timeout = timeout
+        super().__init__(environment)
+        self.ctx = ProcessContext.for_env(environment)
+        self.recorder = Recorder.for_env(environment)
+        self.user_id = self.ctx.next_user_id()
+        self._headers = {
+            **self.ctx.auth_headers,
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream",
+            "Accept-Encoding": "identity",
+        }
+
+    def payload(self, prompt: Prompt, model: str, opts: RunOptions) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @task
+    def generate(self) -> None:
+        try:
+            model = self.ctx.model(self.host)
+        except ModelDiscoveryError as exc:
+            self.environment.events.request.fire(
+                request_type="GET", name="/v1/models", response_time=0, response_length=0,
+                exception=exc, context={},
+            )
+            gevent.sleep(1.0)  # do not spin while the server is not up yet
+            return
+        self.stream(self.ctx.next_prompt(), model)
+
+    def stream(self, prompt: Prompt, model: str) -> None:
+        """Send one streaming request, report it to Locust and record it."""
+        opts = self.ctx.opts
+        request_id = self.ctx.next_request_id()
+        body = orjson.dumps(self.payload(prompt, model, opts))
+        headers = {**self._headers, "X-Request-Id": request_id}
+        out = _Outcome()
+        start = time.time()
+        tally = StreamTally(time.perf_counter())
+        try:
+            with self.client.post(self.path, data=body, headers=headers, stream=True,
+                                  catch_response=True) as resp:
+                self._read(resp, tally, out)
+                measured = tally.result()
+                self._report(resp, measured, out, tally)
+        except Exception as exc:  # raised by post() itself, before there is a response
+            out.fail("connection", f"request not sent: {type(exc).__name__}")
+            measured = tally.result()
+            self.environment.events.request.fire(
+                request_type="POST", name=self.path, response_time=_elapsed_ms(tally),
+                response_length=0, exception=RuntimeError(out.error), context={},
+            )
+        except BaseException:  # GreenletExit: the user is being stopped mid-request
+            _release(out)
+            out.fail("interrupted", "user stopped while the request was in flight")
+            self._record(request_id, prompt, start, tally, tally.result(), out, True)
+            raise
+        self._record(request_id, prompt, start, tally, measured, out, False)
+
+    def _read(self, resp: Any, tally: StreamTally, out: _Outcome) -> None:
+        """Consume the response; on any problem set `out` and return (never raises)."""
+        out.status = resp.status_code or 0
+        error = getattr(resp, "error", None)
+        if out.status == 0:
+            error = getattr(error, "original", None) or error  # unwrap RetriesExceeded
+            if isinstance(error, TimeoutError):
+                out.fail("timeout_first_byte", "timeout before response headers")
+            else:
+                out.fail("connection", f"connection failed: {type(error).__name__}")
+            return
+        if out.status >= 300 or error is not None:
+            out.fail("http_error", f"HTTP {out.status}: {_error_body(resp)}")
+            return
+        ctype = resp.headers.get("content-type", "") if resp.headers else ""
+        if ctype and "event-stream" not in ctype:
+            out.fail("malformed_chunk", f"not an event stream: {ctype}")
+            return
+        out.raw = raw = resp._response
+        decoder = SSEDecoder()
+        perf = time.perf_counter
+        done = False
+        try:
+            while True:
+                line = raw.readline(b"\n")
+                if not line:
+                    break
+                now = perf()
+                for event in decoder.feed(line):
+                    done = done or self._on_event(event.data, now, tally, out)
+                if out.error_kind:
+                    break
+            if not done and not out.error_kind:
+                last = decoder.finish()
+                done = last is not None and self._on_event(last.data, perf(), tally, out)
+            if not done and not out.error_kind:
+                out.fail("stream_cut", "stream cut before [DONE]")
+        except MalformedChunk as exc:
+            out.fail("malformed_chunk", f"malformed chunk: {exc}")
+            out.detail = exc.preview
+        except TimeoutError:
+            if tally.arrivals:
+                out.fail("timeout_between_chunks", "timeout between chunks")
+            else:
+                out.fail("timeout_first_byte", "timeout before first token")
+        except (HTTPParseError, OSError) as exc:
+            out.fail("stream_cut", f"stream cut before [DONE] ({type(exc).__name__})")
+        if out.error_kind:
+            _release(out)
+
+    @staticmethod
+    def _on_event(data: bytes, now: float, tally: StreamTally, out: _Outcome) -> bool:
+        """Handle one SSE data payload; True when it is the `[DONE]` sentinel."""
+        if data == DONE:
+            return True
+        if out.error_kind:
+            return False
+        chunk = parse_chunk(data)
+        if chunk.error is not None:
+            out.fail("stream_error", f"error in stream: {chunk.error}")
+            return False
+        tally.add(now, chunk)
+        return False
+
+    def _report(self, resp: Any, measured: Measured, out: _Outcome, tally: StreamTally) -> None:
+        meta = resp.request_meta
+        meta["response_time"] = (
+            measured.e2e_ms if measured.e2e_ms is not None and not out.error_kind
+            else _elapsed_ms(tally)
+        )
+        meta["response_length"] = measured.output_tokens
+        if out.error_kind:
+            resp.failure(out.error)
+            return
+        resp.success()
+        if measured.ttft_ms is not None:
+            self.environment.stats.get(self.path, TTFT_TYPE).log(measured.ttft_ms, 0)
+        if measured.tokens_source == "chunks":
+            _warn_chunk_counting()
+
+    def _record(self, request_id: str, prompt: Prompt, start: float, tally: StreamTally,
+                measured: Measured, out: _Outcome, interrupted: bool) -> None:
+        if not self.recorder.enabled:
+            return
+        arrivals = [start + (t - tally.t0) for t in tally.arrivals]
+        gaps, tokens = encode_chunks(start, arrivals, measured.chunk_tokens)
+        self.recorder.add(RequestRecord(
+            request_id=request_id, client_id=self.ctx.client_id, user_id=self.user_id,
+            endpoint=self.endpoint, category=prompt.category, start=start, end=time.time(),
+            status=out.status, ttft_ms=measured.ttft_ms, e2e_ms=measured.e2e_ms,
+            tpot_ms=measured.tpot_ms, output_tokens=measured.output_tokens,
+            prompt_tokens=measured.prompt_tokens, tokens_source=measured.tokens_source,
+            num_chunks=len(arrivals), finish_reason=measured.finish_reason,
+            error_kind=out.error_kind, error=out.full_error(), interrupted=interrupted,
+            chunk_gaps_us=gaps, chunk_tokens=tokens,
+        ))
+
+
+def _common_fields(prompt: Prompt, model: str, opts: RunOptions) -> dict[str, Any]:
+    stream_options: dict[str, bool] = {"include_usage": True}
+    if opts.continuous_usage:
+        stream_options["continuous_usage_stats"] = True
+    body: dict[str, Any] = {
+        "model": model,
+        "stream": True,
+        "stream_options": stream_options,
+        "max_tokens": prompt.max_tokens or opts.max_tokens,
+        "temperature": opts.temperature,
+        "seed": opts.seed,
+    }
+    if opts.ignore_eos:
+        body["ignore_eos"] = True
+    if opts.min_tokens:
+        body["min_tokens"] = opts.min_tokens
+    return body
+
+
+class ChatStreamUser(StreamingUser):
+    """Streams `/v1/chat/completions` with the prompt's messages."""
+
+    endpoint = "chat"
+    path = "/v1/chat/completions"
+
+    def payload(self, prompt: Prompt, model: str, opts: RunOptions) -> dict[str, Any]:
+        return {**_common_fields(prompt, model, opts), "messages": list(prompt.messages)}
+
+
+class CompletionStreamUser(StreamingUser):
+    """Streams `/v1/completions` with the prompt's text (messages joined)."""
+
+    endpoint = "completions"
+    path = "/v1/completions"
+
+    def payload(self, prompt: Prompt, model: str, opts: RunOptions) -> dict[str, Any]:
+        return {**_common_fields(prompt, model, opts), "prompt": prompt.text}
+
+
+def _error_body(resp: Any) -> str:
+    try:
+        return error_message_from_body(resp.content or b"")
+    except Exception:  # the body itself failed to arrive
+        return "(no body)"
+
+
+def _elapsed_ms(tally: StreamTally) -> float:
+    return (time.perf_counter() - tally.t0) * 1e3
+
+
+def _release(out: _Outcome) -> None:
+    """Close a half-read connection so the server sees the client go away."""
+    if out.raw is not None:
+        out.raw.release()
+
+
+def _warn_chunk_counting() -> None:
+    global _chunk_count_warned
+    if not _chunk_count_warned:
+        _chunk_count_warned = True
+        log.warning("server reports no usage: counting tokens as content chunks, which "
+                    "undercounts under speculative decoding")

@@ -1,0 +1,115 @@
+"""Per arm x rung metrics: measure every repeat, then combine repeats with their spread.
+
+`measure_rep` reads one repeat's files and returns one row per rung (client, server,
+client-process and Locust cross-check columns). Repeats are measured in parallel
+processes (reading and parsing dominate and are CPU-bound), then `combine_reps`
+averages them per arm and concurrency: rates and percentiles are means over repeats,
+counts are sums, and output tok/s also gets its min, max and standard deviation.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from specload.report import chunks, client_metrics, server_metrics
+from specload.report.load import ArmSource, RepSource, RunSource, read_rep
+from specload.report.windows import rung_windows
+
+SUMMARY_COLUMNS = (
+    "arm", "concurrency", "output_tok_s", "output_tok_s_per_user", "requests_per_s",
+    "requests", "failures", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms",
+    "itl_chunk_p50_ms", "itl_token_p50_ms", "e2e_p50_ms", "tokens_per_chunk",
+    "achieved_concurrency", "server_output_tok_s", "accept_len_mean", "accept_rate",
+)
+SUM_COLUMNS = ("requests", "requests_started", "failures", "interrupted")
+SPREAD_COLUMN = "output_tok_s"
+# Columns kept per repeat only (they make no sense averaged).
+_REP_ONLY = ("rep", "window_start", "failures_by_kind", "window_source")
+
+
+@dataclass(frozen=True, slots=True)
+class RepJob:
+    arm: str
+    rep: RepSource
+
+
+def measure_rep(job: RepJob) -> pd.DataFrame:
+    """One row per rung of one repeat with every metric the summary needs."""
+    data = read_rep(job.rep.prefix)
+    windows, source = rung_windows(data.steps, data.history, data.requests)
+    if not windows:
+        return pd.DataFrame()
+    ch = chunks.build(data.requests)
+    table = client_metrics.rung_metrics(data.requests, ch, windows)
+    extra = []
+    server = server_metrics.index_metrics(data.server)
+    for w in windows:
+        row: dict[str, object] = {}
+        row.update(server_metrics.server_row(server, w))
+        row.update(server_metrics.client_row(data.client, w))
+        tokens, t0, t1 = server_metrics.locust_tokens(data.history, w)
+        ours = (client_metrics.completion_tokens_between(data.requests, t0, t1)
+                if np.isfinite(t0) else float("nan"))
+        row["locust_output_tok_s"] = tokens / (t1 - t0) if np.isfinite(t0) else float("nan")
+        row["crosscheck_diff"] = (ours - tokens) / tokens if tokens and np.isfinite(tokens) \
+            else float("nan")
+        extra.append(row)
+    table = pd.concat([table, pd.DataFrame(extra)], axis=1)
+    table.insert(0, "rep", job.rep.rep)
+    table.insert(0, "arm", job.arm)
+    table["window_source"] = source
+    return table
+
+
+def measure_all(run: RunSource, processes: int | None = None) -> pd.DataFrame:
+    """Every repeat of every arm measured, concatenated (one row per arm, rep and rung)."""
+    jobs = [RepJob(arm.name, rep) for arm in run.arms for rep in arm.reps]
+    workers = min(len(jobs), processes or os.cpu_count() or 1)
+    if workers <= 1:
+        parts = [measure_rep(j) for j in jobs]
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            parts = list(pool.map(measure_rep, jobs))
+    parts = [p for p in parts if len(p)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def _merge_kinds(dicts: Sequence[dict[str, int]]) -> dict[str, int]:
+    merged: dict[str, int] = {}
+    for d in dicts:
+        for k, v in d.items():
+            merged[k] = merged.get(k, 0) + int(v)
+    return merged
+
+
+def combine_reps(per_rep: pd.DataFrame, arms: Sequence[ArmSource]) -> pd.DataFrame:
+    """One row per arm and concurrency: repeats averaged (counts summed), with spread."""
+    if per_rep.empty:
+        return pd.DataFrame(columns=list(SUMMARY_COLUMNS))
+    keys = ["arm", "concurrency"]
+    numeric = [c for c in per_rep.columns
+               if c not in (*keys, *_REP_ONLY) and pd.api.types.is_numeric_dtype(per_rep[c])]
+    grouped = per_rep.groupby(keys, sort=False)
+    means = grouped[[c for c in numeric if c not in SUM_COLUMNS]].mean()
+    sums = grouped[list(SUM_COLUMNS)].sum()
+    spread = grouped[SPREAD_COLUMN].agg(["min", "max", "std", "count"])
+    spread.columns = [f"{SPREAD_COLUMN}_{c}" for c in ("min", "max", "std")] + ["reps"]
+    kinds = grouped["failures_by_kind"].agg(lambda s: _merge_kinds(list(s)))
+    out = pd.concat([means, sums, spread, kinds], axis=1).reset_index()
+    out["failure_rate"] = out["failures"] / (out["requests"] + out["failures"]).where(
+        lambda x: x > 0)
+    order = {a.name: i for i, a in enumerate(arms)}
+    out["_order"] = out["arm"].map(order)
+    out = out.sort_values(["_order", "concurrency"]).drop(columns="_order")
+    first = [c for c in SUMMARY_COLUMNS if c in out.columns]
+    rest = [c for c in out.columns if c not in first]
+    out = out[first + rest].reset_index(drop=True)
+    out["rung"] = out["rung"].round().astype(int)
+    out["reps"] = out["reps"].astype(int)
+    return out

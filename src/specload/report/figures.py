@@ -1,0 +1,185 @@
+"""The report's figures: one function per figure, each returning a plotly Figure.
+
+Every figure takes the summary table (one row per arm and concurrency) or the pair
+results, puts concurrency on a log axis where it is the x axis, labels both axes with
+units, gives each arm the same colour in every figure, and shows the numbers on hover.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+
+from specload.report.crossover import PairResult
+
+PALETTE = qualitative.Plotly
+C_AXIS = "concurrency C (concurrent users, log scale)"
+DASHES = ("solid", "dash", "dot", "dashdot")
+
+
+def _colour(arms: Sequence[str], arm: str) -> str:
+    return PALETTE[list(arms).index(arm) % len(PALETTE)]
+
+
+def _layout(fig: go.Figure, title: str, y_title: str, x_title: str = C_AXIS,
+            log_x: bool = True) -> go.Figure:
+    fig.update_layout(title=title, template="plotly_white", hovermode="closest",
+                      legend={"orientation": "h", "y": -0.22}, margin={"t": 60, "b": 40},
+                      height=440)
+    fig.update_xaxes(title_text=x_title, type="log" if log_x else "linear")
+    fig.update_yaxes(title_text=y_title, rangemode="tozero")
+    return fig
+
+
+def _arm_lines(fig: go.Figure, summary: pd.DataFrame, column: str, label: str, unit: str,
+               dash: str = "solid", suffix: str = "") -> None:
+    arms = list(dict.fromkeys(summary["arm"]))
+    for arm in arms:
+        part = summary[summary["arm"] == arm].sort_values("concurrency")
+        if part[column].notna().sum() == 0:
+            continue
+        fig.add_trace(go.Scatter(
+            x=part["concurrency"], y=part[column], mode="lines+markers",
+            name=f"{arm}{suffix}", line={"color": _colour(arms, arm), "dash": dash},
+            hovertemplate=f"{arm}<br>C=%{{x}}<br>{label}: %{{y:.4g}} {unit}<extra></extra>",
+        ))
+
+
+def system_throughput(summary: pd.DataFrame) -> go.Figure:
+    """System output tok/s vs C per arm, with the range over repeats as error bars."""
+    fig = go.Figure()
+    _arm_lines(fig, summary, "output_tok_s", "system output", "tok/s")
+    if "reps" in summary and (summary["reps"] > 1).any():
+        for trace in fig.data:
+            part = summary[summary["arm"] == trace.name].sort_values("concurrency")
+            trace.error_y = {"type": "data", "symmetric": False,
+                             "array": part["output_tok_s_max"] - part["output_tok_s"],
+                             "arrayminus": part["output_tok_s"] - part["output_tok_s_min"]}
+    return _layout(fig, "System output throughput (tokens arriving in the measure window)",
+                   "output tokens/s (all users)")
+
+
+def speedup(pairs: Sequence[PairResult]) -> go.Figure:
+    """Speedup spec-on / spec-off vs C per pair, the 1.0 line and C* marked."""
+    fig = go.Figure()
+    for i, pair in enumerate(pairs):
+        table = pair.speedup
+        name = f"{pair.on.name} / {pair.off.name}"
+        colour = PALETTE[i % len(PALETTE)]
+        error = None
+        if table["speedup_min"].notna().any():
+            error = {"type": "data", "symmetric": False,
+                     "array": table["speedup_max"] - table["speedup"],
+                     "arrayminus": table["speedup"] - table["speedup_min"]}
+        fig.add_trace(go.Scatter(
+            x=table["concurrency"], y=table["speedup"], mode="lines+markers", name=name,
+            line={"color": colour}, error_y=error,
+            customdata=np.stack([table["output_tok_s_on"], table["output_tok_s_off"]], axis=1),
+            hovertemplate=f"{name}<br>C=%{{x}}<br>speedup: %{{y:.3f}}×<br>"
+                          "spec-on %{customdata[0]:.1f} tok/s<br>"
+                          "spec-off %{customdata[1]:.1f} tok/s<extra></extra>",
+        ))
+        c_star = pair.crossover.c_star
+        if c_star is not None:
+            fig.add_trace(go.Scatter(
+                x=[c_star], y=[1.0], mode="markers+text", name=f"C* = {c_star:.1f} ({name})",
+                marker={"color": colour, "size": 14, "symbol": "x"},
+                text=[f"C* = {c_star:.1f}"], textposition="top right",
+                hovertemplate=f"C* = {c_star:.2f} (log-C interpolation)<extra></extra>",
+            ))
+            fig.add_vline(x=c_star, line={"color": colour, "dash": "dot", "width": 1})
+    fig.add_hline(y=1.0, line={"color": "black", "dash": "dash", "width": 1},
+                  annotation_text="1.0 = break-even", annotation_position="bottom left")
+    return _layout(fig, "Speedup of speculative decoding (spec-on / spec-off system tok/s)",
+                   "speedup (×)")
+
+
+def per_user_throughput(summary: pd.DataFrame) -> go.Figure:
+    """Per-user tok/s (1000 / TPOT p50) vs C per arm."""
+    fig = go.Figure()
+    _arm_lines(fig, summary, "output_tok_s_per_user", "per-user", "tok/s")
+    return _layout(fig, "Interactivity: per-user output speed (1 / TPOT p50)",
+                   "output tokens/s per user")
+
+
+def frontier(summary: pd.DataFrame) -> go.Figure:
+    """Throughput-interactivity frontier: per-user vs system tok/s, points labelled by C."""
+    fig = go.Figure()
+    arms = list(dict.fromkeys(summary["arm"]))
+    for arm in arms:
+        part = summary[summary["arm"] == arm].sort_values("concurrency")
+        fig.add_trace(go.Scatter(
+            x=part["output_tok_s"], y=part["output_tok_s_per_user"], mode="lines+markers+text",
+            name=arm, text=[f"C={c}" for c in part["concurrency"]], textposition="top center",
+            line={"color": _colour(arms, arm)}, customdata=part["concurrency"],
+            hovertemplate=f"{arm}<br>C=%{{customdata}}<br>system: %{{x:.1f}} tok/s<br>"
+                          "per user: %{y:.1f} tok/s<extra></extra>",
+        ))
+    return _layout(fig, "Throughput vs interactivity frontier", "output tokens/s per user",
+                   x_title="system output tokens/s", log_x=False)
+
+
+def ttft(summary: pd.DataFrame) -> go.Figure:
+    """TTFT p50 (solid) and p99 (dashed) vs C per arm."""
+    fig = go.Figure()
+    _arm_lines(fig, summary, "ttft_p50_ms", "TTFT p50", "ms", suffix=" p50")
+    _arm_lines(fig, summary, "ttft_p99_ms", "TTFT p99", "ms", dash="dash", suffix=" p99")
+    fig = _layout(fig, "Time to first token", "TTFT (ms, log scale)")
+    return fig.update_yaxes(type="log", rangemode="normal")
+
+
+def inter_token(summary: pd.DataFrame) -> go.Figure:
+    """TPOT p50, chunk ITL p50 and token ITL p50 vs C per arm."""
+    fig = go.Figure()
+    for (column, label), dash in zip(
+        (("tpot_p50_ms", "TPOT p50"), ("itl_chunk_p50_ms", "chunk ITL p50"),
+         ("itl_token_p50_ms", "token ITL p50")), DASHES, strict=False):
+        _arm_lines(fig, summary, column, label, "ms", dash=dash, suffix=f" {label}")
+    return _layout(fig, "Time per output token and inter-chunk / inter-token latency",
+                   "milliseconds")
+
+
+def tokens_per_chunk(summary: pd.DataFrame) -> go.Figure:
+    """Client-seen tokens per chunk (solid) and server mean acceptance length (dashed)."""
+    fig = go.Figure()
+    _arm_lines(fig, summary, "tokens_per_chunk", "tokens per chunk", "tokens",
+               suffix=" tokens/chunk")
+    if "accept_len_mean" in summary:
+        _arm_lines(fig, summary, "accept_len_mean", "server acceptance length", "tokens",
+                   dash="dash", suffix=" server accept length")
+    return _layout(fig, "Tokens per chunk (client) and mean acceptance length (server)",
+                   "tokens per chunk / per step")
+
+
+def failures(summary: pd.DataFrame) -> go.Figure:
+    """Failed requests per rung (started in the measure window) vs C per arm."""
+    fig = go.Figure()
+    arms = list(dict.fromkeys(summary["arm"]))
+    for arm in arms:
+        part = summary[summary["arm"] == arm].sort_values("concurrency")
+        kinds = [", ".join(f"{k}: {v}" for k, v in d.items()) or "none"
+                 for d in part["failures_by_kind"]]
+        fig.add_trace(go.Bar(
+            x=part["concurrency"].astype(str), y=part["failures"], name=arm,
+            marker_color=_colour(arms, arm),
+            customdata=np.stack([100 * part["failure_rate"].fillna(0), kinds], axis=1),
+            hovertemplate=f"{arm}<br>C=%{{x}}<br>failures: %{{y}} "
+                          "(%{customdata[0]:.2f}%)<br>%{customdata[1]}<extra></extra>",
+        ))
+    fig.update_layout(barmode="group")
+    return _layout(fig, "Failed requests per rung", "failed requests (count)",
+                   x_title="concurrency C (concurrent users)", log_x=False)
+
+
+def all_figures(summary: pd.DataFrame, pairs: Sequence[PairResult]) -> list[go.Figure]:
+    """Every figure of the report, in reading order."""
+    figs = [system_throughput(summary)]
+    if pairs:
+        figs.append(speedup(pairs))
+    figs += [per_user_throughput(summary), frontier(summary), ttft(summary),
+             inter_token(summary), tokens_per_chunk(summary), failures(summary)]
+    return figs

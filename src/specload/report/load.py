@@ -1,0 +1,216 @@
+"""Find the run files behind a path and read them into DataFrames.
+
+A path given to `specload report` is one of: a sweep folder (its `manifest.json` names
+the arms, their roles and repeat folders, each holding the prefix `locust`); a folder
+without a manifest (every `*_requests.csv` below it is one arm, `<arm>/rep-N/` folders
+are repeats); or a single Locust `--csv` prefix from a web-UI or plain `locust` run.
+Discovery returns a `RunSource` (what to read); `read_rep` reads one prefix's files.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from specload import records
+from specload.errors import UserError
+
+MANIFEST = "manifest.json"
+SWEEP_PREFIX_NAME = "locust"
+_REP_DIR = re.compile(r"^rep-(\d+)$")
+
+# Columns of the requests file the report needs, with their types.
+_FLOAT_COLS = ("start", "end", "ttft_ms", "e2e_ms", "tpot_ms")
+_INT_COLS = ("status", "output_tokens", "num_chunks", "interrupted")
+_STR_COLS = ("endpoint", "tokens_source", "finish_reason", "error_kind",
+             "chunk_gaps_us", "chunk_tokens")
+
+
+@dataclass(frozen=True, slots=True)
+class RepSource:
+    """One repeat of one arm: the Locust `--csv` prefix its files share."""
+
+    rep: int
+    prefix: Path
+
+
+@dataclass(slots=True)
+class ArmSource:
+    """One arm of a run: how it was served and where its repeats are."""
+
+    name: str
+    role: str  # "spec_on", "spec_off" or "other"
+    spec: str | None = None
+    kind: str | None = None
+    k: int | None = None
+    reps: list[RepSource] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class RunSource:
+    """Everything discovery learned: arms, the output folder and the manifest, if any."""
+
+    out_dir: Path
+    arms: list[ArmSource]
+    manifest: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)  # reps that have no data, etc.
+
+
+@dataclass(slots=True)
+class RepData:
+    """The files of one prefix; optional files are None when absent or empty."""
+
+    requests: pd.DataFrame
+    steps: pd.DataFrame | None
+    server: pd.DataFrame | None
+    client: pd.DataFrame | None
+    history: pd.DataFrame | None
+
+
+def role_from_name(name: str) -> str:
+    """Guess an arm's role from its name: a word "off"/"nospec"/"baseline" or "on"."""
+    words = set(re.split(r"[^a-z0-9]+", name.lower()))
+    if words & {"off", "nospec", "baseline", "nospeculative"}:
+        return "spec_off"
+    if words & {"on", "spec", "eagle", "eagle3", "mtp", "ngram"}:
+        return "spec_on"
+    return "other"
+
+
+def has_requests(prefix: Path) -> bool:
+    return Path(f"{prefix}{records.REQUESTS_SUFFIX}").is_file()
+
+
+def discover(path: str | Path) -> RunSource:
+    """What to read for `path`; raises UserError with a one-line reason if nothing is there."""
+    p = Path(path)
+    text = str(path)
+    if text.endswith(records.REQUESTS_SUFFIX) and p.is_file():
+        p = Path(text[: -len(records.REQUESTS_SUFFIX)])
+    elif p.is_dir() and (p / MANIFEST).is_file():
+        return _from_manifest(p)
+    elif p.is_dir():
+        return _from_folder(p)
+    if has_requests(p):
+        name = p.name or "run"
+        arm = ArmSource(name, role_from_name(name), reps=[RepSource(1, p)])
+        return RunSource(p.parent, [arm])
+    if not p.exists() and not p.parent.is_dir():
+        raise UserError(f"{path}: no such folder or Locust --csv prefix")
+    raise UserError(
+        f"{path}: no run data (expected a sweep folder with {MANIFEST}, a folder with "
+        f"*{records.REQUESTS_SUFFIX} files, or a Locust --csv prefix P with "
+        f"P{records.REQUESTS_SUFFIX})"
+    )
+
+
+def _from_manifest(run_dir: Path) -> RunSource:
+    try:
+        manifest = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UserError(f"{run_dir / MANIFEST} cannot be read: {exc}") from exc
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("arms"), list):
+        raise UserError(f"{run_dir / MANIFEST} is not a specload manifest (no arms list)")
+    arms: list[ArmSource] = []
+    notes: list[str] = []
+    for entry in manifest["arms"]:
+        name = str(entry.get("name", f"arm{len(arms) + 1}"))
+        k = entry.get("k")
+        arm = ArmSource(
+            name=name,
+            role=entry.get("role") or role_from_name(name),
+            spec=entry.get("spec"),
+            kind=entry.get("kind"),
+            k=int(k) if isinstance(k, int) and not isinstance(k, bool) else None,
+        )
+        for i, rep in enumerate(entry.get("reps") or [], start=1):
+            prefix = run_dir / str(rep.get("dir", name)) / SWEEP_PREFIX_NAME
+            if has_requests(prefix):
+                arm.reps.append(RepSource(int(rep.get("rep", i)), prefix))
+            else:
+                why = rep.get("error") or rep.get("status", "no status")
+                notes.append(f"arm {name} rep {rep.get('rep', i)} has no request records ({why})")
+        if arm.reps:
+            arms.append(arm)
+    if not arms:
+        raise UserError(f"{run_dir}: no arm has request records yet (see {MANIFEST})")
+    return RunSource(run_dir, arms, manifest, notes)
+
+
+def _from_folder(folder: Path) -> RunSource:
+    found = sorted(folder.rglob(f"*{records.REQUESTS_SUFFIX}"))
+    if not found:
+        raise UserError(
+            f"{folder}: empty run folder (no {MANIFEST} and no *{records.REQUESTS_SUFFIX})"
+        )
+    arms: dict[str, ArmSource] = {}
+    for path in found:
+        prefix = Path(str(path)[: -len(records.REQUESTS_SUFFIX)])
+        rel = prefix.parent.relative_to(folder)
+        rep = 1
+        match = _REP_DIR.match(rel.name)
+        if match:
+            rep, rel = int(match.group(1)), rel.parent
+        name = rel.as_posix() if rel.parts else prefix.name
+        if rel.parts and prefix.name != SWEEP_PREFIX_NAME:
+            name = f"{name}/{prefix.name}"
+        arm = arms.setdefault(name, ArmSource(name, role_from_name(name)))
+        arm.reps.append(RepSource(rep, prefix))
+    return RunSource(folder, list(arms.values()))
+
+
+def _read_optional(path: Path, **kwargs: Any) -> pd.DataFrame | None:
+    if not path.is_file() or path.stat().st_size == 0:
+        return None
+    try:
+        df = pd.read_csv(path, **kwargs)
+    except pd.errors.EmptyDataError:
+        return None
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise UserError(f"{path} cannot be read as CSV: {exc}") from exc
+    return df if len(df) else None
+
+
+def read_requests(prefix: Path) -> pd.DataFrame:
+    """The request records of a prefix, with the types the report needs."""
+    path = Path(f"{prefix}{records.REQUESTS_SUFFIX}")
+    try:
+        header = pd.read_csv(path, nrows=0).columns
+    except (OSError, pd.errors.EmptyDataError) as exc:
+        raise UserError(f"{path} cannot be read: {exc}") from exc
+    missing = {"start", "end", "output_tokens", "chunk_gaps_us"} - set(header)
+    if missing:
+        raise UserError(f"{path} lacks the column(s) {', '.join(sorted(missing))}")
+    wanted = [c for c in (*_FLOAT_COLS, *_INT_COLS, *_STR_COLS) if c in header]
+    dtypes: dict[str, Any] = {c: "float64" for c in _FLOAT_COLS}
+    dtypes.update({c: "float64" for c in _INT_COLS})  # ints may be empty in old files
+    dtypes.update({c: object for c in _STR_COLS})
+    try:
+        df = pd.read_csv(path, usecols=wanted, dtype={c: dtypes[c] for c in wanted},
+                         engine="c", na_filter=True)
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise UserError(f"{path} cannot be read as a requests file: {exc}") from exc
+    for col in _STR_COLS:
+        df[col] = df[col].fillna("").astype(object) if col in df else ""
+    for col in _INT_COLS:
+        df[col] = df[col].fillna(0).astype("int64") if col in df else 0
+    for col in _FLOAT_COLS:
+        if col not in df:
+            df[col] = float("nan")
+    return df.dropna(subset=["start", "end"]).reset_index(drop=True)
+
+
+def read_rep(prefix: Path) -> RepData:
+    """Read every file a prefix has; only the requests file is required."""
+    return RepData(
+        requests=read_requests(prefix),
+        steps=_read_optional(Path(f"{prefix}{records.STEPS_SUFFIX}")),
+        server=_read_optional(Path(f"{prefix}{records.SERVER_METRICS_SUFFIX}")),
+        client=_read_optional(Path(f"{prefix}{records.CLIENT_STATS_SUFFIX}")),
+        history=_read_optional(Path(f"{prefix}{records.LOCUST_HISTORY_SUFFIX}")),
+    )

@@ -1,0 +1,219 @@
+"""`specload report RUN_DIR`: build the report and write summary.csv, summary.json, report.html.
+
+`build` runs the whole analysis on a run folder or Locust prefix and returns a `Report`;
+`write` puts the three files into the output folder (report.html is self-contained:
+plotly.js is inlined, nothing is fetched); `main` does both and prints the report path,
+the per-rung table and C* for every spec-on/spec-off pair.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import plotly.io as pio
+from plotly.offline import get_plotlyjs
+
+from specload import __version__
+from specload.errors import UserError
+from specload.report import figures, quality
+from specload.report.aggregate import combine_reps, measure_all
+from specload.report.crossover import CROSSES, PairResult, analyse_pair, pair_arms
+from specload.report.load import RunSource, discover
+from specload.report.recommend import recommend
+
+SUMMARY_CSV = "summary.csv"
+SUMMARY_JSON = "summary.json"
+REPORT_HTML = "report.html"
+# Columns of the printed and HTML per-rung tables, with their headings.
+TABLE_COLUMNS = {
+    "arm": "arm", "concurrency": "C", "output_tok_s": "tok/s", "speedup": "speedup",
+    "output_tok_s_per_user": "tok/s/user", "ttft_p50_ms": "TTFT p50 ms",
+    "ttft_p99_ms": "TTFT p99 ms", "tpot_p50_ms": "TPOT p50 ms",
+    "tokens_per_chunk": "tok/chunk", "accept_len_mean": "accept len",
+    "achieved_concurrency": "achieved C", "requests": "requests", "failures": "failures",
+}
+
+
+@dataclass(slots=True)
+class Report:
+    source: RunSource
+    per_rep: pd.DataFrame
+    summary: pd.DataFrame
+    pairs: list[PairResult]
+    warnings: list[dict[str, Any]]
+
+    def recommendations(self) -> list[dict[str, object]]:
+        return [recommend(p.crossover, p.on.k) for p in self.pairs]
+
+
+def build(path: str | Path, processes: int | None = None) -> Report:
+    """Analyse a run folder or Locust prefix; raises UserError when there is nothing to read."""
+    source = discover(path)
+    per_rep = measure_all(source, processes)
+    if per_rep.empty:
+        raise UserError(f"{path}: the run has request records but no measurable rung")
+    summary = combine_reps(per_rep, source.arms)
+    pairs = [analyse_pair(on, off, summary, per_rep) for on, off in pair_arms(source.arms)]
+    warnings = quality.all_warnings(per_rep, summary, pairs, source.manifest, source.notes)
+    return Report(source, per_rep, summary, pairs, warnings)
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN/inf become null, numpy scalars plain numbers."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, str):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _speedup_column(report: Report) -> pd.Series:
+    """Speedup per summary row for spec-on arms of the first pair they appear in."""
+    values = pd.Series(float("nan"), index=report.summary.index)
+    for pair in reversed(report.pairs):
+        by_c = pair.speedup.set_index("concurrency")["speedup"]
+        rows = report.summary["arm"] == pair.on.name
+        values[rows] = report.summary.loc[rows, "concurrency"].map(by_c)
+    return values
+
+
+def summary_json(report: Report) -> dict[str, Any]:
+    manifest = report.source.manifest or {}
+    pairs = []
+    for pair, rec in zip(report.pairs, report.recommendations(), strict=True):
+        pairs.append({
+            "spec_on": pair.on.name, "spec_off": pair.off.name,
+            "speedup": pair.speedup.to_dict(orient="records"),
+            "crossover": pair.crossover.as_dict(),
+            "c_star": pair.crossover.c_star,
+            "c_star_range": pair.c_star_range(),
+            "c_star_per_rep": [c.as_dict() for c in pair.rep_c_stars],
+            "recommendation": rec,
+        })
+    return _clean({
+        "specload_version": __version__,
+        "source": str(report.source.out_dir),
+        "scenario_name": manifest.get("scenario_name"),
+        "created": manifest.get("created"),
+        "arms": [{"name": a.name, "role": a.role, "spec": a.spec, "kind": a.kind, "k": a.k,
+                  "reps": [r.rep for r in a.reps]} for a in report.source.arms],
+        "summary": report.summary.to_dict(orient="records"),
+        "pairs": pairs,
+        "c_star": pairs[0]["c_star"] if pairs else None,
+        "recommendation": pairs[0]["recommendation"] if pairs else None,
+        "warnings": report.warnings,
+    })
+
+
+def _table(report: Report) -> pd.DataFrame:
+    table = report.summary.assign(speedup=_speedup_column(report))
+    return table[[c for c in TABLE_COLUMNS if c in table]].rename(columns=TABLE_COLUMNS)
+
+
+def _crossover_lines(report: Report) -> list[str]:
+    if not report.pairs:
+        return ["C*: no spec-on/spec-off pair of arms (roles or names with on/off) to compare"]
+    lines = []
+    for pair, rec in zip(report.pairs, report.recommendations(), strict=True):
+        head = f"{pair.on.name} vs {pair.off.name}: "
+        cross = pair.crossover
+        if cross.verdict == CROSSES:
+            span = pair.c_star_range()
+            rng = f" (range over repeats {span[0]:.1f}-{span[1]:.1f})" if span else ""
+            head += f"C* = {cross.c_star:.1f}{rng}, between C={cross.below} and C={cross.above}"
+        else:
+            head += f"C*: none ({cross.verdict})"
+        lines += [head, f"  {rec['summary']}"]
+        if rec.get("vllm"):
+            lines.append(f"  {rec['vllm']}")
+    return lines
+
+
+def _format_table(table: pd.DataFrame) -> str:
+    return table.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:.4g}")
+
+
+def _html(report: Report) -> str:
+    esc = html.escape
+    manifest = report.source.manifest or {}
+    title = f"specload report — {manifest.get('scenario_name') or report.source.out_dir.name}"
+    crossover = "".join(f"<li>{esc(line.strip())}</li>" for line in _crossover_lines(report))
+    recs = "".join(
+        f"<li><b>{esc(p.on.name)} vs {esc(p.off.name)}</b>: {esc(str(r['summary']))}<ul>"
+        + "".join(f"<li>{esc(str(r[key]))}</li>" for key in ("vllm", "sglang", "tensorrt_llm")
+                  if r.get(key))
+        + "</ul></li>"
+        for p, r in zip(report.pairs, report.recommendations(), strict=True))
+    warns = "".join(f"<li>{esc(w['message'])}</li>" for w in report.warnings) or "<li>none</li>"
+    plots = "".join(
+        f'<div class="fig">{pio.to_html(f, full_html=False, include_plotlyjs=False)}</div>'
+        for f in figures.all_figures(report.summary, report.pairs))
+    table = _table(report).to_html(index=False, na_rep="–", float_format=lambda v: f"{v:.4g}",
+                                   border=0, classes="summary")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 24px auto; max-width: 1100px;
+       color: #222; }}
+h1 {{ font-size: 1.5em; }} h2 {{ font-size: 1.2em; margin-top: 1.6em; }}
+.fig {{ margin: 12px 0 28px; }}
+table.summary {{ border-collapse: collapse; font-size: 0.85em; }}
+table.summary th, table.summary td {{ padding: 3px 8px; text-align: right;
+       border-bottom: 1px solid #ddd; }}
+.warn li {{ color: #8a4b00; }}
+</style>
+<script type="text/javascript">{get_plotlyjs()}</script>
+</head><body>
+<h1>{esc(title)}</h1>
+<p>Source: {esc(str(report.source.out_dir))} · arms: {esc(", ".join(
+        f"{a.name} ({a.role}, {len(a.reps)} rep)" for a in report.source.arms))}</p>
+<h2>Crossover C*</h2><ul>{crossover}</ul>
+<h2>Recommended setting</h2><ul>{recs or "<li>no spec-on/spec-off pair</li>"}</ul>
+<h2>Data-quality warnings ({len(report.warnings)})</h2><ul class="warn">{warns}</ul>
+<h2>Figures</h2>{plots}
+<h2>Per-rung summary</h2>{table}
+<p>Only each rung's measure window counts; system tok/s counts tokens by arrival time.
+specload {esc(__version__)}.</p>
+</body></html>
+"""
+
+
+def write(report: Report) -> Path:
+    """Write summary.csv, summary.json and report.html; returns the report.html path."""
+    out = report.source.out_dir
+    csv_table = report.summary.assign(
+        failures_by_kind=report.summary["failures_by_kind"].map(json.dumps))
+    csv_table.to_csv(out / SUMMARY_CSV, index=False, na_rep="", float_format="%.6g")
+    (out / SUMMARY_JSON).write_text(json.dumps(summary_json(report), indent=1) + "\n",
+                                    encoding="utf-8")
+    page = out / REPORT_HTML
+    page.write_text(_html(report), encoding="utf-8")
+    return page
+
+
+def main(args: argparse.Namespace) -> int:
+    """Entry point of `specload report`."""
+    report = build(args.run_dir, getattr(args, "processes", None))
+    page = write(report)
+    print(f"report: {page}")
+    print(_format_table(_table(report)))
+    for line in _crossover_lines(report):
+        print(line)
+    if report.warnings:
+        print(f"{len(report.warnings)} data-quality warning(s):")
+        for w in report.warnings[:10]:
+            print(f"  - {w['message']}")
+        if len(report.warnings) > 10:
+            print(f"  ... and {len(report.warnings) - 10} more in {SUMMARY_JSON}")
+    return 0

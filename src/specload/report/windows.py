@@ -1,0 +1,116 @@
+"""The measure window of every rung: which seconds of a run count, and at what concurrency.
+
+A sweep's ladder shape writes `_steps.csv` with each rung's measure window in epoch
+seconds; that is the authority. A web-UI or plain Locust run has no steps file, so each
+stretch of constant user count in `_stats_history.csv` becomes a rung, minus a warmup
+at its start; without either file the whole run is one rung.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+# A constant-user stretch of a web-UI run: drop this share of it (at most the cap) as
+# warmup, and ignore stretches shorter than the minimum (ramps while users spawn).
+SEGMENT_WARMUP_FRACTION = 0.2
+SEGMENT_WARMUP_CAP_S = 10.0
+SEGMENT_MIN_S = 5.0
+# Locust's history timestamps are whole seconds written somewhere inside that second.
+HISTORY_TS_OFFSET_S = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """One rung's measure window (epoch seconds) and its target concurrency."""
+
+    rung: int
+    users: int
+    start: float
+    end: float
+
+    @property
+    def length(self) -> float:
+        return self.end - self.start
+
+
+def from_steps(steps: pd.DataFrame) -> list[Window]:
+    """Windows from a `_steps.csv` (records.STEPS_COLUMNS)."""
+    rows = steps.dropna(subset=["measure_start", "measure_end"])
+    rows = rows[rows["measure_end"] > rows["measure_start"]].sort_values("measure_start")
+    return [
+        Window(int(r.rung), int(r.users), float(r.measure_start), float(r.measure_end))
+        for r in rows.itertuples(index=False)
+    ]
+
+
+def aggregated_history(history: pd.DataFrame) -> pd.DataFrame:
+    """The "Aggregated" rows of a Locust `_stats_history.csv`, sorted by time."""
+    if "Name" in history.columns:
+        history = history[history["Name"].astype(str) == "Aggregated"]
+    return history.sort_values("Timestamp", kind="stable")
+
+
+def from_history(history: pd.DataFrame) -> list[Window]:
+    """One window per stretch of constant, non-zero user count, warmup removed."""
+    agg = aggregated_history(history)
+    if agg.empty or "User Count" not in agg.columns:
+        return []
+    ts = agg["Timestamp"].to_numpy(dtype=float) + HISTORY_TS_OFFSET_S
+    users = agg["User Count"].to_numpy(dtype=float)
+    change = np.flatnonzero(np.diff(users) != 0) + 1
+    bounds = np.concatenate(([0], change, [len(users)]))
+    best: dict[int, tuple[float, float]] = {}
+    for a, b in itertools.pairwise(bounds):
+        u = int(users[a])
+        # The stretch lasts until the next sample that shows a different count.
+        start, end = ts[a], ts[b] if b < len(ts) else ts[b - 1]
+        length = end - start
+        if u <= 0 or length < SEGMENT_MIN_S:
+            continue
+        if u not in best or length > best[u][1] - best[u][0]:
+            best[u] = (start, end)
+    windows = []
+    for rung, u in enumerate(sorted(best)):
+        start, end = best[u]
+        warm = min(SEGMENT_WARMUP_CAP_S, SEGMENT_WARMUP_FRACTION * (end - start))
+        windows.append(Window(rung, u, start + warm, end))
+    return windows
+
+
+def whole_run(requests: pd.DataFrame) -> list[Window]:
+    """One window spanning every request; its concurrency is the mean in-flight count."""
+    start, end = float(requests["start"].min()), float(requests["end"].max())
+    if not end > start:
+        return []
+    busy = float((requests["end"] - requests["start"]).clip(lower=0).sum())
+    return [Window(0, max(1, round(busy / (end - start))), start, end)]
+
+
+def ordered(windows: list[Window]) -> list[Window]:
+    """Windows sorted by start; one that runs into the next is cut at the next's start."""
+    windows = sorted(windows, key=lambda w: w.start)
+    out = []
+    for w, nxt in zip(windows, [*windows[1:], None], strict=True):
+        end = min(w.end, nxt.start) if nxt is not None else w.end
+        if end > w.start:
+            out.append(Window(w.rung, w.users, w.start, end))
+    return out
+
+
+def rung_windows(
+    steps: pd.DataFrame | None, history: pd.DataFrame | None, requests: pd.DataFrame
+) -> tuple[list[Window], str]:
+    """The windows for one repeat and where they came from ("steps", "history", "run")."""
+    if steps is not None:
+        found = ordered(from_steps(steps))
+        if found:
+            return found, "steps"
+    if history is not None:
+        found = ordered(from_history(history))
+        if found:
+            return found, "history"
+    return whole_run(requests), "run"

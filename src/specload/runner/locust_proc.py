@@ -1,0 +1,128 @@
+"""Build the `locust` command line for one arm and run it as a watched subprocess.
+
+The runner never imports Locust (it monkey-patches the interpreter with gevent); it
+runs `python -m locust -f <packaged locustfile> --headless --csv PREFIX
+--csv-full-history --host URL` with the ladder, the request settings and the load
+mode: one process, `--processes N` on this machine, or a master (`--master
+--expect-workers N --master-bind-host H`) that workers started elsewhere connect to.
+Locust's exit status is made independent of request failures (`--exit-code-on-error
+0`), so a non-zero status means Locust itself failed. Its log goes to a file in the arm
+folder; stopping sends SIGTERM (Locust then writes its CSVs and quits) and, after a
+grace period, SIGKILL to its process group.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import specload
+from specload.runner.servers import stop_process_group
+from specload.scenario import RequestSettings, Scenario
+
+LOCUSTFILE = Path(specload.__file__).resolve().parent / "loadgen" / "locustfile_ladder.py"
+
+
+@dataclass(frozen=True, slots=True)
+class LoadMode:
+    """How load is generated: processes on this machine, or a master and its workers."""
+
+    processes: int | None = None
+    workers: int | None = None
+    master_bind_host: str = "127.0.0.1"
+    master_bind_port: int = 5557
+    workers_wait_s: int = 300
+
+    @classmethod
+    def from_scenario(cls, scenario: Scenario, processes: int | None = None) -> LoadMode:
+        dist = scenario.distributed
+        if dist is not None:
+            return cls(None, dist.workers, dist.master_bind_host, dist.master_bind_port,
+                       dist.workers_wait_s)
+        return cls(processes if processes is not None else scenario.processes)
+
+
+def request_args(req: RequestSettings) -> list[str]:
+    """The users' Locust options for a scenario's request settings."""
+    args = ["--max-tokens", str(req.max_tokens), "--temperature", repr(req.temperature),
+            "--seed", str(req.seed)]
+    optional = {
+        "--model": req.model,
+        "--min-tokens": req.min_tokens,
+        "--prompts": req.prompts,
+        "--api-key-env": req.api_key_env,
+        "--request-timeout": req.request_timeout_s,
+    }
+    for flag, value in optional.items():
+        if value is not None:
+            args += [flag, str(value)]
+    if req.ignore_eos:
+        args.append("--ignore-eos")
+    return args
+
+
+def load_mode_args(mode: LoadMode) -> list[str]:
+    if mode.workers:
+        return ["--master", "--expect-workers", str(mode.workers),
+                "--master-bind-host", mode.master_bind_host,
+                "--master-bind-port", str(mode.master_bind_port),
+                "--expect-workers-max-wait", str(mode.workers_wait_s)]
+    if mode.processes not in (None, 1):
+        return ["--processes", str(mode.processes)]
+    return []
+
+
+def locust_command(
+    scenario: Scenario, host: str, prefix: Path, ladder: list[int], mode: LoadMode
+) -> list[str]:
+    """The full command line for one arm (or the missing rungs of one)."""
+    return [
+        sys.executable, "-m", "locust", "-f", str(LOCUSTFILE),
+        "--headless", "--only-summary", "--exit-code-on-error", "0",
+        "--csv", str(prefix), "--csv-full-history", "--host", host,
+        "--ladder", ",".join(map(str, ladder)),
+        "--warmup", repr(scenario.warmup_s), "--measure", repr(scenario.measure_s),
+        *request_args(scenario.request), *load_mode_args(mode),
+    ]
+
+
+def worker_command(mode: LoadMode) -> str:
+    """What to run on each load machine to join this master."""
+    host = mode.master_bind_host
+    if host in ("0.0.0.0", "::", "*", ""):
+        host = socket.gethostname()
+    return f"MASTER_PORT={mode.master_bind_port} scripts/start-worker.sh {shlex.quote(host)} N"
+
+
+class LocustProcess:
+    """One running `locust` with its log file."""
+
+    def __init__(self, cmd: list[str], log_path: Path) -> None:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        with log_path.open("ab") as log:
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                start_new_session=True,
+            )
+        self.log_path = log_path
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def stop(self, grace_s: float = 20.0) -> int | None:
+        """Ask Locust to finish (it writes its CSVs), then make sure it is gone."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signal.SIGTERM)
+                self.proc.wait(timeout=grace_s)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                pass
+        stop_process_group(self.proc, timeout=2.0)
+        return self.proc.returncode

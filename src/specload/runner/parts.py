@@ -1,0 +1,98 @@
+"""Finished rungs of a repeat, and folding a resumed part's files into the repeat's files.
+
+An interrupted repeat keeps the rungs it finished (its steps file lists exactly those).
+`--resume` runs only the missing rungs, as a separate Locust run writing to
+`<rep dir>/part-N/locust_*`, and then appends that part's rows to the repeat's own
+files so the report sees one complete set: steps (rungs renumbered to their index in
+the full ladder, which the increasing ladder makes unambiguous), per-request rows,
+client stats and Locust's stats history are appended; Locust's failure table is merged
+by summing occurrences. Locust's aggregate `_stats.csv` cannot be merged from
+percentiles, so each part keeps its own in its part folder. Rows are only ever
+appended; every row carries absolute epoch times, so nothing needs shifting.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from pathlib import Path
+
+from specload.records import (
+    CLIENT_STATS_SUFFIX,
+    LOCUST_FAILURES_SUFFIX,
+    LOCUST_HISTORY_SUFFIX,
+    REQUESTS_SUFFIX,
+    STEPS_SUFFIX,
+)
+
+APPENDED_SUFFIXES = (REQUESTS_SUFFIX, CLIENT_STATS_SUFFIX, LOCUST_HISTORY_SUFFIX)
+
+
+def _read_rows(path: Path) -> tuple[list[str], list[list[str]]]:
+    try:
+        with path.open(newline="") as fh:
+            rows = list(csv.reader(fh))
+    except FileNotFoundError:
+        return [], []
+    return (rows[0], rows[1:]) if rows else ([], [])
+
+
+def finished_users(prefix: Path) -> list[int]:
+    """User counts of the rungs a run (prefix) completed, from its steps file."""
+    header, rows = _read_rows(Path(str(prefix) + STEPS_SUFFIX))
+    if "users" not in header:
+        return []
+    col = header.index("users")
+    return [int(r[col]) for r in rows if len(r) > col and r[col].strip()]
+
+
+def _append(src: Path, dst: Path, transform=None) -> None:
+    header, rows = _read_rows(src)
+    if not header:
+        return
+    if transform is not None:
+        rows = [transform(header, r) for r in rows]
+    new = not dst.exists() or dst.stat().st_size == 0
+    with dst.open("a", newline="") as fh:
+        writer = csv.writer(fh)
+        if new:
+            writer.writerow(header)
+        writer.writerows(rows)
+
+
+def _merge_failures(src: Path, dst: Path) -> None:
+    header_a, rows_a = _read_rows(dst)
+    header_b, rows_b = _read_rows(src)
+    header = header_a or header_b
+    if not header or "Occurrences" not in header:
+        return
+    occ = header.index("Occurrences")
+    totals: dict[tuple[str, ...], list[str]] = {}
+    for row in [*rows_a, *rows_b]:
+        key = tuple(v for i, v in enumerate(row) if i != occ)
+        if key in totals:
+            totals[key][occ] = str(int(totals[key][occ]) + int(row[occ]))
+        else:
+            totals[key] = list(row)
+    with dst.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(header)
+        writer.writerows(totals.values())
+
+
+def merge_part(part_prefix: Path, main_prefix: Path, ladder: Sequence[int]) -> None:
+    """Append a resumed part's rows to the main prefix's files."""
+
+    def renumber(header: list[str], row: list[str]) -> list[str]:
+        out = list(row)
+        users = int(row[header.index("users")])
+        out[header.index("rung")] = str(list(ladder).index(users))
+        return out
+
+    def files(suffix: str) -> tuple[Path, Path]:
+        return Path(str(part_prefix) + suffix), Path(str(main_prefix) + suffix)
+
+    _append(*files(STEPS_SUFFIX), transform=renumber)
+    for suffix in APPENDED_SUFFIXES:
+        _append(*files(suffix))
+    _merge_failures(*files(LOCUST_FAILURES_SUFFIX))

@@ -1,0 +1,430 @@
+"""`specload sweep`: run every arm (and repeat) of a scenario through the ladder, then report.
+
+For each arm and repeat in turn: start its server and wait until it is ready, sample
+its `/metrics` in a thread, run Locust headless with the ladder shape writing into
+`reports/<scenario>/<UTC timestamp>/<arm>[/rep-N]/locust_*`, watch Locust and the
+server, print one progress line per finished rung, then stop everything. The manifest
+is rewritten after every state change. A failing arm (server unreachable or dead,
+Locust failing) is marked failed and the others still run. Ctrl-C (or SIGTERM) stops
+Locust and the server, keeps every finished rung and marks the run interrupted;
+`--resume RUN_DIR` then runs only the missing rungs. At the end the report is built.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import shlex
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from specload.errors import UserError
+from specload.records import REQUESTS_SUFFIX, SERVER_METRICS_SUFFIX, STEPS_SUFFIX
+from specload.runner import manifest as mf
+from specload.runner.locust_proc import (
+    LoadMode,
+    LocustProcess,
+    locust_command,
+    worker_command,
+)
+from specload.runner.metrics_scrape import MetricsSampler
+from specload.runner.parts import finished_users, merge_part
+from specload.runner.servers import ArmServer, ServerError, server_for
+from specload.scenario import Arm, Scenario, load_scenario, parse_scenario
+
+POLL_S = 0.5
+HEALTH_EVERY_S = 2.0
+# Extra time Locust may take beyond the plan (start-up, spawning, final reports).
+SLACK_S = 90.0
+
+
+class RepFailed(Exception):
+    """One repeat of an arm failed; the message says why."""
+
+
+def say(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def _fmt_s(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    m, s = divmod(seconds, 60)
+    return f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+@dataclass
+class Sweep:
+    """State of one sweep: its scenario, run folder, manifest and clock."""
+
+    scenario: Scenario
+    run_dir: Path
+    manifest: dict[str, Any]
+    mode: LoadMode
+    selected: list[str]
+    api_key: str | None = None
+    started: float = field(default_factory=time.monotonic)
+    interrupts: int = 0
+
+    @property
+    def rung_s(self) -> float:
+        return self.scenario.warmup_s + self.scenario.measure_s
+
+    def save(self) -> None:
+        for arm in self.manifest["arms"]:
+            arm["status"] = mf.arm_status(arm["reps"])
+        self.manifest["status"] = mf.run_status(
+            [a for a in self.manifest["arms"] if a["name"] in self.selected]
+        )
+        mf.write_manifest(self.run_dir, self.manifest)
+
+    def remaining_s(self) -> float:
+        """Planned seconds of every rung not finished yet in the selected arms."""
+        total = 0
+        for arm in self.manifest["arms"]:
+            if arm["name"] not in self.selected:
+                continue
+            for rep in arm["reps"]:
+                if rep["status"] != "done":
+                    done = len(finished_users(self.run_dir / rep["dir"] / "locust"))
+                    total += len(self.scenario.ladder) - done
+        return total * self.rung_s
+
+    def arm(self, name: str) -> Arm:
+        return next(a for a in self.scenario.arms if a.name == name)
+
+
+# --- progress ---------------------------------------------------------------------------
+
+
+def client_tok_s(prefix: Path, t0: float, t1: float) -> float | None:
+    """Approximate tok/s from per-request rows that ended inside [t0, t1]."""
+    path = Path(str(prefix) + REQUESTS_SUFFIX)
+    if not path.exists() or t1 <= t0:
+        return None
+    tokens = 0
+    with path.open(newline="") as fh:
+        for row in csv.DictReader(fh):
+            try:
+                if t0 <= float(row["end"]) <= t1:
+                    tokens += int(row["output_tokens"] or 0)
+            except (KeyError, ValueError):
+                continue
+    return tokens / (t1 - t0)
+
+
+def _steps_rows(prefix: Path) -> list[dict[str, str]]:
+    try:
+        with Path(str(prefix) + STEPS_SUFFIX).open(newline="") as fh:
+            return list(csv.DictReader(fh))
+    except FileNotFoundError:
+        return []
+
+
+def progress_line(
+    sweep: Sweep, label: str, row: dict[str, str], sampler: MetricsSampler | None, prefix: Path
+) -> str:
+    t0, t1 = float(row["measure_start"]), float(row["measure_end"])
+    rate = sampler.generated_tok_s(t0, t1) if sampler else None
+    source = "server"
+    if rate is None:
+        rate, source = client_tok_s(prefix, t0, t1), "client, by request end"
+    live = f"{rate:.1f} tok/s ({source})" if rate is not None else "tok/s n/a"
+    rung = sweep.scenario.ladder.index(int(row["users"])) + 1
+    return (
+        f"[{label}] rung {rung}/{len(sweep.scenario.ladder)} C={row['users']} done | "
+        f"elapsed {_fmt_s(time.monotonic() - sweep.started)}, "
+        f"ETA {_fmt_s(sweep.remaining_s())} | {live}"
+    )
+
+
+# --- one repeat -------------------------------------------------------------------------
+
+
+def _fresh_start(rep_dir: Path) -> None:
+    """Move leftovers of an attempt that finished no rung out of the way."""
+    leftovers = [p for p in rep_dir.glob("locust*") if p.is_file()]
+    if not leftovers:
+        return
+    n = 1
+    while (rep_dir / f"aborted-{n}").exists():
+        n += 1
+    dest = rep_dir / f"aborted-{n}"
+    dest.mkdir()
+    for p in leftovers:
+        shutil.move(str(p), dest / p.name)
+
+
+def _part_prefix(rep_dir: Path) -> Path:
+    n = 2
+    while (rep_dir / f"part-{n}").exists():
+        n += 1
+    return rep_dir / f"part-{n}" / "locust"
+
+
+def _watch(
+    sweep: Sweep, label: str, locust: LocustProcess, server: ArmServer,
+    sampler: MetricsSampler, run_prefix: Path, n_rungs: int,
+) -> None:
+    deadline = time.monotonic() + n_rungs * sweep.rung_s + SLACK_S
+    if sweep.mode.workers:
+        deadline += sweep.mode.workers_wait_s
+    reported = 0
+    next_health = time.monotonic() + HEALTH_EVERY_S
+    while True:
+        code = locust.poll()
+        rows = _steps_rows(run_prefix)
+        for row in rows[reported:]:
+            say(progress_line(sweep, label, row, sampler, run_prefix))
+        reported = len(rows)
+        if code is not None:
+            if code != 0:
+                raise RepFailed(f"locust exited with status {code} (log: {locust.log_path})")
+            if reported < n_rungs:
+                raise RepFailed(
+                    f"locust finished after {reported} of {n_rungs} rungs "
+                    f"(log: {locust.log_path})"
+                )
+            return
+        if time.monotonic() >= next_health:
+            next_health = time.monotonic() + HEALTH_EVERY_S
+            problem = server.problem()
+            if problem:
+                raise RepFailed(f"server failed during the run: {problem}")
+        if time.monotonic() > deadline:
+            raise RepFailed(f"locust still running {SLACK_S:.0f} s after the planned end")
+        time.sleep(POLL_S)
+
+
+def run_rep(sweep: Sweep, arm_entry: dict[str, Any], rep: dict[str, Any]) -> None:
+    """Run the missing rungs of one repeat; raises RepFailed or KeyboardInterrupt."""
+    arm = sweep.arm(arm_entry["name"])
+    rep_dir = sweep.run_dir / rep["dir"]
+    rep_dir.mkdir(parents=True, exist_ok=True)
+    prefix = rep_dir / "locust"
+    done = finished_users(prefix)
+    missing = [u for u in sweep.scenario.ladder if u not in done]
+    if not missing:
+        return
+    if done:
+        run_prefix = _part_prefix(rep_dir)
+        run_prefix.parent.mkdir(parents=True)
+    else:
+        _fresh_start(rep_dir)
+        run_prefix = prefix
+    label = arm.name if sweep.scenario.repeats == 1 else f"{arm.name} rep {rep['rep']}"
+    server = server_for(arm, rep_dir / "sim_trace.jsonl", sweep.api_key)
+    locust: LocustProcess | None = None
+    sampler: MetricsSampler | None = None
+    try:
+        say(f"[{label}] starting {arm.kind} server ...")
+        try:
+            url = server.start(rep_dir / "server.log")
+        except ServerError as exc:
+            raise RepFailed(str(exc)) from exc
+        arm_entry["base_url"] = url
+        if arm_entry.get("k") is None:
+            arm_entry["k"] = getattr(server, "draft_k", None)
+        sampler = MetricsSampler(
+            server.metrics_url, Path(str(prefix) + SERVER_METRICS_SUFFIX), api_key=sweep.api_key
+        ).start()
+        cmd = locust_command(sweep.scenario, url, run_prefix, missing, sweep.mode)
+        suffix = f" (resuming {len(missing)} missing rungs)" if done else ""
+        say(f"[{label}] {url} ready; running C={','.join(map(str, missing))}{suffix}")
+        if sweep.mode.workers:
+            say(f"[{label}] waiting for {sweep.mode.workers} workers: {worker_command(sweep.mode)}")
+        locust = LocustProcess(cmd, rep_dir / "locust.log")
+        _watch(sweep, label, locust, server, sampler, run_prefix, len(missing))
+    finally:
+        if locust is not None:
+            locust.stop()
+        if sampler is not None:
+            sampler.stop()
+            if sampler.samples_ok == 0:
+                say(f"[{label}] note: no metrics from {sampler.url} ({sampler.last_error})")
+        server.stop()
+        if run_prefix != prefix:
+            merge_part(run_prefix, prefix, sweep.scenario.ladder)
+
+
+def run_arm(sweep: Sweep, arm_entry: dict[str, Any]) -> None:
+    for rep in arm_entry["reps"]:
+        if rep["status"] == "done":
+            continue
+        rep.update(status="running", started=mf.utc_now(), finished=None, error=None)
+        sweep.save()
+        try:
+            run_rep(sweep, arm_entry, rep)
+        except RepFailed as exc:
+            rep.update(status="failed", error=str(exc))
+            say(f"[{arm_entry['name']}] FAILED: {exc}")
+        except KeyboardInterrupt:
+            rep.update(status="interrupted", error="interrupted by the user")
+            raise
+        else:
+            rep["status"] = "done"
+        finally:
+            rep["finished"] = mf.utc_now()
+            sweep.save()
+
+
+# --- setup ------------------------------------------------------------------------------
+
+
+def _select_arms(scenario: Scenario, arms: str | None) -> list[str]:
+    names = [a.name for a in scenario.arms]
+    if not arms:
+        return names
+    wanted = [a.strip() for a in arms.split(",") if a.strip()]
+    unknown = [a for a in wanted if a not in names]
+    if unknown:
+        raise UserError(f"--arms: unknown arm(s) {', '.join(unknown)}; the scenario has "
+                        f"{', '.join(names)}")
+    return wanted
+
+
+def _new_run_dir(out: Path, scenario: Scenario) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    base = out / scenario.name / stamp
+    run_dir, n = base, 1
+    while run_dir.exists():
+        n += 1
+        run_dir = base.with_name(f"{stamp}-{n}")
+    run_dir.mkdir(parents=True)
+    return run_dir
+
+
+def _overrides(scenario: Scenario, args: argparse.Namespace, selected: list[str]) -> Scenario:
+    update: dict[str, Any] = {"arms": [a for a in scenario.arms if a.name in selected]}
+    if args.repeats is not None:
+        if args.repeats < 1:
+            raise UserError(f"--repeats must be 1 or more, got {args.repeats}")
+        update["repeats"] = args.repeats
+    if args.processes is not None:
+        if args.processes < 1 and args.processes != -1:
+            raise UserError(f"--processes must be 1 or more (or -1), got {args.processes}")
+        if scenario.distributed is not None:
+            raise UserError("--processes cannot be combined with the scenario's `distributed`")
+        update["processes"] = args.processes
+    return scenario.model_copy(update=update)
+
+
+def _api_key(scenario: Scenario) -> str | None:
+    name = scenario.request.api_key_env
+    if not name:
+        return None
+    key = os.environ.get(name)
+    if key is None:
+        say(f"warning: request.api_key_env names {name}, which is not set")
+    return key
+
+
+def print_plan(scenario: Scenario, mode: LoadMode, out: Path) -> None:
+    per_rep = len(scenario.ladder) * (scenario.warmup_s + scenario.measure_s)
+    total = per_rep * scenario.repeats * len(scenario.arms)
+    say(f"scenario {scenario.name}: ladder {','.join(map(str, scenario.ladder))}, "
+        f"{scenario.warmup_s:g} s warmup + {scenario.measure_s:g} s measure per rung, "
+        f"{scenario.repeats} repeat(s)")
+    for arm in scenario.arms:
+        server = (f"sim {arm.sim.profile} spec={arm.sim.spec} k={arm.sim.k or 'profile'}"
+                  if arm.sim else arm.command.base_url if arm.command else arm.url)
+        say(f"  arm {arm.name}: {arm.kind} ({server}), role {arm.arm_role}")
+    load = (f"master + {mode.workers} workers ({worker_command(mode)})" if mode.workers
+            else f"{mode.processes or 1} load process(es)")
+    say(f"load: {load}")
+    say(f"planned load time {_fmt_s(total)} (+ server start-up); output under "
+        f"{out / scenario.name}/<UTC timestamp>/")
+    example = locust_command(scenario, "URL", Path("<arm dir>/locust"), scenario.ladder, mode)
+    say("locust command per arm: " + shlex.join(example))
+
+
+def _build_report(run_dir: Path) -> int:
+    """Build the report with `build_report`, or `specload report`'s entry point."""
+    try:
+        from specload.report import render
+    except ImportError as exc:
+        say(f"report not built: the report module is unavailable ({exc}); "
+            f"run `specload report {run_dir}` once it is installed")
+        return 0
+    try:
+        build_report = getattr(render, "build_report", None)
+        if build_report is None:
+            return int(render.main(argparse.Namespace(run_dir=str(run_dir), processes=None)))
+        say(f"report: {build_report(run_dir)}")
+    except UserError as exc:
+        say(f"report not built: {exc}")
+        return 1
+    return 0
+
+
+@contextmanager
+def _interrupts(sweep: Sweep) -> Iterator[None]:
+    """First Ctrl-C/SIGTERM interrupts the sweep; later ones wait for the clean-up."""
+
+    def handler(signum: int, frame: Any) -> None:
+        sweep.interrupts += 1
+        if sweep.interrupts == 1:
+            raise KeyboardInterrupt
+        print("specload: stopping Locust and servers, please wait", file=sys.stderr)
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _prepare(args: argparse.Namespace) -> tuple[Scenario, Path, dict[str, Any] | None]:
+    if args.resume:
+        run_dir = Path(args.resume)
+        manifest = mf.read_manifest(run_dir)
+        scenario = parse_scenario(manifest["scenario"], run_dir, source=f"{run_dir}/manifest.json")
+        if args.repeats is not None:
+            raise UserError("--repeats cannot change a run being resumed")
+        return scenario, run_dir, manifest
+    if not args.scenario:
+        raise UserError("give a scenario file, or --resume RUN_DIR")
+    return load_scenario(args.scenario), Path(args.out or "reports"), None
+
+
+def main(args: argparse.Namespace) -> int:
+    """Entry point of `specload sweep`; returns the exit status."""
+    scenario, where, manifest = _prepare(args)
+    selected = _select_arms(scenario, args.arms)
+    if manifest is None:
+        scenario = _overrides(scenario, args, selected)
+    mode = LoadMode.from_scenario(scenario, args.processes)
+    if args.dry_run:
+        print_plan(scenario, mode, where)
+        return 0
+    if manifest is None:
+        run_dir = _new_run_dir(where, scenario)
+        manifest = mf.new_manifest(scenario)
+    else:
+        run_dir = where
+    sweep = Sweep(scenario, run_dir, manifest, mode, selected, _api_key(scenario))
+    sweep.save()
+    say(f"run folder: {run_dir} (planned {_fmt_s(sweep.remaining_s())})")
+    try:
+        with _interrupts(sweep):
+            for arm_entry in manifest["arms"]:
+                if arm_entry["name"] in selected and arm_entry["status"] != "done":
+                    run_arm(sweep, arm_entry)
+    except KeyboardInterrupt:
+        sweep.save()
+        say(f"interrupted: finished rungs kept; resume with: specload sweep --resume {run_dir}")
+        return 130
+    failed = [a["name"] for a in manifest["arms"] if a["status"] == "failed"]
+    if failed:
+        say(f"failed arm(s): {', '.join(failed)} (see their locust.log / server.log)")
+    report_status = _build_report(run_dir)
+    return 1 if failed else report_status

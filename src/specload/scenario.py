@@ -1,0 +1,385 @@
+"""YAML scenario -> validated `Scenario`, with every problem reported at once.
+
+A scenario names a ladder, its warmup and measure windows, the request settings the
+Locust users send, how many load processes (or remote workers) drive the load, and a
+list of arms. An arm is one server under test: a built-in simulated server
+(`sim: {profile, spec, k}`), a server started and stopped by shell commands
+(`command: {start, stop, base_url, ready_url, ready_timeout_s}`) or an already-running
+base URL (`url:`). `load_scenario` collects YAML syntax errors, unknown keys, wrong
+types, ladder mistakes, duplicate arm names, bad URLs and missing files into a single
+`UserError`, one line per problem, each prefixed with its key path (`arms[1].sim.spec`).
+Relative file paths (prompts, profile YAML) are resolved against the scenario's folder.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from specload.errors import UserError
+from specload.ladder import DEFAULT_LADDER, parse_ladder, validate_ladder
+
+BUILTIN_PROFILES = ("seed-glm", "h100-llama8b-eagle3", "h100-llama8b-eagle")
+SPEC_MODES = ("on", "off", "adaptive")
+ARM_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+Spec = Literal["on", "off", "adaptive"]
+Role = Literal["spec_on", "spec_off", "other"]
+
+
+def _yaml_bool_to_spec(value: Any) -> Any:
+    # YAML 1.1 reads a bare `on`/`off` as a boolean; in a spec field it means the word.
+    if value is True:
+        return "on"
+    if value is False:
+        return "off"
+    return value
+
+
+def _check_url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{value!r} is not an http(s) URL; write it like http://127.0.0.1:8000")
+    return value.rstrip("/")
+
+
+def _resolve_file(value: str, info: ValidationInfo, what: str) -> str:
+    base = Path((info.context or {}).get("base_dir", "."))
+    path = (base / Path(value).expanduser()).resolve()
+    if not path.is_file():
+        raise ValueError(f"{what} file {value!r} not found (looked at {path})")
+    try:
+        with path.open("rb") as fh:
+            fh.read(1)
+    except OSError as exc:
+        raise ValueError(f"{what} file {value!r} is not readable: {exc.strerror}") from exc
+    return str(path)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RequestSettings(_Strict):
+    """What every simulated user sends; maps 1:1 onto the users' Locust options."""
+
+    model: str | None = None
+    max_tokens: int = Field(256, ge=1)
+    min_tokens: int | None = Field(None, ge=0)
+    ignore_eos: bool = False
+    temperature: float = Field(0.0, ge=0.0)
+    prompts: str | None = None
+    seed: int = 0
+    api_key_env: str | None = None
+    request_timeout_s: float | None = Field(None, gt=0)
+
+    @field_validator("prompts")
+    @classmethod
+    def _prompts_exist(cls, v: str | None, info: ValidationInfo) -> str | None:
+        return None if v is None else _resolve_file(v, info, "prompts")
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
+            raise ValueError(
+                f"{v!r} is not an environment variable name; give the NAME of the variable "
+                "holding the key, never the key itself"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _min_below_max(self) -> RequestSettings:
+        if self.min_tokens is not None and self.min_tokens > self.max_tokens:
+            raise ValueError(
+                f"min_tokens ({self.min_tokens}) is larger than max_tokens ({self.max_tokens})"
+            )
+        return self
+
+
+class SimArm(_Strict):
+    """A built-in simulated server started by the runner."""
+
+    profile: str = "seed-glm"
+    spec: Spec
+    k: int | None = Field(None, ge=1, le=16)
+    seed: int = 0
+    faults: list[str] = Field(default_factory=list)
+    trace: bool = False
+
+    _spec_word = field_validator("spec", mode="before")(_yaml_bool_to_spec)
+
+    @field_validator("profile")
+    @classmethod
+    def _profile_known(cls, v: str, info: ValidationInfo) -> str:
+        if v in BUILTIN_PROFILES:
+            return v
+        if v.endswith((".yaml", ".yml")) or "/" in v:
+            return _resolve_file(v, info, "profile")
+        raise ValueError(
+            f"unknown profile {v!r}; use one of {', '.join(BUILTIN_PROFILES)} or a YAML path"
+        )
+
+    @field_validator("faults")
+    @classmethod
+    def _faults_shape(cls, v: list[str]) -> list[str]:
+        for f in v:
+            parts = f.split(":")
+            try:
+                frac = float(parts[1]) if len(parts) >= 2 else -1.0
+            except ValueError:
+                frac = -1.0
+            if len(parts) not in (2, 3) or not (0.0 <= frac <= 1.0):
+                raise ValueError(
+                    f"fault {f!r} must look like KIND:FRACTION[:PARAM], e.g. cut:0.1:20"
+                )
+        return v
+
+
+class CommandArm(_Strict):
+    """A server the runner starts and stops with shell commands."""
+
+    start: str = Field(min_length=1)
+    stop: str | None = None
+    base_url: str
+    ready_url: str | None = None
+    ready_timeout_s: float = Field(600.0, gt=0)
+    stop_timeout_s: float = Field(60.0, gt=0)
+
+    _urls = field_validator("base_url", "ready_url")(
+        lambda v: None if v is None else _check_url(v)
+    )
+
+
+class Arm(_Strict):
+    """One server under test; exactly one of `sim`, `command`, `url`."""
+
+    name: str
+    sim: SimArm | None = None
+    command: CommandArm | None = None
+    url: str | None = None
+    spec: Spec | None = None
+    k: int | None = Field(None, ge=0)
+    role: Role | None = None
+    metrics_url: str | None = None
+    ready_url: str | None = None
+
+    _spec_word = field_validator("spec", mode="before")(_yaml_bool_to_spec)
+    _urls = field_validator("url", "metrics_url", "ready_url")(
+        lambda v: None if v is None else _check_url(v)
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_folder(cls, v: str) -> str:
+        if not ARM_NAME_RE.fullmatch(v):
+            raise ValueError(
+                f"arm name {v!r} must be 1-64 letters, digits, '.', '_' or '-' "
+                "(it becomes a folder name)"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _one_server(self) -> Arm:
+        given = [k for k in ("sim", "command", "url") if getattr(self, k) is not None]
+        if len(given) != 1:
+            what = "none" if not given else " and ".join(given)
+            raise ValueError(
+                f"an arm needs exactly one server: `sim`, `command` or `url` (got {what})"
+            )
+        return self
+
+    @property
+    def kind(self) -> Literal["sim", "command", "url"]:
+        return "sim" if self.sim else "command" if self.command else "url"
+
+    @property
+    def spec_mode(self) -> str | None:
+        return self.sim.spec if self.sim else self.spec
+
+    @property
+    def draft_k(self) -> int | None:
+        return self.sim.k if self.sim and self.sim.k is not None else self.k
+
+    @property
+    def arm_role(self) -> str:
+        if self.role:
+            return self.role
+        return {"on": "spec_on", "off": "spec_off"}.get(self.spec_mode or "", "other")
+
+
+class Distributed(_Strict):
+    """Locust master/worker mode: the runner starts a master, workers connect to it."""
+
+    workers: int = Field(ge=1)
+    master_bind_host: str = "127.0.0.1"
+    master_bind_port: int = Field(5557, ge=1, le=65535)
+    workers_wait_s: int = Field(300, ge=1)
+
+
+class Scenario(_Strict):
+    """A validated scenario file."""
+
+    name: str
+    description: str = ""
+    ladder: list[int] = Field(default_factory=lambda: list(DEFAULT_LADDER))
+    warmup_s: float = Field(10.0, ge=0)
+    measure_s: float = Field(30.0, gt=0)
+    repeats: int = Field(1, ge=1, le=100)
+    processes: int | None = None
+    distributed: Distributed | None = None
+    request: RequestSettings = Field(default_factory=RequestSettings)
+    arms: Annotated[list[Arm], Field(min_length=1)]
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_folder(cls, v: str) -> str:
+        if not ARM_NAME_RE.fullmatch(v):
+            raise ValueError(
+                f"scenario name {v!r} must be 1-64 letters, digits, '.', '_' or '-' "
+                "(it becomes a folder name)"
+            )
+        return v
+
+    @field_validator("ladder", mode="before")
+    @classmethod
+    def _ladder_ok(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = parse_ladder(v)
+        if isinstance(v, list):
+            problems = validate_ladder(v)
+            if problems:
+                raise ValueError("; ".join(problems))
+        return v
+
+    @field_validator("processes")
+    @classmethod
+    def _processes_ok(cls, v: int | None) -> int | None:
+        if v is not None and v != -1 and v < 1:
+            raise ValueError(f"processes must be 1 or more (or -1 for one per core), got {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _one_load_mode(self) -> Scenario:
+        if self.distributed is not None and self.processes not in (None, 1):
+            raise ValueError(
+                "give either `processes` (one machine) or `distributed` (master and workers)"
+            )
+        return self
+
+    def public_dict(self) -> dict[str, Any]:
+        """The scenario as plain data for manifest.json (holds no secrets by design)."""
+        return self.model_dump(mode="json")
+
+
+_MESSAGES = {
+    "extra_forbidden": "unknown key; check its spelling and indentation",
+    "missing": "required key is missing",
+    "int_type": "expected a whole number",
+    "int_parsing": "expected a whole number",
+    "int_from_float": "expected a whole number",
+    "float_type": "expected a number",
+    "float_parsing": "expected a number",
+    "bool_type": "expected true or false",
+    "bool_parsing": "expected true or false",
+    "string_type": "expected a text value",
+    "list_type": "expected a list",
+    "model_type": "expected a mapping of keys",
+    "model_attributes_type": "expected a mapping of keys",
+    "too_short": "must not be empty",
+}
+
+
+def _key_path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part not in ("function-after", "function-before"):
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def _describe(err: dict[str, Any]) -> str:
+    kind = err["type"]
+    if kind == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "")
+        return "must be one of " + expected.replace("'", "").replace(" or ", ", ")
+    if kind == "value_error":
+        return str(err.get("ctx", {}).get("error", err["msg"]))
+    base = _MESSAGES.get(kind, err["msg"])
+    if kind in _MESSAGES and kind not in ("missing", "extra_forbidden"):
+        base += f", got {err.get('input')!r}"
+    if kind == "string_type" and isinstance(err.get("input"), bool):
+        base += " (YAML reads bare on/off/yes/no as booleans: put the value in quotes)"
+    return base
+
+
+def _duplicate_names(raw: Any) -> list[str]:
+    if not isinstance(raw, dict) or not isinstance(raw.get("arms"), list):
+        return []
+    seen: dict[str, int] = {}
+    problems = []
+    for i, arm in enumerate(raw["arms"]):
+        name = arm.get("name") if isinstance(arm, dict) else None
+        if not isinstance(name, str):
+            continue
+        if name in seen:
+            problems.append(
+                f"arms[{i}].name: duplicate arm name {name!r} (also arms[{seen[name]}]); "
+                "every arm needs its own name"
+            )
+        else:
+            seen[name] = i
+    return problems
+
+
+def parse_scenario(raw: Any, base_dir: Path, source: str = "scenario") -> Scenario:
+    """Validate already-parsed YAML data; raises `UserError` listing every problem."""
+    problems: list[str] = []
+    scenario: Scenario | None = None
+    if not isinstance(raw, dict):
+        raise UserError(f"{source}: the top level must be a mapping with `name:` and `arms:`")
+    try:
+        scenario = Scenario.model_validate(raw, context={"base_dir": str(base_dir)})
+    except ValidationError as exc:
+        problems += [f"{_key_path(e['loc'])}: {_describe(e)}" for e in exc.errors()]
+    problems += _duplicate_names(raw)
+    if problems:
+        listing = "\n  ".join(problems)
+        raise UserError(f"{source}: {len(problems)} problem(s):\n  {listing}")
+    assert scenario is not None
+    return scenario
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario YAML file; raises `UserError` listing every problem."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise UserError(f"scenario file {str(p)!r} not found") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"scenario file {str(p)!r} cannot be read: {exc}") from exc
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark else str(p)
+        raise UserError(f"{where}: YAML syntax error: {exc.problem or exc.context}") from exc
+    except yaml.YAMLError as exc:
+        raise UserError(f"{p}: YAML syntax error: {exc}") from exc
+    return parse_scenario(raw, p.resolve().parent, source=str(p))

@@ -1,0 +1,119 @@
+"""One engine step without a clock: schedule, price, sample acceptance, commit.
+
+`EngineCore` is shared by the real-time server (`engine.py`, which sleeps for each
+step's duration) and the virtual-time predictor (`virtual.py`, which just adds it up),
+so both run exactly the same model. It also keeps the vLLM-style counters /metrics
+exports (tokens, drafts, accepted drafts, preemptions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from specload.sim import SimConfigError
+from specload.sim.acceptance import AcceptanceSampler, k_for_batch
+from specload.sim.cost_model import CostModel, StepCost
+from specload.sim.profile import Profile
+from specload.sim.scheduler import BatchFormer, Seq
+
+SpecMode = Literal["on", "off", "adaptive"]
+
+
+@dataclass(slots=True)
+class StepResult:
+    """A step's duration and the tokens it emitted per request."""
+
+    cost: StepCost
+    emitted: list[tuple[Seq, int]]
+    batch_size: int
+    k: int
+
+
+@dataclass(slots=True)
+class Counters:
+    """Monotonic engine counters (vLLM V1 metric semantics)."""
+
+    steps: int = 0
+    prompt_tokens: int = 0
+    generation_tokens: int = 0
+    drafts: int = 0
+    draft_tokens: int = 0
+    accepted_tokens: int = 0
+    preemptions: int = 0
+
+
+def resolve_k(profile: Profile, mode: SpecMode, k: int | None) -> int:
+    """The fixed draft length for `mode` (0 when off or adaptive); SimConfigError if bad."""
+    if mode == "adaptive" and k is not None:
+        raise SimConfigError("--num-speculative-tokens applies to --spec on; adaptive mode "
+                             "takes k from the profile's speculative.adaptive schedule")
+    if mode != "on":
+        return 0
+    k = profile.speculative.k if k is None else k
+    limit = len(profile.speculative.acceptance)
+    if not 1 <= k <= limit:
+        raise SimConfigError(f"--num-speculative-tokens must be 1..{limit} for this profile")
+    return k
+
+
+class EngineCore:
+    """Scheduler + cost model + acceptance sampling for one simulated server."""
+
+    def __init__(self, profile: Profile, mode: SpecMode, k: int | None, seed: int) -> None:
+        if mode == "adaptive" and not profile.speculative.adaptive:
+            raise SimConfigError("--spec adaptive needs speculative.adaptive in the profile")
+        self.profile = profile
+        self.mode = mode
+        self.k = resolve_k(profile, mode, k)
+        sch = profile.scheduler
+        self.former = BatchFormer(sch.max_num_seqs, sch.max_num_batched_tokens,
+                                  sch.kv_capacity_tokens)
+        self.cost_model = CostModel(profile)
+        self.sampler = AcceptanceSampler(profile.speculative.acceptance, seed)
+        self.counters = Counters()
+        schedule = profile.speculative.adaptive
+        self._k_for = (lambda b: k_for_batch(schedule, b)) if mode == "adaptive" else (
+            lambda b: self.k)
+
+    def add(self, seq: Seq) -> None:
+        self.former.add(seq)
+        self.counters.prompt_tokens += seq.prompt_tokens
+
+    def abort(self, seq: Seq) -> None:
+        self.former.abort(seq)
+
+    def has_work(self) -> bool:
+        return self.former.has_work()
+
+    @property
+    def num_running(self) -> int:
+        return len(self.former.running)
+
+    @property
+    def num_waiting(self) -> int:
+        return len(self.former.waiting)
+
+    @property
+    def kv_usage(self) -> float:
+        return self.former.kv_used / self.former.kv_capacity
+
+    def step(self) -> StepResult | None:
+        """Schedule and commit one step; None when there is nothing to run."""
+        batch = self.former.schedule(self._k_for)
+        c = self.counters
+        c.preemptions += len(batch.preempted)
+        if not batch:
+            return None
+        sample = self.sampler.sample
+        accepted = [sample(s.sched_k) if s.sched_k else 0 for s in batch.decode]
+        for seq, acc in zip(batch.decode, accepted, strict=True):
+            if seq.sched_k:
+                c.drafts += 1
+                c.draft_tokens += seq.sched_k
+                c.accepted_tokens += acc
+        cost = self.cost_model.cost(batch.shape)
+        emitted = self.former.commit(batch, accepted)
+        c.steps += 1
+        c.generation_tokens += sum(n for _, n in emitted)
+        return StepResult(cost, emitted, batch.shape.num_seqs, batch.k)

@@ -1,0 +1,68 @@
+"""`specload sim-curve`: a profile's predicted steady-state throughput per concurrency.
+
+Runs `virtual.run_closed_loop` at every rung of `--ladder` and prints a table (or JSON
+with `--json`): system output tok/s, per-user tok/s (1/TPOT), mean TTFT, mean batch,
+tokens per chunk and preemptions per second. No sleeping; a full ladder takes seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import orjson
+
+from specload.sim import SimConfigError
+from specload.sim.core import SpecMode
+from specload.sim.profile import Profile, load_profile
+from specload.sim.virtual import CurvePoint, run_closed_loop
+
+
+def parse_ladder(text: str) -> list[int]:
+    """'1,2,5' -> [1, 2, 5]; SimConfigError unless positive integers."""
+    try:
+        users = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise SimConfigError(f"--ladder {text!r}: expected comma-separated integers") from None
+    if not users or min(users) < 1:
+        raise SimConfigError(f"--ladder {text!r}: expected positive integers")
+    return users
+
+
+def predict(profile: Profile, mode: SpecMode, k: int | None, ladder: list[int], *,
+            seed: int = 0, output_tokens: int | None = None) -> list[CurvePoint]:
+    """One steady-state point per concurrency."""
+    return [run_closed_loop(profile, mode, k, c, seed=seed, output_tokens=output_tokens)
+            for c in ladder]
+
+
+def format_table(points: list[CurvePoint]) -> str:
+    head = (f"{'C':>5} {'out tok/s':>10} {'user tok/s':>10} {'TTFT ms':>9} {'batch':>7} "
+            f"{'tok/chunk':>9} {'preempt/s':>9}")
+    rows = [f"{p.users:>5} {p.output_tok_s:>10.1f} {p.per_user_tok_s:>10.1f} "
+            f"{p.ttft_ms:>9.1f} {p.mean_batch:>7.1f} {p.tokens_per_chunk:>9.2f} "
+            f"{p.preemptions_per_s:>9.2f}" for p in points]
+    return "\n".join([head, *rows])
+
+
+def main(args: argparse.Namespace) -> int:
+    """Entry point of `specload sim-curve`."""
+    try:
+        profile = load_profile(args.profile)
+        ladder = parse_ladder(args.ladder)
+        if args.max_tokens is not None and args.max_tokens < 1:
+            raise SimConfigError("--max-tokens must be >= 1")
+        points = predict(profile, args.spec, args.k, ladder, seed=args.seed,
+                         output_tokens=args.max_tokens)
+    except SimConfigError as exc:
+        print(f"specload: error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        sys.stdout.write(orjson.dumps([p.as_dict() for p in points],
+                                      option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        w = profile.workload
+        print(f"# {args.profile} spec={args.spec}: closed loop, prompt {w.prompt_tokens} tok, "
+              f"output {args.max_tokens or w.output_tokens} tok per request")
+        print(format_table(points))
+    return 0

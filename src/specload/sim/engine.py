@@ -1,0 +1,144 @@
+"""The real-time engine: runs `EngineCore` steps on the wall clock.
+
+The only part of the simulator that touches the clock. Steps follow an anchored
+schedule: each step's deadline is the previous deadline plus the step's modelled
+duration, so timer jitter is absorbed instead of accumulating. When the loop wakes
+more than `REANCHOR_S` after a deadline (the process could not keep up), it gives the
+schedule up and restarts from now; the time given up is the engine lag, exported as
+`specload_sim_engine_lag_seconds_total` and as a ratio of the busy time, and warned
+about on stderr when it exceeds 1% over a window. Tokens reach HTTP handlers through
+one `Stream` mailbox per request; a step wakes only handlers that got tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable
+
+from specload.sim.core import EngineCore
+from specload.sim.metrics import E2E_BUCKETS, TTFT_BUCKETS, Histogram
+from specload.sim.scheduler import Seq
+
+REANCHOR_S = 0.02
+LAG_WARN_RATIO = 0.01
+LAG_WINDOW_S = 5.0
+
+
+class Stream:
+    """Mailbox between the engine and the handler of one request."""
+
+    __slots__ = ("done", "pending", "seq", "waiter")
+
+    def __init__(self, seq: Seq) -> None:
+        self.seq = seq
+        self.pending = 0
+        self.done = False
+        self.waiter: asyncio.Future[None] | None = None
+
+    async def wait(self) -> tuple[int, bool]:
+        """Wait for tokens or the end; returns (new tokens, finished) and clears them."""
+        if not self.pending and not self.done:
+            self.waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self.waiter
+            finally:
+                self.waiter = None
+        n, self.pending = self.pending, 0
+        return n, self.done
+
+    def push(self, n: int, finished: bool) -> None:
+        self.pending += n
+        self.done = finished
+        w = self.waiter
+        if w is not None and not w.done():
+            w.set_result(None)
+
+
+class LagMeter:
+    """Busy time, lag given up, and the windowed ratio that triggers the warning."""
+
+    def __init__(self, warn: Callable[[str], None]) -> None:
+        self.busy_s = 0.0
+        self.lag_s = 0.0
+        self._warn = warn
+        self._win_busy = 0.0
+        self._win_lag = 0.0
+
+    @property
+    def ratio(self) -> float:
+        total = self.busy_s + self.lag_s
+        return self.lag_s / total if total else 0.0
+
+    def add(self, busy: float, lag: float) -> None:
+        self.busy_s += busy
+        self.lag_s += lag
+        self._win_busy += busy
+        self._win_lag += lag
+        if self._win_busy + self._win_lag >= LAG_WINDOW_S:
+            ratio = self._win_lag / (self._win_busy + self._win_lag)
+            if ratio > LAG_WARN_RATIO:
+                self._warn(f"specload-sim: warning: engine lag {ratio:.1%} over the last "
+                           f"{LAG_WINDOW_S:g} s (the simulator is slower than its model)")
+            self._win_busy = self._win_lag = 0.0
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+class Engine:
+    """Owns the core and the step loop; HTTP handlers submit and abort requests."""
+
+    def __init__(self, core: EngineCore, warn: Callable[[str], None] = _stderr) -> None:
+        self.core = core
+        self.lag = LagMeter(warn)
+        self.ttft = Histogram(TTFT_BUCKETS)
+        self.e2e = Histogram(E2E_BUCKETS)
+        self.finished_requests = 0
+        self._wake = asyncio.Event()
+
+    def submit(self, prompt_tokens: int, target_tokens: int) -> Stream:
+        seq = Seq(key=None, prompt_tokens=prompt_tokens, target_tokens=target_tokens)
+        stream = Stream(seq)
+        seq.key = stream
+        self.core.add(seq)
+        self._wake.set()
+        return stream
+
+    def abort(self, stream: Stream) -> None:
+        if not stream.seq.finished:
+            self.core.abort(stream.seq)
+
+    def observe_finished(self, ttft_s: float | None, e2e_s: float) -> None:
+        if ttft_s is not None:
+            self.ttft.observe(ttft_s)
+        self.e2e.observe(e2e_s)
+        self.finished_requests += 1
+
+    async def run(self) -> None:
+        """Step forever (cancel the task to stop)."""
+        loop = asyncio.get_running_loop()
+        core = self.core
+        anchor = loop.time()
+        while True:
+            result = core.step()
+            if result is None:
+                self._wake.clear()
+                await self._wake.wait()
+                anchor = loop.time()
+                continue
+            deadline = anchor + result.cost.total
+            delay = deadline - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            now = loop.time()
+            late = now - deadline
+            if late > REANCHOR_S:
+                anchor = now
+                self.lag.add(result.cost.total, late)
+            else:
+                anchor = deadline
+                self.lag.add(result.cost.total, 0.0)
+            for seq, n in result.emitted:
+                seq.key.push(n, seq.finished)

@@ -1,0 +1,193 @@
+"""Validation of OpenAI chat/completions request bodies into one `GenRequest`.
+
+Accepts what vLLM's OpenAI server accepts for text models (unknown fields are
+ignored, as vLLM does) and rejects the rest with an `ApiError` naming the offending
+parameter, which the API turns into an OpenAI-style 4xx body. Nothing here raises
+anything else for any JSON value, which the fuzz test checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from specload.sim.textgen import chat_prompt_tokens, text_tokens
+
+CHAT_ROLES = frozenset({"system", "user", "assistant", "tool", "developer", "function"})
+MAX_INT = 2**63 - 1
+
+
+class ApiError(Exception):
+    """An error response: HTTP status and OpenAI error fields."""
+
+    def __init__(self, status: int, message: str, param: str | None = None,
+                 type_: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.param = param
+        self.type = type_ or {404: "NotFoundError", 413: "RequestTooLarge",
+                              429: "RateLimitError"}.get(status, "BadRequestError"
+                                                         if status < 500 else "InternalServerError")
+
+    def body(self) -> dict[str, Any]:
+        return {"error": {"message": self.message, "type": self.type, "param": self.param,
+                          "code": self.status}}
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What the served model accepts."""
+
+    model_name: str
+    max_model_len: int
+    max_output_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class GenRequest:
+    """A validated generation request."""
+
+    endpoint: Literal["chat", "completions"]
+    prompt_text: str
+    prompt_tokens: int
+    max_tokens: int
+    min_tokens: int
+    ignore_eos: bool
+    stream: bool
+    include_usage: bool
+    continuous_usage: bool
+    seed: int | None
+
+
+def _bad(message: str, param: str) -> ApiError:
+    return ApiError(400, message, param)
+
+
+def _opt_int(body: dict[str, Any], name: str, lo: int) -> int | None:
+    v = body.get(name)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= MAX_INT:
+        raise _bad(f"'{name}' must be an integer >= {lo}", name)
+    return v
+
+
+def _opt_bool(body: dict[str, Any], name: str) -> bool:
+    v = body.get(name)
+    if v is None:
+        return False
+    if not isinstance(v, bool):
+        raise _bad(f"'{name}' must be a boolean", name)
+    return v
+
+
+def _message_text(i: int, msg: object) -> str:
+    param = f"messages[{i}]"
+    if not isinstance(msg, dict):
+        raise _bad(f"{param} must be an object", param)
+    role = msg.get("role")
+    if not isinstance(role, str) or role not in CHAT_ROLES:
+        raise _bad(f"{param}.role must be one of {', '.join(sorted(CHAT_ROLES))}",
+                   f"{param}.role")
+    content = msg.get("content")
+    if content is None and role in ("assistant", "tool", "function"):
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for j, part in enumerate(content):
+            if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(
+                    part.get("text"), str):
+                raise _bad(f"{param}.content[{j}] must be a text part "
+                           "({\"type\": \"text\", \"text\": ...}); this model is text-only",
+                           f"{param}.content")
+            parts.append(part["text"])
+        return "".join(parts)
+    raise _bad(f"{param}.content must be a string or a list of text parts", f"{param}.content")
+
+
+def _chat_prompt(body: dict[str, Any]) -> tuple[str, int]:
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise _bad("'messages' must be a non-empty list", "messages")
+    texts = [_message_text(i, m) for i, m in enumerate(messages)]
+    return "\x1e".join(texts), chat_prompt_tokens(texts)
+
+
+def _completion_prompt(body: dict[str, Any]) -> tuple[str, int]:
+    prompt = body.get("prompt")
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str | list):
+        prompt = prompt[0]
+    if isinstance(prompt, str):
+        if not prompt:
+            raise _bad("'prompt' must not be empty", "prompt")
+        return prompt, text_tokens(prompt)
+    if (isinstance(prompt, list) and prompt
+            and all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < 2**31
+                    for t in prompt)):
+        return " ".join(map(str, prompt)), len(prompt)
+    raise _bad("'prompt' must be a non-empty string, one-element list of strings, or a "
+               "list of token ids", "prompt")
+
+
+def parse_request(endpoint: Literal["chat", "completions"], body: object,
+                  limits: Limits) -> GenRequest:
+    """Validate a decoded JSON body; ApiError (4xx) for anything unacceptable."""
+    if not isinstance(body, dict):
+        raise _bad("the request body must be a JSON object", "body")
+    model = body.get("model")
+    if model is not None and model != limits.model_name:
+        raise ApiError(404, f"The model `{model}` does not exist.", "model")
+    text, prompt_tokens = _chat_prompt(body) if endpoint == "chat" else _completion_prompt(body)
+    n = _opt_int(body, "n", 1)
+    if n not in (None, 1):
+        raise _bad("only n=1 is supported", "n")
+    max_tokens = _opt_int(body, "max_tokens", 1)
+    if endpoint == "chat":
+        mct = _opt_int(body, "max_completion_tokens", 1)
+        max_tokens = mct if mct is not None else max_tokens
+    min_tokens = _opt_int(body, "min_tokens", 0) or 0
+    seed = body.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)
+                             or abs(seed) > MAX_INT):
+        raise _bad("'seed' must be an integer", "seed")
+    if prompt_tokens >= limits.max_model_len:
+        raise _bad(f"This model's maximum context length is {limits.max_model_len} tokens. "
+                   f"However, your prompt has {prompt_tokens} tokens.", "messages"
+                   if endpoint == "chat" else "prompt")
+    room = min(limits.max_model_len - prompt_tokens, limits.max_output_tokens)
+    if max_tokens is None:
+        max_tokens = room
+    elif max_tokens > limits.max_output_tokens:
+        raise _bad(f"'max_tokens' is {max_tokens}; this server allows at most "
+                   f"{limits.max_output_tokens}", "max_tokens")
+    elif max_tokens > room:
+        raise _bad(f"This model's maximum context length is {limits.max_model_len} tokens. "
+                   f"However, you requested {prompt_tokens + max_tokens} tokens "
+                   f"({prompt_tokens} in the prompt, {max_tokens} for the completion).",
+                   "max_tokens")
+    if min_tokens > max_tokens:
+        raise _bad("'min_tokens' must not exceed 'max_tokens'", "min_tokens")
+    stream = _opt_bool(body, "stream")
+    opts = body.get("stream_options")
+    if opts is not None:
+        if not stream:
+            raise _bad("Stream options can only be defined when `stream=True`.",
+                       "stream_options")
+        if not isinstance(opts, dict):
+            raise _bad("'stream_options' must be an object", "stream_options")
+    opts = opts or {}
+    return GenRequest(
+        endpoint=endpoint,
+        prompt_text=text,
+        prompt_tokens=prompt_tokens,
+        max_tokens=max_tokens,
+        min_tokens=min_tokens,
+        ignore_eos=_opt_bool(body, "ignore_eos"),
+        stream=stream,
+        include_usage=_opt_bool(opts, "include_usage"),
+        continuous_usage=_opt_bool(opts, "continuous_usage_stats"),
+        seed=seed,
+    )

@@ -1,0 +1,160 @@
+"""Simulator profiles: the pydantic model of a profile YAML and its loader.
+
+A profile describes one hardware + model + drafter combination: bandwidth and compute
+of the GPUs, model weights and KV-cache size, the drafter's acceptance rates and cost,
+scheduler limits and CPU overheads, plus the default workload `sim-curve` uses. Unknown
+keys are errors, so a typo in a user's copied YAML never passes silently. Profiles are
+found by built-in name (`profiles/<name>.yaml` next to this module) or by path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from specload.sim import SimConfigError
+
+PROFILES_DIR = Path(__file__).with_name("profiles")
+
+Pos = Annotated[float, Field(gt=0)]
+NonNeg = Annotated[float, Field(ge=0)]
+Frac = Annotated[float, Field(gt=0, le=1)]
+Prob = Annotated[float, Field(ge=0, lt=1)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Hardware(_Strict):
+    """The GPUs serving the model (tensor parallel: bandwidth and FLOPs add up)."""
+
+    name: str
+    num_gpus: int = Field(1, ge=1)
+    mem_bandwidth_gbs: Pos  # per GPU, GB/s
+    tflops: Pos  # dense, per GPU, in the weights' precision
+    eta_mem: Frac  # achieved fraction of peak bandwidth
+    eta_compute: Frac  # achieved fraction of peak FLOPs
+
+
+class Model(_Strict):
+    """The target model: what one forward pass reads and computes."""
+
+    name: str  # served model id
+    active_params_b: Pos  # parameters touched per token, billions (FLOPs = 2 * params)
+    dense_weight_gb: Pos  # weights read every step (attention, shared experts, embeddings)
+    expert_weight_gb: NonNeg = 0.0  # routed-expert weights (MoE); read as experts are hit
+    experts_total: int = Field(0, ge=0)
+    experts_active: int = Field(0, ge=0)  # routed experts per token
+    kv_bytes_per_token: Pos  # K+V bytes of one token over all layers
+    attn_flops_per_token_ctx: NonNeg = 0.0  # attention FLOPs per query token per context token
+    max_model_len: int = Field(ge=2)
+
+    @model_validator(mode="after")
+    def _moe_consistent(self) -> Model:
+        if self.expert_weight_gb > 0 and not 0 < self.experts_active <= self.experts_total:
+            raise ValueError("expert_weight_gb needs 0 < experts_active <= experts_total")
+        return self
+
+
+class Speculative(_Strict):
+    """The drafter: acceptance per draft position and what drafting costs."""
+
+    method: str = "eagle3"
+    k: int = Field(ge=1)  # default number of speculative tokens
+    acceptance: list[Prob] = Field(min_length=1)  # P(accept position j | j-1 accepted)
+    # target tokens verified per draft position: 1 for a chain, > 1 for a draft tree
+    verify_tokens_per_draft: float = Field(1.0, ge=1.0)
+    draft_step_s: NonNeg  # fixed cost of one draft position (kernel launches, weights)
+    draft_per_seq_s: NonNeg  # per running request per draft position
+    cpu_per_seq_s: NonNeg = 0.0  # extra host time per speculating request per step
+    # vLLM `num_speculative_tokens_per_batch_size` form: [[lo, hi, k], ...], k = 0 is off
+    adaptive: list[tuple[int, int, int]] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check(self) -> Speculative:
+        if self.k > len(self.acceptance):
+            raise ValueError(f"k={self.k} needs {self.k} acceptance rates")
+        for lo, hi, k in self.adaptive:
+            if not (1 <= lo <= hi) or not 0 <= k <= len(self.acceptance):
+                raise ValueError(f"bad adaptive range [{lo}, {hi}, {k}]")
+        return self
+
+
+class Scheduler(_Strict):
+    """Continuous-batching limits, as vLLM V1 names them."""
+
+    max_num_seqs: int = Field(ge=1)
+    max_num_batched_tokens: int = Field(ge=1)  # chunked-prefill token budget per step
+    kv_capacity_tokens: int = Field(ge=1)
+
+
+class Overheads(_Strict):
+    """Host-side time that does not overlap with the GPU."""
+
+    step_s: NonNeg  # fixed per step: launch, sampling, all-reduce latency
+    per_seq_s: NonNeg  # per running request per step: scheduling, detokenising, streaming
+    per_waiting_s: NonNeg = 0.0  # per waiting request per step: queue scans
+
+
+class Workload(_Strict):
+    """Lengths: sim-curve's default request and the EOS length distribution."""
+
+    prompt_tokens: int = Field(ge=1)  # sim-curve's prompt length
+    output_tokens: int = Field(ge=1)  # sim-curve's output length (ignore_eos)
+    eos_mean_tokens: int = Field(ge=1)  # mean output length when stopping at EOS
+    max_output_tokens: int = Field(ge=1)  # largest max_tokens accepted
+
+
+class Profile(_Strict):
+    """One simulated server."""
+
+    description: str = ""
+    hardware: Hardware
+    model: Model
+    speculative: Speculative
+    scheduler: Scheduler
+    overheads: Overheads
+    workload: Workload
+
+    @model_validator(mode="after")
+    def _check(self) -> Profile:
+        w, m = self.workload, self.model
+        if w.prompt_tokens + w.output_tokens > m.max_model_len:
+            raise ValueError("workload prompt_tokens + output_tokens exceed max_model_len")
+        if w.prompt_tokens + w.output_tokens > self.scheduler.kv_capacity_tokens:
+            raise ValueError("one workload request does not fit kv_capacity_tokens")
+        return self
+
+
+def builtin_names() -> list[str]:
+    """Names of the profiles shipped with specload."""
+    return sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))
+
+
+def load_profile(name_or_path: str) -> Profile:
+    """Load a built-in profile by name or a YAML file by path; SimConfigError if bad."""
+    path = Path(name_or_path)
+    if not path.suffix and (PROFILES_DIR / f"{name_or_path}.yaml").is_file():
+        path = PROFILES_DIR / f"{name_or_path}.yaml"
+    if not path.is_file():
+        raise SimConfigError(
+            f"profile {name_or_path!r} is neither a built-in ({', '.join(builtin_names())}) "
+            "nor a YAML file"
+        )
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise SimConfigError(f"profile {path}: cannot read YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise SimConfigError(f"profile {path}: expected a mapping at the top level")
+    try:
+        return Profile.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise SimConfigError(f"profile {path}: {where}: {first['msg']}{more}") from None

@@ -1,0 +1,189 @@
+"""Pure continuous-batching batch former, modelled on vLLM V1's scheduler.
+
+Requests run in admission order. Each step every running request gets tokens from a
+per-step budget: a decoding request 1 + k (its last token plus k drafts to verify), a
+prefilling one a chunk of its remaining prompt. KV-cache slots are taken for the
+scheduled tokens; when a running request cannot get them, the newest running request
+is preempted: its KV is freed, it goes back to the front of the queue and later
+recomputes its prompt and everything it had generated (vLLM's recompute preemption).
+Waiting requests are admitted only in steps without preemption, while there is budget,
+a free sequence slot and KV room for their first chunk. No clock and no randomness here.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from specload.sim.cost_model import StepShape
+
+
+@dataclass(slots=True, eq=False)
+class Seq:
+    """One request inside the engine."""
+
+    key: Any  # the owner's handle (HTTP request, virtual user, ...)
+    prompt_tokens: int
+    target_tokens: int  # output tokens to produce before finishing
+    generated: int = 0
+    computed: int = 0  # tokens whose KV is in the cache
+    preemptions: int = 0
+    finished: bool = False
+    sched_tokens: int = 0  # tokens scheduled in the current step
+    sched_k: int = 0  # drafts verified in the current step (decode only)
+
+    @property
+    def context(self) -> int:
+        return self.prompt_tokens + self.generated
+
+    @property
+    def decoding(self) -> bool:
+        """Prefill done: only the last sampled token lacks KV."""
+        return self.generated > 0 and self.computed == self.context - 1
+
+
+@dataclass(slots=True)
+class Batch:
+    """One scheduled step."""
+
+    k: int
+    decode: list[Seq] = field(default_factory=list)
+    prefill: list[Seq] = field(default_factory=list)
+    preempted: list[Seq] = field(default_factory=list)
+    shape: StepShape = field(default_factory=StepShape)
+
+    def __bool__(self) -> bool:
+        return bool(self.decode or self.prefill)
+
+
+class BatchFormer:
+    """Running set, waiting queue and KV accounting."""
+
+    def __init__(self, max_num_seqs: int, max_num_batched_tokens: int, kv_capacity: int) -> None:
+        self.max_num_seqs = max_num_seqs
+        self.token_budget = max_num_batched_tokens
+        self.kv_capacity = kv_capacity
+        self.running: list[Seq] = []
+        self.waiting: deque[Seq] = deque()
+        self.kv_used = 0
+
+    def add(self, seq: Seq) -> None:
+        """Queue a new request."""
+        self.waiting.append(seq)
+
+    def abort(self, seq: Seq) -> None:
+        """Drop a request wherever it is (client went away); frees its KV."""
+        if seq in self.waiting:
+            self.waiting.remove(seq)
+        elif seq in self.running:
+            self.running.remove(seq)
+            self.kv_used -= seq.computed
+        seq.finished = True
+
+    def has_work(self) -> bool:
+        return bool(self.running or self.waiting)
+
+    def batch_size_hint(self) -> int:
+        """The batch size a step is about to have, for choosing k adaptively."""
+        return min(self.max_num_seqs, len(self.running) + len(self.waiting))
+
+    def _preempt_last(self, batch: Batch) -> Seq:
+        victim = self.running.pop()
+        self.kv_used -= victim.computed
+        victim.computed = 0
+        victim.preemptions += 1
+        self.waiting.appendleft(victim)
+        batch.preempted.append(victim)
+        return victim
+
+    def _take_kv(self, seq: Seq, n: int, batch: Batch) -> bool:
+        """Reserve n slots for `seq`, preempting newer requests; False if `seq` itself went."""
+        while self.kv_used + n > self.kv_capacity:
+            if self._preempt_last(batch) is seq:
+                return False
+        self.kv_used += n
+        return True
+
+    def schedule(self, k_for_batch: Callable[[int], int]) -> Batch:
+        """Form the next step; reserves KV for everything scheduled."""
+        k = k_for_batch(self.batch_size_hint())
+        batch = Batch(k=k)
+        shape = batch.shape
+        budget = self.token_budget
+        i = 0
+        while i < len(self.running) and budget > 0:
+            seq = self.running[i]
+            if seq.decoding:
+                n = min(1 + k, budget)
+                seq.sched_k = n - 1
+            else:
+                n = min(seq.context - seq.computed, budget)
+                seq.sched_k = 0
+            if not self._take_kv(seq, n, batch):
+                break
+            seq.sched_tokens = n
+            budget -= n
+            self._account(seq, n, batch)
+            i += 1
+        if not batch.preempted:
+            while self.waiting and len(self.running) < self.max_num_seqs and budget > 0:
+                seq = self.waiting[0]
+                n = min(seq.context - seq.computed, budget)
+                if self.kv_used + n > self.kv_capacity:
+                    break
+                self.waiting.popleft()
+                self.running.append(seq)
+                self.kv_used += n
+                seq.sched_tokens, seq.sched_k = n, 0
+                budget -= n
+                self._account(seq, n, batch)
+        shape.num_seqs = len(batch.decode) + len(batch.prefill)
+        shape.num_spec_seqs = len(batch.decode) if k else 0
+        shape.k = k
+        shape.num_waiting = len(self.waiting)
+        return batch
+
+    @staticmethod
+    def _account(seq: Seq, n: int, batch: Batch) -> None:
+        shape = batch.shape
+        shape.tokens += n
+        if seq.decoding:
+            batch.decode.append(seq)
+            ctx = seq.computed + n
+            shape.kv_read_tokens += ctx
+            shape.attn_token_ctx += n * ctx
+        else:
+            batch.prefill.append(seq)
+            shape.kv_read_tokens += seq.computed + n
+            shape.attn_token_ctx += n * (seq.computed + n // 2)
+
+    def commit(self, batch: Batch, accepted: list[int]) -> list[tuple[Seq, int]]:
+        """Apply a step's results; `accepted[i]` drafts were accepted for `batch.decode[i]`.
+
+        Returns (request, tokens emitted) for every request that emitted tokens; finished
+        requests are marked and leave the running set with their KV freed.
+        """
+        out: list[tuple[Seq, int]] = []
+        for seq, acc in zip(batch.decode, accepted, strict=True):
+            if seq.finished:
+                continue
+            n = min(1 + acc, seq.target_tokens - seq.generated)
+            self.kv_used -= seq.sched_tokens - n
+            seq.computed += n
+            seq.generated += n
+            out.append((seq, n))
+        for seq in batch.prefill:
+            if seq.finished:
+                continue
+            seq.computed += seq.sched_tokens
+            if seq.computed == seq.context:
+                seq.generated += 1
+                out.append((seq, 1))
+        for seq, _ in out:
+            if seq.generated >= seq.target_tokens:
+                seq.finished = True
+                self.running.remove(seq)
+                self.kv_used -= seq.computed
+        return out

@@ -1,0 +1,84 @@
+"""Deterministic prompt accounting and generated text.
+
+The simulator has no tokenizer: a prompt counts one token per 4 characters (the usual
+rule of thumb for English BPE vocabularies) plus a few template tokens per chat
+message. Generated tokens are words drawn from a fixed vocabulary by an RNG seeded
+with the request seed and a digest of the prompt, consumed one word per token, so the
+text depends only on (seed, prompt) and not on how steps chunk it: spec-on and spec-off
+servers stream the same text. Words need no JSON escaping, which lets the API splice
+them into pre-encoded SSE templates. The EOS length is lognormal around the profile's
+mean, drawn from the same digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+
+CHARS_PER_TOKEN = 4
+CHAT_TOKENS_PER_MESSAGE = 4
+CHAT_TOKENS_PER_PROMPT = 3
+EOS_SIGMA = 0.6
+
+VOCAB: tuple[str, ...] = tuple(
+    " " + w
+    for w in (
+        "the of and to in a is that for it as was with be by on not he this are or his from "
+        "at which but have an they you were her she there one all we their been has will when "
+        "who more if no out so said what up its about than into them can only other new some "
+        "could time these two may then do first any my now such like our over even most made "
+        "after also did many before must through back years where much your way well down "
+        "should because each just those people how too little state good very make world still "
+        "own see men work long get here between both life being under never day same another "
+        "know while last might us great old year off come since against go came right used "
+        "take three model token server batch cache draft verify step queue"
+    ).split()
+)
+
+
+def text_tokens(text: str) -> int:
+    """Estimated token count of a piece of text (at least 1 for non-empty text)."""
+    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+def chat_prompt_tokens(contents: list[str]) -> int:
+    """Estimated prompt tokens of a chat: message texts plus template tokens."""
+    return CHAT_TOKENS_PER_PROMPT + sum(
+        CHAT_TOKENS_PER_MESSAGE + text_tokens(c) for c in contents
+    )
+
+
+def digest(seed: int, prompt: str) -> int:
+    """A stable 64-bit digest of (seed, prompt) for seeding a request's RNGs."""
+    h = hashlib.blake2b(prompt.encode("utf-8", "surrogatepass"), digest_size=8,
+                        key=str(seed).encode()[:64])
+    return int.from_bytes(h.digest(), "big")
+
+
+def output_length(
+    key: int, max_tokens: int, min_tokens: int, ignore_eos: bool, eos_mean: int
+) -> tuple[int, str]:
+    """(tokens to generate, finish_reason) for a request with digest `key`."""
+    if ignore_eos:
+        return max_tokens, "length"
+    rng = random.Random(key ^ 0x5EED)
+    mu = math.log(eos_mean) - EOS_SIGMA**2 / 2
+    eos = max(1, round(rng.lognormvariate(mu, EOS_SIGMA)))
+    n = max(eos, min_tokens)
+    if n >= max_tokens:
+        return max_tokens, "length"
+    return n, "stop"
+
+
+class TokenStream:
+    """The words a request generates, handed out in order."""
+
+    __slots__ = ("_rng",)
+
+    def __init__(self, key: int) -> None:
+        self._rng = random.Random(key)
+
+    def take(self, n: int) -> str:
+        """The next n tokens' text."""
+        return "".join(self._rng.choices(VOCAB, k=n))

@@ -1,0 +1,32 @@
+"""The ground-truth trace: one JSON line per finished request, flushed per line.
+
+Fields (the cross-team contract): request_id, arrival, first_token, end (epoch s),
+chunks ([[emit_epoch_s, n_tokens], ...], one per content chunk), prompt_tokens,
+output_tokens, finish_reason, status, fault, endpoint.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from specload.sim import SimConfigError
+
+
+class TraceWriter:
+    """Appends trace records to a file (truncated when opened)."""
+
+    def __init__(self, path: str | Path) -> None:
+        try:
+            self._fh = open(path, "wb")  # noqa: SIM115 - lives as long as the server
+        except OSError as exc:
+            raise SimConfigError(f"cannot open --trace file {path}: {exc.strerror}") from None
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._fh.write(orjson.dumps(record) + b"\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()

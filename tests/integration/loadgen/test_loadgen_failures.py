@@ -1,0 +1,97 @@
+"""Every fault the simulator injects becomes the right Locust failure and record row."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+FAULTS = ("error500:0.08", "error429:0.08", "cut:0.08:5", "stall_first_byte:0.08:3",
+          "stall_between:0.08:3", "malformed:0.08", "stream_error:0.08")
+EXPECTED = {
+    "error500": ("http_error", "HTTP 500: "),
+    "error429": ("http_error", "HTTP 429: "),
+    "cut": ("stream_cut", "stream cut before [DONE]"),
+    "stall_first_byte": ("timeout_first_byte", "timeout before"),
+    "stall_between": ("timeout_between_chunks", "timeout between chunks"),
+    "malformed": ("malformed_chunk", "malformed chunk: "),
+    "stream_error": ("stream_error", "error in stream: "),
+}
+
+
+@pytest.mark.slow
+def test_each_fault_kind_is_reported(sim_server, locust_run):
+    sim = sim_server(faults=FAULTS)
+    run = locust_run("chat.py", sim.url, users=10, run_time="10s",
+                     extra=["--max-tokens", "32", "--ignore-eos", "--request-timeout", "1"])
+    rows = {r["request_id"]: r for r in run.requests()}
+    seen: Counter[str] = Counter()
+    for t in sim.read_trace():
+        row = rows[t["request_id"]]
+        if row["interrupted"] == "1":
+            continue
+        fault = t["fault"]
+        if fault is None:
+            assert row["error_kind"] == "", row
+            continue
+        kind, message = EXPECTED[fault]
+        assert (row["error_kind"], fault) == (kind, fault)
+        assert row["error"].startswith(message), row["error"]
+        assert int(row["status"]) == (t["status"] if kind != "timeout_first_byte" else 0)
+        if fault in ("cut", "stall_between", "malformed", "stream_error"):
+            # what arrived before the failure is kept
+            assert int(row["output_tokens"]) == sum(n for _, n in t["chunks"]), row
+            assert int(row["num_chunks"]) == len(t["chunks"])
+        seen[fault] += 1
+    assert set(seen) == set(EXPECTED), seen
+
+    failures = Counter()
+    for line in run.output.split("Error report")[-1].splitlines():
+        if "POST /v1/chat/completions: " in line:
+            count, text = line.split(None, 1)
+            failures[text.split(": ", 1)[1].split(":")[0].strip()] += int(count)
+    # a handful of grouped messages, no tracebacks
+    assert 7 <= len(failures) <= 9, failures
+    assert "Traceback" not in run.output
+
+
+def test_completions_endpoint(fake_stream_server, locust_run, tmp_path: Path):
+    url = fake_stream_server("--trace", str(tmp_path / "trace.jsonl"))
+    run = locust_run("completions.py", url, users=3, run_time="3s",
+                     extra=["--max-tokens", "10", "--model", "fake-model"])
+    assert run.returncode == 0, run.output[-2000:]
+    done = [r for r in run.requests() if r["interrupted"] == "0"]
+    assert done and all(r["endpoint"] == "completions" for r in done)
+    assert {(r["output_tokens"], r["chunk_tokens"]) for r in done} == {("10", "1 3 2 1 3")}
+    assert ("POST", "/v1/completions") in run.summary()
+
+
+def test_without_usage_tokens_are_counted_as_chunks(fake_stream_server, locust_run):
+    url = fake_stream_server("--no-usage")
+    run = locust_run("chat.py", url, users=2, run_time="2s",
+                     extra=["--max-tokens", "6", "--no-continuous-usage"])
+    done = [r for r in run.requests() if r["interrupted"] == "0"]
+    assert done
+    assert {(r["tokens_source"], r["output_tokens"], r["chunk_tokens"]) for r in done} == {
+        ("chunks", "3", "")}
+    assert "counting tokens as content chunks" in run.output
+
+
+def test_bad_prompt_file_stops_the_run_with_one_line(fake_stream_server, locust_run,
+                                                     tmp_path: Path):
+    url = fake_stream_server()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "ok"}\n{"prompt": 3}\n')
+    run = locust_run("chat.py", url, users=1, run_time="5s", extra=["--prompts", str(bad)])
+    assert run.returncode == 2
+    assert f"{bad}:2: needs `prompt`" in run.output
+    assert "Traceback" not in run.output
+
+
+def test_records_off(fake_stream_server, locust_run):
+    url = fake_stream_server()
+    run = locust_run("chat.py", url, users=2, run_time="2s", extra=["--no-records"])
+    assert run.returncode == 0
+    assert not Path(f"{run.prefix}_requests.csv").exists()
+    assert run.summary()[("POST", "/v1/chat/completions")][0] > 0

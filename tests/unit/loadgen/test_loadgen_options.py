@@ -1,0 +1,51 @@
+"""specload's Locust arguments: parsed by Locust's parser, shown in the web UI, validated."""
+
+from __future__ import annotations
+
+import pytest
+from locust.argument_parser import get_parser, ui_extra_args_dict
+from locust.env import Environment
+
+from specload.loadgen.options import RunOptions
+
+NAMES = ("model", "max_tokens", "ignore_eos", "min_tokens", "temperature", "prompts", "seed",
+         "api_key_env", "request_timeout", "continuous_usage", "records")
+
+
+def env_for(*args: str) -> Environment:
+    return Environment(parsed_options=get_parser().parse_args(list(args)))
+
+
+def test_defaults() -> None:
+    opts = RunOptions.from_env(env_for())
+    assert opts == RunOptions()
+    assert opts.continuous_usage and opts.records and opts.api_key_env == "OPENAI_API_KEY"
+
+
+def test_values_are_parsed() -> None:
+    opts = RunOptions.from_env(env_for(
+        "--model", "m", "--max-tokens", "64", "--ignore-eos", "--min-tokens", "64",
+        "--temperature", "0.7", "--seed", "9", "--api-key-env", "MY_KEY",
+        "--request-timeout", "12.5", "--no-continuous-usage", "--no-records",
+        "--prompts", "p.jsonl",
+    ))
+    assert opts == RunOptions("m", 64, True, 64, 0.7, "p.jsonl", 9, "MY_KEY", 12.5, False, False)
+
+
+def test_all_options_are_in_the_web_ui() -> None:
+    assert set(NAMES) <= set(ui_extra_args_dict([]))
+
+
+def test_bare_environment_uses_defaults() -> None:
+    assert RunOptions.from_env(Environment()) == RunOptions()
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--max-tokens", "0"], "--max-tokens"),
+    (["--min-tokens", "-1"], "--min-tokens"),
+    (["--request-timeout", "0"], "--request-timeout"),
+    (["--temperature", "-0.5"], "--temperature"),
+])
+def test_invalid_values(args: list[str], fragment: str) -> None:
+    with pytest.raises(ValueError, match=fragment):
+        RunOptions.from_env(env_for(*args))

@@ -1,0 +1,96 @@
+"""The locust command line built for an arm, and the manifest's status rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from specload.runner import manifest as mf
+from specload.runner.locust_proc import (
+    LOCUSTFILE,
+    LoadMode,
+    locust_command,
+    request_args,
+    worker_command,
+)
+from specload.scenario import parse_scenario
+
+RAW = {
+    "name": "t",
+    "ladder": [1, 2, 5],
+    "warmup_s": 2,
+    "measure_s": 4,
+    "repeats": 2,
+    "request": {"model": "m", "max_tokens": 64, "ignore_eos": True, "min_tokens": 64,
+                "api_key_env": "MY_KEY"},
+    "arms": [{"name": "on", "sim": {"spec": "on", "k": 3}},
+             {"name": "off", "sim": {"spec": "off"}}],
+}
+
+
+def scenario(**changes):
+    return parse_scenario({**RAW, **changes}, Path("."))
+
+
+def test_locustfile_is_shipped_inside_the_package() -> None:
+    assert LOCUSTFILE.is_file()
+    assert LOCUSTFILE.parent.name == "loadgen"
+
+
+def test_single_process_command() -> None:
+    cmd = locust_command(scenario(), "http://h:1", Path("/r/on/locust"), [2, 5], LoadMode())
+    joined = " ".join(cmd)
+    assert cmd[1:3] == ["-m", "locust"]
+    for part in ("--headless", "--csv /r/on/locust", "--csv-full-history", "--host http://h:1",
+                 "--ladder 2,5", "--warmup 2.0", "--measure 4.0", "--exit-code-on-error 0"):
+        assert part in joined
+    assert "--processes" not in cmd and "--master" not in cmd
+
+
+def test_request_args_map_onto_user_options_without_secrets() -> None:
+    args = request_args(scenario().request)
+    assert args[args.index("--model") + 1] == "m"
+    assert args[args.index("--min-tokens") + 1] == "64"
+    assert args[args.index("--api-key-env") + 1] == "MY_KEY"
+    assert "--ignore-eos" in args
+    assert "--prompts" not in args
+
+
+def test_processes_and_master_modes() -> None:
+    sc = scenario(processes=4)
+    assert LoadMode.from_scenario(sc).processes == 4
+    assert LoadMode.from_scenario(sc, processes=2).processes == 2
+    cmd = locust_command(sc, "http://h:1", Path("p"), [1], LoadMode.from_scenario(sc))
+    assert cmd[cmd.index("--processes") + 1] == "4"
+    dist = scenario(distributed={"workers": 3, "master_bind_host": "0.0.0.0",
+                                 "master_bind_port": 6000})
+    mode = LoadMode.from_scenario(dist)
+    cmd = locust_command(dist, "http://h:1", Path("p"), [1], mode)
+    joined = " ".join(cmd)
+    assert "--master --expect-workers 3 --master-bind-host 0.0.0.0 --master-bind-port 6000" \
+        in joined
+    assert "--expect-workers-max-wait 300" in joined
+    assert worker_command(mode).startswith("MASTER_PORT=6000 scripts/start-worker.sh ")
+    assert "0.0.0.0" not in worker_command(mode)
+
+
+def test_manifest_entries_and_statuses() -> None:
+    m = mf.new_manifest(scenario())
+    assert m["scenario_name"] == "t" and m["status"] == "pending"
+    on, off = m["arms"]
+    assert (on["role"], on["spec"], on["k"], on["kind"]) == ("spec_on", "on", 3, "sim")
+    assert off["role"] == "spec_off"
+    assert [r["dir"] for r in on["reps"]] == ["on/rep-1", "on/rep-2"]
+    assert m["scenario"]["request"]["api_key_env"] == "MY_KEY"
+    assert mf.arm_status([{"status": "done"}, {"status": "failed"}]) == "failed"
+    assert mf.arm_status([{"status": "done"}, {"status": "pending"}]) == "pending"
+    assert mf.arm_status([{"status": "done"}, {"status": "interrupted"}]) == "interrupted"
+    assert mf.run_status([{"status": "done"}, {"status": "failed"}]) == "failed"
+    assert mf.run_status([{"status": "done"}, {"status": "done"}]) == "done"
+    assert mf.run_status([{"status": "interrupted"}, {"status": "pending"}]) == "interrupted"
+
+
+def test_manifest_round_trip_is_atomic(tmp_path: Path) -> None:
+    m = mf.new_manifest(scenario())
+    mf.write_manifest(tmp_path, m)
+    assert mf.read_manifest(tmp_path) == m
+    assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]

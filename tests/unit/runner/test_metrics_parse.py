@@ -1,0 +1,51 @@
+"""Which Prometheus samples the sampler keeps, and how label sets are summed."""
+
+from __future__ import annotations
+
+from specload.runner.metrics_scrape import parse_metrics, wanted
+
+EXPOSITION = """\
+# HELP vllm:generation_tokens_total Generated tokens.
+# TYPE vllm:generation_tokens_total counter
+vllm:generation_tokens_total{model_name="a"} 120.0
+vllm:generation_tokens_total{model_name="b"} 30.0
+vllm:generation_tokens_created{model_name="a"} 1.7e9
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{model_name="a"} 4
+# TYPE vllm:spec_decode_num_accepted_tokens_per_pos counter
+vllm:spec_decode_num_accepted_tokens_per_pos_total{position="0"} 90
+vllm:spec_decode_num_accepted_tokens_per_pos_total{position="1"} 60
+# TYPE vllm:time_to_first_token_seconds histogram
+vllm:time_to_first_token_seconds_bucket{le="0.1"} 2
+vllm:time_to_first_token_seconds_bucket{le="+Inf"} 3
+vllm:time_to_first_token_seconds_sum 0.5
+vllm:time_to_first_token_seconds_count 3
+# TYPE sglang:spec_accept_length gauge
+sglang:spec_accept_length{tp_rank="0"} 2.5
+# TYPE process_cpu_seconds_total counter
+process_cpu_seconds_total 12.0
+"""
+
+
+def test_parse_keeps_names_of_interest_summed_over_labels() -> None:
+    assert parse_metrics(EXPOSITION) == {
+        "vllm:generation_tokens_total": 150.0,
+        "vllm:num_requests_running": 4.0,
+        "vllm:spec_decode_num_accepted_tokens_per_pos_total": 150.0,
+        "vllm:time_to_first_token_seconds_sum": 0.5,
+        "vllm:time_to_first_token_seconds_count": 3.0,
+        "sglang:spec_accept_length": 2.5,
+    }
+
+
+def test_wanted_drops_buckets_created_and_unrelated_series() -> None:
+    assert wanted("vllm:spec_decode_num_drafts_total")
+    assert wanted("sglang:spec_accept_rate")
+    assert wanted("sglang:num_queue_reqs")
+    assert not wanted("vllm:spec_decode_num_drafts_created")
+    assert not wanted("vllm:e2e_request_latency_seconds_bucket")
+    assert not wanted("python_gc_objects_collected_total")
+
+
+def test_empty_exposition_is_fine() -> None:
+    assert parse_metrics("") == {}

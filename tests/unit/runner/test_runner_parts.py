@@ -1,0 +1,53 @@
+"""Finished rungs of a repeat and folding a resumed part's files into the repeat's files."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from specload.runner.parts import finished_users, merge_part
+
+
+def write_csv(path: Path, header: list[str], rows: list[list[object]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as fh:
+        csv.writer(fh).writerows([header, *rows])
+
+
+def read_csv(path: Path) -> list[list[str]]:
+    with path.open(newline="") as fh:
+        return list(csv.reader(fh))
+
+
+STEPS = ["rung", "users", "warmup_start", "measure_start", "measure_end"]
+FAIL = ["Method", "Name", "Error", "Occurrences"]
+
+
+def test_finished_users_reads_the_steps_file(tmp_path: Path) -> None:
+    assert finished_users(tmp_path / "locust") == []
+    write_csv(tmp_path / "locust_steps.csv", STEPS, [[0, 1, 1, 2, 3], [1, 2, 3, 4, 5]])
+    assert finished_users(tmp_path / "locust") == [1, 2]
+
+
+def test_merge_appends_rows_renumbers_rungs_and_sums_failures(tmp_path: Path) -> None:
+    main, part = tmp_path / "locust", tmp_path / "part-2" / "locust"
+    write_csv(Path(f"{main}_steps.csv"), STEPS, [[0, 1, 10, 12, 15]])
+    write_csv(Path(f"{part}_steps.csv"), STEPS, [[0, 5, 20, 22, 25], [1, 10, 25, 27, 30]])
+    write_csv(Path(f"{main}_requests.csv"), ["request_id", "end"], [["a-1", 13]])
+    write_csv(Path(f"{part}_requests.csv"), ["request_id", "end"], [["b-1", 23], ["b-2", 28]])
+    write_csv(Path(f"{main}_failures.csv"), FAIL, [["POST", "chat", "cut", 2]])
+    write_csv(Path(f"{part}_failures.csv"), FAIL,
+              [["POST", "chat", "cut", 3], ["POST", "chat", "http 500", 1]])
+    write_csv(Path(f"{part}_client_stats.csv"), ["ts", "cpu_percent"], [[21, 50]])
+
+    merge_part(part, main, [1, 2, 5, 10])
+
+    assert [r[:2] for r in read_csv(Path(f"{main}_steps.csv"))] == [
+        ["rung", "users"], ["0", "1"], ["2", "5"], ["3", "10"]]
+    assert [r[0] for r in read_csv(Path(f"{main}_requests.csv"))] == [
+        "request_id", "a-1", "b-1", "b-2"]
+    assert read_csv(Path(f"{main}_failures.csv")) == [
+        FAIL, ["POST", "chat", "cut", "5"], ["POST", "chat", "http 500", "1"]]
+    # a file the main run never wrote is created with its header
+    assert read_csv(Path(f"{main}_client_stats.csv")) == [["ts", "cpu_percent"], ["21", "50"]]
+    assert finished_users(main) == [1, 5, 10]
