@@ -29,7 +29,7 @@ LADDER = (1, 2, 5, 10, 30, 70, 100, 250)
 WARMUP_S = 5.0
 T0 = 1_750_000_000.0
 ARMS = {  # name: (role, step ms at C=0, step ms per concurrent request, mean tokens/chunk)
-    "spec-on": ("spec_on", 14.0, 0.30, 2.5),
+    "spec-on": ("spec_on", 14.0, 0.60, 2.5),
     "spec-off": ("spec_off", 10.0, 0.12, 1.0),
 }
 CHUNKS = (100, 300)
@@ -67,7 +67,7 @@ def _rung(rng: np.random.Generator, arm: str, c: int, t0: float, measure_end: fl
                 request_id=f"{arm}-{c}-{user}-{t:.6f}", client_id="bench", user_id=user,
                 endpoint="chat", category="chat", start=t, end=end, status=200,
                 ttft_ms=ttft, e2e_ms=e2e, tpot_ms=(e2e - ttft) / (out - 1), output_tokens=out,
-                prompt_tokens=200, tokens_source="usage", num_chunks=n, finish_reason="length",
+                prompt_tokens=200, tokens_source="usage", num_chunks=n, finish_reason="stop",
                 chunk_gaps_us=" ".join(map(str, gaps.tolist())),
                 chunk_tokens=" ".join(map(str, toks.tolist())))
             for name, value in zip(records.REQUEST_COLUMNS, rec.row(), strict=True):

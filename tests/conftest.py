@@ -4,7 +4,8 @@
 trace=True, extra_args=())` runs `python -m specload.cli sim --port 0 ...` in a
 subprocess, waits (30 s at most) for its ready line and returns a `SimServer` with
 `.url`, `.trace_path`, `.proc` and `.read_trace()`. Every server started is stopped
-(SIGTERM, then SIGKILL) when the test ends.
+(SIGTERM, then SIGKILL) when the test ends; `module_sim_server` is the same factory with
+servers shared by a whole test module.
 """
 
 from __future__ import annotations
@@ -112,16 +113,28 @@ def start_sim(
     return SimServer(url=url, trace_path=trace_path, proc=proc, stderr_path=stderr_path)
 
 
-@pytest.fixture
-def sim_server(tmp_path: Path) -> Iterator[Callable[..., SimServer]]:
-    """Factory fixture: `sim_server(profile=..., spec=..., ...)` -> SimServer."""
+def _factory(tmp_dir: Path) -> Iterator[Callable[..., SimServer]]:
     started: list[SimServer] = []
 
     def factory(**kwargs: object) -> SimServer:
-        server = start_sim(tmp_path, **kwargs)  # type: ignore[arg-type]
+        server = start_sim(tmp_dir, **kwargs)  # type: ignore[arg-type]
         started.append(server)
         return server
 
     yield factory
     for server in started:
         server.stop()
+
+
+@pytest.fixture
+def sim_server(tmp_path: Path) -> Iterator[Callable[..., SimServer]]:
+    """Factory fixture: `sim_server(profile=..., spec=..., ...)` -> SimServer."""
+    yield from _factory(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def module_sim_server(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[..., SimServer]]:
+    """Like `sim_server`, but servers live until the test module ends (share them)."""
+    yield from _factory(tmp_path_factory.mktemp("sim"))

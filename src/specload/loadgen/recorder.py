@@ -31,7 +31,13 @@ from weakref import WeakKeyDictionary
 from gevent.event import Event
 from locust import events
 from locust.env import Environment
-from locust.runners import STATE_MISSING, MasterRunner, WorkerRunner
+from locust.runners import (
+    STATE_MISSING,
+    STATE_RUNNING,
+    STATE_SPAWNING,
+    MasterRunner,
+    WorkerRunner,
+)
 
 from specload.loadgen.options import RunOptions
 from specload.records import REQUEST_COLUMNS, REQUESTS_SUFFIX, RequestRecord
@@ -56,6 +62,7 @@ class Recorder:
         self.rows_written = 0
         self._buffer: list[list[Any]] = []
         self._file: IO[str] | None = None
+        self._created = False
         self._writer: Any = None
         self._last_flush = 0.0
         self._enabled = True
@@ -97,6 +104,7 @@ class Recorder:
         ev.test_start.add_listener(self._on_test_start)
         ev.test_stop.add_listener(self._on_test_stop)
         ev.quitting.add_listener(self._on_quitting)
+        ev.quit.add_listener(self._on_quit)
         runner = self.env.runner
         if isinstance(runner, WorkerRunner):
             ev.report_to_master.add_listener(self._on_report_to_master)
@@ -132,9 +140,14 @@ class Recorder:
         self._flush()
 
     def _on_quitting(self, environment: Environment, **_: Any) -> None:
+        # Locust fires `quitting` before its final runner.quit(), which still stops users
+        # (and so records interrupted requests): flush here, close only at `quit`.
         if isinstance(self.env.runner, WorkerRunner):
             self._send_buffer()
-        elif self._file is not None:
+        self._flush()
+
+    def _on_quit(self, **_: Any) -> None:
+        if self._file is not None:
             self._file.close()
             self._file = None
 
@@ -151,7 +164,8 @@ class Recorder:
 
     def _on_flush_request(self, environment: Environment, msg: Any, **_: Any) -> None:
         runner = self.env.runner
-        runner.stop()  # users still in a request record themselves as interrupted
+        if runner.state in (STATE_RUNNING, STATE_SPAWNING):
+            runner.stop()  # users still in a request record themselves as interrupted
         self._send_buffer()
         runner.send_message(MSG_DONE, msg.data)
 
@@ -188,14 +202,18 @@ class Recorder:
     # --- file ------------------------------------------------------------------------
 
     def _open(self) -> None:
+        """Create the file (header first) once per process; later opens append."""
         if self._file is not None:
             return
         path = self._csv_prefix() + REQUESTS_SUFFIX
         if os.path.dirname(path):
             os.makedirs(os.path.dirname(path), exist_ok=True)
-        self._file = open(path, "w", newline="", encoding="utf-8")  # noqa: SIM115
+        mode = "a" if self._created else "w"
+        self._file = open(path, mode, newline="", encoding="utf-8")  # noqa: SIM115
         self._writer = csv.writer(self._file)
-        self._writer.writerow(REQUEST_COLUMNS)
+        if not self._created:
+            self._writer.writerow(REQUEST_COLUMNS)
+            self._created = True
 
     def _write(self, rows: list[list[Any]]) -> None:
         if self._file is None:

@@ -48,19 +48,23 @@ log = logging.getLogger(__name__)
 
 @events.init_command_line_parser.add_listener
 def add_ladder_arguments(parser: Any) -> None:
-    """Register the ladder options (shown in the web UI's custom parameters)."""
-    group = parser.add_argument_group("specload ladder")
-    group.add_argument(
+    """Register the ladder options; shown in the web UI's custom parameters."""
+    # On the parser itself: argument groups bypass LocustArgumentParser.add_argument, and
+    # with it the web-UI flag.
+    parser.add_argument(
         "--ladder",
         type=str,
         default=",".join(map(str, DEFAULT_LADDER)),
-        help="comma-separated increasing user counts, one rung each",
+        include_in_web_ui=True,
+        help="ladder: comma-separated increasing user counts, one rung each",
     )
-    group.add_argument(
-        "--warmup", type=float, default=DEFAULT_WARMUP_S, help="warmup seconds per rung"
+    parser.add_argument(
+        "--warmup", type=float, default=DEFAULT_WARMUP_S, include_in_web_ui=True,
+        help="ladder: warmup seconds per rung (not measured)",
     )
-    group.add_argument(
-        "--measure", type=float, default=DEFAULT_MEASURE_S, help="measured seconds per rung"
+    parser.add_argument(
+        "--measure", type=float, default=DEFAULT_MEASURE_S, include_in_web_ui=True,
+        help="ladder: measured seconds per rung",
     )
 
 

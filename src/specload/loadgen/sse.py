@@ -10,11 +10,10 @@ whose closing blank line never came, because some servers end the stream that wa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(slots=True, frozen=True)
-class SSEEvent:
+class SSEEvent(NamedTuple):
     """One dispatched event: its joined data (bytes), and the `event` field if any."""
 
     data: bytes
@@ -41,6 +40,10 @@ class SSEDecoder:
         if not chunk:
             return []
         buf = self._buf
+        if not buf and chunk.find(b"\n") == len(chunk) - 1 and b"\r" not in chunk:
+            # fast path: exactly one LF-terminated line, as a line-by-line reader gives
+            event = self._line(chunk[:-1])
+            return [event] if event is not None else []
         buf += chunk
         events: list[SSEEvent] = []
         pos = 0

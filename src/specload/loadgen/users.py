@@ -36,12 +36,14 @@ import orjson
 from geventhttpclient._parser import HTTPParseError
 from locust import FastHttpUser, constant, task
 from locust.env import Environment
+from locust.exception import CatchResponseError, StopUser
 
+from specload.errors import UserError
 from specload.loadgen import options as _options  # noqa: F401  (registers the arguments)
 from specload.loadgen.chunks import DONE, MalformedChunk, error_message_from_body, parse_chunk
 from specload.loadgen.context import ModelDiscoveryError, ProcessContext
 from specload.loadgen.measure import Measured, StreamTally
-from specload.loadgen.options import RunOptions
+from specload.loadgen.options import DEFAULT_REQUEST_TIMEOUT_S, RunOptions
 from specload.loadgen.prompts import Prompt
 from specload.loadgen.recorder import Recorder
 from specload.loadgen.sse import SSEDecoder
@@ -81,42 +83,58 @@ class StreamingUser(FastHttpUser):
     path: ClassVar[str] = ""
 
     def __init__(self, environment: Environment) -> None:
-        timeout = RunOptions.from_env(environment).request_timeout
+        try:
+            timeout = RunOptions.from_env(environment).request_timeout
+        except ValueError:  # reported at test_start; the first task then stops this user
+            timeout = DEFAULT_REQUEST_TIMEOUT_S
         # FastHttpUser builds its connection pool from these in __init__: socket reads
         # (first byte, and between chunks) and connects time out after --request-timeout.
         self.network_timeout = timeout
         self.connection_timeout = timeout
         super().__init__(environment)
-        self.ctx = ProcessContext.for_env(environment)
         self.recorder = Recorder.for_env(environment)
-        self.user_id = self.ctx.next_user_id()
+        self.ctx: ProcessContext | None = None
+        self.user_id = 0
+        self._headers: dict[str, str] = {}
+
+    def _setup(self) -> ProcessContext:
+        """Join this test's process context (at the first task, so StopUser stays quiet)."""
+        try:
+            self.ctx = ctx = ProcessContext.for_env(self.environment)
+        except (UserError, ValueError):  # bad option or prompt file: logged at test_start
+            raise StopUser() from None
+        self.user_id = ctx.next_user_id()
         self._headers = {
-            **self.ctx.auth_headers,
+            **ctx.auth_headers,
             "Content-Type": "application/json",
             "Accept": "text/event-stream",
             "Accept-Encoding": "identity",
         }
+        return ctx
 
-    def payload(self, prompt: Prompt, model: str, opts: RunOptions) -> dict[str, Any]:
+    @staticmethod
+    def payload(prompt: Prompt, model: str, opts: RunOptions) -> dict[str, Any]:
+        """The JSON body of one request."""
         raise NotImplementedError
 
     @task
     def generate(self) -> None:
+        ctx = self.ctx or self._setup()
         try:
-            model = self.ctx.model(self.host)
+            model = ctx.model(self.host)
         except ModelDiscoveryError as exc:
             self.environment.events.request.fire(
                 request_type="GET", name="/v1/models", response_time=0, response_length=0,
-                exception=exc, context={},
+                exception=CatchResponseError(str(exc)), context={},
             )
             gevent.sleep(1.0)  # do not spin while the server is not up yet
             return
-        self.stream(self.ctx.next_prompt(), model)
+        self.stream(ctx, ctx.next_prompt(), model)
 
-    def stream(self, prompt: Prompt, model: str) -> None:
+    def stream(self, ctx: ProcessContext, prompt: Prompt, model: str) -> None:
         """Send one streaming request, report it to Locust and record it."""
-        opts = self.ctx.opts
-        request_id = self.ctx.next_request_id()
+        opts = ctx.opts
+        request_id = ctx.next_request_id()
         body = orjson.dumps(self.payload(prompt, model, opts))
         headers = {**self._headers, "X-Request-Id": request_id}
         out = _Outcome()
@@ -129,18 +147,18 @@ class StreamingUser(FastHttpUser):
                 measured = tally.result()
                 self._report(resp, measured, out, tally)
         except Exception as exc:  # raised by post() itself, before there is a response
-            out.fail("connection", f"request not sent: {type(exc).__name__}")
+            out.fail("connection", f"request failed: {type(exc).__name__}")
             measured = tally.result()
             self.environment.events.request.fire(
                 request_type="POST", name=self.path, response_time=_elapsed_ms(tally),
-                response_length=0, exception=RuntimeError(out.error), context={},
+                response_length=0, exception=CatchResponseError(out.error), context={},
             )
         except BaseException:  # GreenletExit: the user is being stopped mid-request
             _release(out)
             out.fail("interrupted", "user stopped while the request was in flight")
-            self._record(request_id, prompt, start, tally, tally.result(), out, True)
+            self._record(ctx, request_id, prompt, start, tally, tally.result(), out, True)
             raise
-        self._record(request_id, prompt, start, tally, measured, out, False)
+        self._record(ctx, request_id, prompt, start, tally, measured, out, False)
 
     def _read(self, resp: Any, tally: StreamTally, out: _Outcome) -> None:
         """Consume the response; on any problem set `out` and return (never raises)."""
@@ -183,13 +201,16 @@ class StreamingUser(FastHttpUser):
             out.fail("malformed_chunk", f"malformed chunk: {exc}")
             out.detail = exc.preview
         except TimeoutError:
-            if tally.arrivals:
+            if done:  # the server kept the connection open after [DONE]
+                pass
+            elif tally.arrivals:
                 out.fail("timeout_between_chunks", "timeout between chunks")
             else:
                 out.fail("timeout_first_byte", "timeout before first token")
         except (HTTPParseError, OSError) as exc:
-            out.fail("stream_cut", f"stream cut before [DONE] ({type(exc).__name__})")
-        if out.error_kind:
+            if not done:  # after [DONE] a broken connection costs nothing
+                out.fail("stream_cut", f"stream cut before [DONE] ({type(exc).__name__})")
+        if out.error_kind or not raw.message_complete:
             _release(out)
 
     @staticmethod
@@ -222,14 +243,15 @@ class StreamingUser(FastHttpUser):
         if measured.tokens_source == "chunks":
             _warn_chunk_counting()
 
-    def _record(self, request_id: str, prompt: Prompt, start: float, tally: StreamTally,
-                measured: Measured, out: _Outcome, interrupted: bool) -> None:
+    def _record(self, ctx: ProcessContext, request_id: str, prompt: Prompt, start: float,
+                tally: StreamTally, measured: Measured, out: _Outcome,
+                interrupted: bool) -> None:
         if not self.recorder.enabled:
             return
         arrivals = [start + (t - tally.t0) for t in tally.arrivals]
         gaps, tokens = encode_chunks(start, arrivals, measured.chunk_tokens)
         self.recorder.add(RequestRecord(
-            request_id=request_id, client_id=self.ctx.client_id, user_id=self.user_id,
+            request_id=request_id, client_id=ctx.client_id, user_id=self.user_id,
             endpoint=self.endpoint, category=prompt.category, start=start, end=time.time(),
             status=out.status, ttft_ms=measured.ttft_ms, e2e_ms=measured.e2e_ms,
             tpot_ms=measured.tpot_ms, output_tokens=measured.output_tokens,
@@ -265,7 +287,8 @@ class ChatStreamUser(StreamingUser):
     endpoint = "chat"
     path = "/v1/chat/completions"
 
-    def payload(self, prompt: Prompt, model: str, opts: RunOptions) -> dict[str, Any]:
+    @staticmethod
+    def payload(prompt: Prompt, model: str, opts: RunOptions) -> dict[str, Any]:
         return {**_common_fields(prompt, model, opts), "messages": list(prompt.messages)}
 
 
@@ -275,7 +298,8 @@ class CompletionStreamUser(StreamingUser):
     endpoint = "completions"
     path = "/v1/completions"
 
-    def payload(self, prompt: Prompt, model: str, opts: RunOptions) -> dict[str, Any]:
+    @staticmethod
+    def payload(prompt: Prompt, model: str, opts: RunOptions) -> dict[str, Any]:
         return {**_common_fields(prompt, model, opts), "prompt": prompt.text}
 
 

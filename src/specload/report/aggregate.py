@@ -9,14 +9,18 @@ counts are sums, and output tok/s also gets its min, max and standard deviation.
 
 from __future__ import annotations
 
+import multiprocessing
+import multiprocessing.context
 import os
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
+from specload import records
 from specload.report import chunks, client_metrics, server_metrics
 from specload.report.load import ArmSource, RepSource, RunSource, read_rep
 from specload.report.windows import rung_windows
@@ -29,6 +33,8 @@ SUMMARY_COLUMNS = (
 )
 SUM_COLUMNS = ("requests", "requests_started", "failures", "interrupted")
 SPREAD_COLUMN = "output_tok_s"
+# Below this many bytes of request records, worker processes cost more than they save.
+PARALLEL_MIN_BYTES = 20_000_000
 # Columns kept per repeat only (they make no sense averaged).
 _REP_ONLY = ("rep", "window_start", "failures_by_kind", "window_source")
 
@@ -49,16 +55,14 @@ def measure_rep(job: RepJob) -> pd.DataFrame:
     table = client_metrics.rung_metrics(data.requests, ch, windows)
     extra = []
     server = server_metrics.index_metrics(data.server)
+    end = data.requests["end"].to_numpy(dtype=float)
+    out_tokens = data.requests["output_tokens"].to_numpy(dtype=float)
     for w in windows:
         row: dict[str, object] = {}
         row.update(server_metrics.server_row(server, w))
         row.update(server_metrics.client_row(data.client, w))
-        tokens, t0, t1 = server_metrics.locust_tokens(data.history, w)
-        ours = (client_metrics.completion_tokens_between(data.requests, t0, t1)
-                if np.isfinite(t0) else float("nan"))
-        row["locust_output_tok_s"] = tokens / (t1 - t0) if np.isfinite(t0) else float("nan")
-        row["crosscheck_diff"] = (ours - tokens) / tokens if tokens and np.isfinite(tokens) \
-            else float("nan")
+        rate, diff = server_metrics.crosscheck(data.history, end, out_tokens, w)
+        row["locust_completed_tok_s"], row["crosscheck_diff"] = rate, diff
         extra.append(row)
     table = pd.concat([table, pd.DataFrame(extra)], axis=1)
     table.insert(0, "rep", job.rep.rep)
@@ -67,14 +71,23 @@ def measure_rep(job: RepJob) -> pd.DataFrame:
     return table
 
 
+def _pool_context() -> multiprocessing.context.BaseContext:
+    # Forking a process that runs other threads can copy a held lock; fork only when alone.
+    return multiprocessing.get_context("fork" if threading.active_count() == 1 else "spawn")
+
+
 def measure_all(run: RunSource, processes: int | None = None) -> pd.DataFrame:
-    """Every repeat of every arm measured, concatenated (one row per arm, rep and rung)."""
+    """Every repeat of every arm measured, concatenated (one row per arm, rep and rung).
+
+    Large runs are measured in parallel processes, one repeat per task.
+    """
     jobs = [RepJob(arm.name, rep) for arm in run.arms for rep in arm.reps]
+    size = sum(Path(f"{j.rep.prefix}{records.REQUESTS_SUFFIX}").stat().st_size for j in jobs)
     workers = min(len(jobs), processes or os.cpu_count() or 1)
-    if workers <= 1:
+    if workers <= 1 or size < PARALLEL_MIN_BYTES:
         parts = [measure_rep(j) for j in jobs]
     else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
             parts = list(pool.map(measure_rep, jobs))
     parts = [p for p in parts if len(p)]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()

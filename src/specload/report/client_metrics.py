@@ -59,8 +59,8 @@ def window_tokens(
     r_last = region(ch.last_arrival, windows)
     whole = (r_first == r_last) & (r_first % 2 == 1) & (ch.counts > 0)
     w = (r_first[whole] - 1) // 2
-    tokens = np.bincount(w, weights=ch.row_tokens[whole], minlength=n)
-    chunk_count = np.bincount(w, weights=ch.counts[whole], minlength=n)
+    tokens = np.bincount(w, weights=ch.row_tokens[whole], minlength=n).astype(float)
+    chunk_count = np.bincount(w, weights=ch.counts[whole], minlength=n).astype(float)
     crossing = np.flatnonzero((r_first != r_last) & (ch.counts > 0))
     arrival, toks = chunks.arrivals(ch, start, crossing)
     cw = row_window(arrival, windows)
@@ -132,7 +132,6 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
                 float(np.mean(req["tokens_source"].to_numpy(dtype=object)[sel] == "chunks"))
                 if sel.any() else np.nan
             ),
-            "completion_tok_s": float(out_tokens[ended_in == i].sum()) / w.length,
         }
         row.update(_pcts(ttft[sel], "ttft"))
         row.update(tpot_p)
@@ -141,10 +140,3 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
         row.update(_pcts(e2e[sel], "e2e"))
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def completion_tokens_between(req: pd.DataFrame, t0: float, t1: float) -> float:
-    """Output tokens of requests that ended in [t0, t1) (Locust's accounting)."""
-    end = req["end"].to_numpy(dtype=float)
-    sel = (end >= t0) & (end < t1)
-    return float(req["output_tokens"].to_numpy(dtype=float)[sel].sum())

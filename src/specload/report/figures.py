@@ -27,7 +27,7 @@ def _colour(arms: Sequence[str], arm: str) -> str:
 
 def _layout(fig: go.Figure, title: str, y_title: str, x_title: str = C_AXIS,
             log_x: bool = True) -> go.Figure:
-    fig.update_layout(title=title, template="plotly_white", hovermode="closest",
+    fig.update_layout(title=title, hovermode="closest",
                       legend={"orientation": "h", "y": -0.22}, margin={"t": 60, "b": 40},
                       height=440)
     fig.update_xaxes(title_text=x_title, type="log" if log_x else "linear")
@@ -89,7 +89,7 @@ def speedup(pairs: Sequence[PairResult]) -> go.Figure:
                 x=[c_star], y=[1.0], mode="markers+text", name=f"C* = {c_star:.1f} ({name})",
                 marker={"color": colour, "size": 14, "symbol": "x"},
                 text=[f"C* = {c_star:.1f}"], textposition="top right",
-                hovertemplate=f"C* = {c_star:.2f} (log-C interpolation)<extra></extra>",
+                hovertemplate="C* = %{x:.2f} (interpolated in log C)<extra></extra>",
             ))
             fig.add_vline(x=c_star, line={"color": colour, "dash": "dot", "width": 1})
     fig.add_hline(y=1.0, line={"color": "black", "dash": "dash", "width": 1},

@@ -52,15 +52,19 @@ def _rung_warnings(row: Any, multi_rep: bool) -> Iterator[dict[str, Any]]:
         yield _warning("failures",
                        f"{where}: {row.failures} of {total} requests failed "
                        f"({100 * row.failures / total:.1f}%: {kinds})", **ctx)
-    if row.requests_started < MIN_REQUESTS:
+    if row.requests < MIN_REQUESTS:
+        running = (f", {row.interrupted} still running when the run ended"
+                   if row.interrupted else "")
         yield _warning("too_few_requests",
-                       f"{where}: only {row.requests_started} requests started in the measure "
-                       f"window; lengthen measure_s to trust this rung", **ctx)
+                       f"{where}: only {row.requests} of {row.requests_started} requests that "
+                       f"started in the measure window completed{running}; too few to trust "
+                       f"its latencies, lengthen measure_s", **ctx)
     if abs(row.crosscheck_diff) > CROSSCHECK_LIMIT:
         yield _warning("crosscheck",
-                       f"{where}: Locust's stats history shows {row.locust_output_tok_s:.1f} "
-                       f"tok/s of completed responses, the request records "
-                       f"{100 * row.crosscheck_diff:+.1f}% different; records may be missing",
+                       f"{where}: Locust's stats history shows {row.locust_completed_tok_s:.1f} "
+                       f"tok/s of completed responses; the request records differ by "
+                       f"{100 * row.crosscheck_diff:+.1f}% beyond what its 1 s timestamps "
+                       f"explain (lost or extra records?)",
                        **ctx)
     if row.chunk_counted_share > 0:
         yield _warning("tokens_from_chunks",

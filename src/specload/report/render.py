@@ -121,7 +121,7 @@ def _table(report: Report) -> pd.DataFrame:
     return table[[c for c in TABLE_COLUMNS if c in table]].rename(columns=TABLE_COLUMNS)
 
 
-def _crossover_lines(report: Report) -> list[str]:
+def _crossover_lines(report: Report, with_advice: bool = True) -> list[str]:
     if not report.pairs:
         return ["C*: no spec-on/spec-off pair of arms (roles or names with on/off) to compare"]
     lines = []
@@ -134,9 +134,11 @@ def _crossover_lines(report: Report) -> list[str]:
             head += f"C* = {cross.c_star:.1f}{rng}, between C={cross.below} and C={cross.above}"
         else:
             head += f"C*: none ({cross.verdict})"
-        lines += [head, f"  {rec['summary']}"]
-        if rec.get("vllm"):
-            lines.append(f"  {rec['vllm']}")
+        lines.append(head)
+        if with_advice:
+            lines.append(f"  {rec['summary']}")
+            if rec.get("vllm"):
+                lines.append(f"  {rec['vllm']}")
     return lines
 
 
@@ -148,7 +150,8 @@ def _html(report: Report) -> str:
     esc = html.escape
     manifest = report.source.manifest or {}
     title = f"specload report — {manifest.get('scenario_name') or report.source.out_dir.name}"
-    crossover = "".join(f"<li>{esc(line.strip())}</li>" for line in _crossover_lines(report))
+    crossover = "".join(f"<li>{esc(line)}</li>"
+                        for line in _crossover_lines(report, with_advice=False))
     recs = "".join(
         f"<li><b>{esc(p.on.name)} vs {esc(p.off.name)}</b>: {esc(str(r['summary']))}<ul>"
         + "".join(f"<li>{esc(str(r[key]))}</li>" for key in ("vllm", "sglang", "tensorrt_llm")

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from specload.report.windows import HISTORY_TS_OFFSET_S, Window, aggregated_history
+from specload.report.windows import Window, aggregated_history
 
 # Names as exposed, in order of preference (vLLM V1 first, then SGLang).
 GENERATED = ("vllm:generation_tokens_total", "sglang:generation_tokens_total")
@@ -124,25 +124,34 @@ def client_row(client: pd.DataFrame | None, w: Window) -> dict[str, float]:
     return {"client_cpu_max": worst("cpu_percent"), "client_lag_p99_max_ms": worst("lag_p99_ms")}
 
 
-def locust_tokens(history: pd.DataFrame | None, w: Window) -> tuple[float, float, float]:
-    """Locust's own view of a window: (tokens, t0, t1) from "Total Average Content Size".
+def crosscheck(history: pd.DataFrame | None, end: np.ndarray, tokens: np.ndarray,
+               w: Window) -> tuple[float, float]:
+    """Locust's completed-response tok/s in a window, and how far the records are from it.
 
-    The cumulative response length (average size x request count) increases by the
-    tokens of requests that completed between the two samples t0 and t1 that bound the
-    window from inside; (nan, nan, nan) when the history cannot say.
+    Locust's cumulative response length (average size x request count, in tokens) grows
+    by the tokens of requests that completed between two history samples. Its timestamps
+    are whole seconds, so the records' tokens for the same span are only known between
+    `low` (requests that ended strictly between the two seconds) and `high` (including
+    both seconds). The returned difference is 0 inside [low, high], else the relative
+    distance (records - Locust) / Locust to the nearer bound; (nan, nan) when unknown.
     """
-    nan3 = (float("nan"),) * 3
+    nan2 = (float("nan"), float("nan"))
     need = {"Timestamp", "Total Request Count", "Total Average Content Size"}
     if history is None or not need <= set(history.columns):
-        return nan3
+        return nan2
     agg = aggregated_history(history)
-    ts = agg["Timestamp"].to_numpy(dtype=float) + HISTORY_TS_OFFSET_S
-    total = monotonic(
-        agg["Total Request Count"].to_numpy(dtype=float)
-        * agg["Total Average Content Size"].to_numpy(dtype=float)
-    )
-    inside = np.flatnonzero((ts >= w.start) & (ts <= w.end))
+    ts = agg["Timestamp"].to_numpy(dtype=float)
+    total = monotonic(agg["Total Request Count"].to_numpy(dtype=float)
+                      * agg["Total Average Content Size"].to_numpy(dtype=float))
+    inside = np.flatnonzero((ts >= w.start) & (ts + 1 <= w.end))
     if inside.size < 2 or ts[inside[-1]] - ts[inside[0]] < MIN_CROSSCHECK_SPAN_S:
-        return nan3
+        return nan2
     a, b = inside[0], inside[-1]
-    return float(total[b] - total[a]), float(ts[a]), float(ts[b])
+    locust = float(total[b] - total[a])
+    low = float(tokens[(end >= ts[a] + 1) & (end < ts[b])].sum())
+    high = float(tokens[(end >= ts[a]) & (end < ts[b] + 1)].sum())
+    rate = locust / (ts[b] - ts[a])
+    if locust <= 0:
+        return rate, (float("nan") if high == 0 else float("inf"))
+    nearest = min(max(locust, low), high)
+    return rate, (nearest - locust) / locust

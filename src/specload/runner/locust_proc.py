@@ -68,14 +68,25 @@ def request_args(req: RequestSettings) -> list[str]:
 
 
 def load_mode_args(mode: LoadMode) -> list[str]:
+    """Locust options for the load mode: master/workers, local processes, or neither."""
     if mode.workers:
         return ["--master", "--expect-workers", str(mode.workers),
                 "--master-bind-host", mode.master_bind_host,
                 "--master-bind-port", str(mode.master_bind_port),
                 "--expect-workers-max-wait", str(mode.workers_wait_s)]
     if mode.processes not in (None, 1):
-        return ["--processes", str(mode.processes)]
+        # Locust's implicit master would listen on every interface at 5557: keep it on
+        # loopback, on a free port so that concurrent sweeps do not collide.
+        port = str(free_port())
+        return ["--processes", str(mode.processes), "--master-bind-host", "127.0.0.1",
+                "--master-bind-port", port, "--master-port", port]
     return []
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def locust_command(

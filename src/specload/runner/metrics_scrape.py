@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import csv
+import http.client
 import threading
 import time
 import urllib.error
@@ -121,7 +122,7 @@ class MetricsSampler:
         ts = time.time()
         try:
             values = parse_metrics(self.fetch())
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
             self.last_error = str(getattr(exc, "reason", exc))
             return 0
         new_file = not self.out_path.exists() or self.out_path.stat().st_size == 0

@@ -14,7 +14,7 @@ appended; every row carries absolute epoch times, so nothing needs shifting.
 from __future__ import annotations
 
 import csv
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from specload.records import (
@@ -46,7 +46,10 @@ def finished_users(prefix: Path) -> list[int]:
     return [int(r[col]) for r in rows if len(r) > col and r[col].strip()]
 
 
-def _append(src: Path, dst: Path, transform=None) -> None:
+Transform = Callable[[list[str], list[str]], list[str]]
+
+
+def _append(src: Path, dst: Path, transform: Transform | None = None) -> None:
     header, rows = _read_rows(src)
     if not header:
         return

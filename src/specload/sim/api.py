@@ -205,9 +205,8 @@ class SimApi:
             if gen.stream:
                 return await self._stream(call, gen, stream, TokenStream(key), reason, fault)
             return await self._unary(call, gen, stream, TokenStream(key), reason, fault)
-        except (ConnectionError, asyncio.CancelledError):
-            call.status = 499  # the client went away
-            call.record["finish_reason"] = "abort"
+        except asyncio.CancelledError:
+            _client_gone(call)
             raise
         finally:
             self.engine.abort(stream)
@@ -215,9 +214,17 @@ class SimApi:
 
     async def _stream(self, call: _Call, gen: GenRequest, stream: Stream, words: TokenStream,
                       reason: str, fault: Fault | None) -> web.StreamResponse:
-        request = call.request
         resp = web.StreamResponse(headers={**SSE_HEADERS, "X-Request-Id": call.request_id})
-        await resp.prepare(request)
+        try:
+            await resp.prepare(call.request)
+            await self._stream_body(call, gen, resp, stream, words, reason, fault)
+        except ConnectionError:
+            _client_gone(call)
+        return resp
+
+    async def _stream_body(self, call: _Call, gen: GenRequest, resp: web.StreamResponse,
+                           stream: Stream, words: TokenStream, reason: str,
+                           fault: Fault | None) -> None:
         w = sse.ChunkWriter(gen.endpoint == "chat", _response_id(gen, call), self.created,
                             self.limits.model_name, gen.prompt_tokens, gen.continuous_usage)
         if w.chat:
@@ -230,9 +237,9 @@ class SimApi:
                 sent += n
                 call.tokens(n, streamed=True)
                 await resp.write(w.content(words.take(n), sent, reason if done else None))
-                if kind is not None and sent:
+                if fault is not None and kind is not None:
                     if await self._stream_fault(call, resp, fault, sent):
-                        return resp
+                        return
                     if kind in ("malformed", "stall_between"):
                         kind = None  # once per request
             if done:
@@ -242,7 +249,6 @@ class SimApi:
         tail = (w.usage_chunk(sent) if gen.include_usage else b"") + sse.DONE
         await resp.write(tail)
         await resp.write_eof()
-        return resp
 
     async def _stream_fault(self, call: _Call, resp: web.StreamResponse, fault: Fault,
                             sent: int) -> bool:
@@ -306,6 +312,11 @@ class SimApi:
                       "created": self.created, "model": self.limits.model_name,
                       "choices": [choice], "usage": sse.usage(gen.prompt_tokens, n)},
                      headers={"X-Request-Id": call.request_id})
+
+
+def _client_gone(call: _Call) -> None:
+    call.status = 499  # nginx's "client closed request"
+    call.record["finish_reason"] = "abort"
 
 
 def _response_id(gen: GenRequest, call: _Call) -> str:

@@ -66,9 +66,10 @@ class EngineCore:
         self.profile = profile
         self.mode = mode
         self.k = resolve_k(profile, mode, k)
-        sch = profile.scheduler
-        self.former = BatchFormer(sch.max_num_seqs, sch.max_num_batched_tokens,
-                                  sch.kv_capacity_tokens)
+        drafter = mode != "off"  # adaptive keeps the drafter loaded even when k = 0
+        self.former = BatchFormer(profile.max_num_seqs(mode == "on"),
+                                  profile.scheduler.max_num_batched_tokens,
+                                  profile.kv_capacity(drafter))
         self.cost_model = CostModel(profile)
         self.sampler = AcceptanceSampler(profile.speculative.acceptance, seed)
         self.counters = Counters()

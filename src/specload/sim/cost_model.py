@@ -4,8 +4,10 @@ A step runs every scheduled token through the target model once: it reads the de
 weights, the routed experts its tokens hit (MoE) and the KV cache of every scheduled
 request, and it performs 2·params FLOPs per token plus attention. Its GPU time is the
 larger of bytes/bandwidth and FLOPs/compute (each derated by an achieved efficiency);
-drafting, fixed launch/sampling time and per-request host time are added on top because
-they do not overlap with the target's forward pass.
+tensor-parallel all-reduce over a slow interconnect (PCIe), drafting, fixed
+launch/sampling time and per-request host time are added on top because they do not
+overlap with the target's forward pass. A draft tree verifies `verify_tokens_per_draft`
+target tokens per draft position.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class StepCost:
     compute: float
     draft: float
     host: float
+    comm: float = 0.0
 
 
 class CostModel:
@@ -52,6 +55,8 @@ class CostModel:
         self._kv_bytes = m.kv_bytes_per_token
         self._flops_per_token = 2.0 * m.active_params_b * 1e9
         self._attn = m.attn_flops_per_token_ctx
+        self._comm = (m.allreduce_bytes_per_token / (hw.interconnect_gbs * 1e9)
+                      if hw.interconnect_gbs else 0.0)
         s, o = profile.speculative, profile.overheads
         self._draft_step, self._draft_seq = s.draft_step_s, s.draft_per_seq_s
         self._tree_extra = s.verify_tokens_per_draft - 1.0
@@ -80,4 +85,6 @@ class CostModel:
             + self._spec_cpu * shape.num_spec_seqs
             + self._per_wait * shape.num_waiting
         )
-        return StepCost(max(memory, compute) + draft + host, memory, compute, draft, host)
+        comm = self._comm * tokens
+        return StepCost(max(memory, compute) + comm + draft + host, memory, compute, draft, host,
+                        comm)

@@ -38,6 +38,8 @@ class Hardware(_Strict):
     tflops: Pos  # dense, per GPU, in the weights' precision
     eta_mem: Frac  # achieved fraction of peak bandwidth
     eta_compute: Frac  # achieved fraction of peak FLOPs
+    # effective tensor-parallel all-reduce bandwidth, GB/s (0: single GPU or NVLink, ignored)
+    interconnect_gbs: NonNeg = 0.0
 
 
 class Model(_Strict):
@@ -51,6 +53,7 @@ class Model(_Strict):
     experts_active: int = Field(0, ge=0)  # routed experts per token
     kv_bytes_per_token: Pos  # K+V bytes of one token over all layers
     attn_flops_per_token_ctx: NonNeg = 0.0  # attention FLOPs per query token per context token
+    allreduce_bytes_per_token: NonNeg = 0.0  # tensor-parallel traffic per token per step
     max_model_len: int = Field(ge=2)
 
     @model_validator(mode="after")
@@ -71,6 +74,11 @@ class Speculative(_Strict):
     draft_step_s: NonNeg  # fixed cost of one draft position (kernel launches, weights)
     draft_per_seq_s: NonNeg  # per running request per draft position
     cpu_per_seq_s: NonNeg = 0.0  # extra host time per speculating request per step
+    # GPU memory the drafter takes from the KV pool (weights, its KV, CUDA graphs), GB
+    drafter_memory_gb: NonNeg = 0.0
+    # running-request cap with fixed-k speculation (SGLang lowers max_running_requests
+    # for speculative decoding); None keeps scheduler.max_num_seqs
+    max_num_seqs: int | None = Field(None, ge=1)
     # vLLM `num_speculative_tokens_per_batch_size` form: [[lo, hi, k], ...], k = 0 is off
     adaptive: list[tuple[int, int, int]] = Field(default_factory=list)
 
@@ -125,9 +133,23 @@ class Profile(_Strict):
         w, m = self.workload, self.model
         if w.prompt_tokens + w.output_tokens > m.max_model_len:
             raise ValueError("workload prompt_tokens + output_tokens exceed max_model_len")
-        if w.prompt_tokens + w.output_tokens > self.scheduler.kv_capacity_tokens:
-            raise ValueError("one workload request does not fit kv_capacity_tokens")
+        need = m.max_model_len + len(self.speculative.acceptance) + 1
+        if self.kv_capacity(drafter=True) < need:
+            raise ValueError(f"the KV pool ({self.kv_capacity(drafter=True)} tokens with the "
+                             f"drafter loaded) must hold max_model_len + drafts ({need})")
         return self
+
+    def max_num_seqs(self, speculating: bool) -> int:
+        """Running-request cap, with the speculative cap when speculating at fixed k."""
+        cap = self.speculative.max_num_seqs if speculating else None
+        return cap or self.scheduler.max_num_seqs
+
+    def kv_capacity(self, drafter: bool) -> int:
+        """KV-cache tokens, less what the drafter's memory takes when it is loaded."""
+        cap = self.scheduler.kv_capacity_tokens
+        if drafter:
+            cap -= int(self.speculative.drafter_memory_gb * 1e9 / self.model.kv_bytes_per_token)
+        return cap
 
 
 def builtin_names() -> list[str]:

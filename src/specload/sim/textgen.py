@@ -21,20 +21,18 @@ CHAT_TOKENS_PER_MESSAGE = 4
 CHAT_TOKENS_PER_PROMPT = 3
 EOS_SIGMA = 0.6
 
-VOCAB: tuple[str, ...] = tuple(
-    " " + w
-    for w in (
-        "the of and to in a is that for it as was with be by on not he this are or his from "
-        "at which but have an they you were her she there one all we their been has will when "
-        "who more if no out so said what up its about than into them can only other new some "
-        "could time these two may then do first any my now such like our over even most made "
-        "after also did many before must through back years where much your way well down "
-        "should because each just those people how too little state good very make world still "
-        "own see men work long get here between both life being under never day same another "
-        "know while last might us great old year off come since against go came right used "
-        "take three model token server batch cache draft verify step queue"
-    ).split()
+_WORDS = (
+    "the of and to in a is that for it as was with be by on not he this are or his from "
+    "at which but have an they you were her she there one all we their been has will when "
+    "who more if no out so said what up its about than into them can only other new some "
+    "could time these two may then do first any my now such like our over even most made "
+    "after also did many before must through back years where much your way well down "
+    "should because each just those people how too little state good very make world still "
+    "own see men work long get here between both life being under never day same another "
+    "know while last might us great old year off come since against go came right used "
+    "take three model token server batch cache draft verify step queue"
 )
+VOCAB: tuple[str, ...] = tuple(" " + w for w in _WORDS.split())
 
 
 def text_tokens(text: str) -> int:

@@ -72,10 +72,11 @@ def locust_run(tmp_path: Path) -> Callable[..., LocustRun]:
 def fake_stream_server(tmp_path: Path) -> Iterator[Callable[..., str]]:
     procs: list[subprocess.Popen[str]] = []
 
-    def start(*args: str) -> str:
+    def start(*args: str, env: dict[str, str] | None = None) -> str:
         script = Path(__file__).with_name("fake_stream_server.py")
         proc = subprocess.Popen([sys.executable, str(script), "--port", "0", *args],
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                env={**os.environ, **(env or {})})
         procs.append(proc)
         assert proc.stdout is not None
         line = proc.stdout.readline()

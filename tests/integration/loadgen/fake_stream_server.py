@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import sys
 import time
@@ -39,6 +40,8 @@ class Server:
         self.trace = open(args.trace, "a", encoding="utf-8") if args.trace else None  # noqa: SIM115
         self.counter = 0
         self.usage = not args.no_usage
+        key = os.environ[args.api_key_env] if args.api_key_env else None
+        self.auth = f"Bearer {key}" if key else None
 
     def pick_fault(self) -> tuple[str, float | None] | None:
         draw = self.rng.random()
@@ -59,6 +62,8 @@ class Server:
 
     async def generate(self, request: web.Request) -> web.StreamResponse:
         arrival = time.time()
+        if self.auth and request.headers.get("Authorization") != self.auth:
+            return web.json_response({"error": {"message": "invalid API key"}}, status=401)
         body = await request.json()
         chat = request.path.endswith("chat/completions")
         rid = request.headers.get("X-Request-Id") or f"gen-{self.counter}"
@@ -153,6 +158,8 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--step-ms", type=float, default=5.0)
     p.add_argument("--no-usage", action="store_true", help="send no usage at all")
+    p.add_argument("--api-key-env", default=None,
+                   help="require `Authorization: Bearer <value of this variable>`")
     args = p.parse_args()
     server = Server(args)
     app = web.Application()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections import Counter
 from pathlib import Path
 
@@ -38,11 +39,17 @@ def test_each_fault_kind_is_reported(sim_server, locust_run):
         kind, message = EXPECTED[fault]
         assert (row["error_kind"], fault) == (kind, fault)
         assert row["error"].startswith(message), row["error"]
-        assert int(row["status"]) == (t["status"] if kind != "timeout_first_byte" else 0)
-        if fault in ("cut", "stall_between", "malformed", "stream_error"):
-            # what arrived before the failure is kept
-            assert int(row["output_tokens"]) == sum(n for _, n in t["chunks"]), row
-            assert int(row["num_chunks"]) == len(t["chunks"])
+        if kind == "http_error":
+            assert int(row["status"]) == t["status"]
+        else:
+            assert int(row["status"]) == (0 if kind == "timeout_first_byte" else 200)
+        sent = [n for _, n in t["chunks"]]
+        if fault in ("cut", "stream_error"):  # what arrived is kept
+            assert (row["chunk_tokens"], row["output_tokens"]) == (
+                " ".join(map(str, sent)), str(sum(sent))), (fault, row)
+        if fault in ("stall_between", "malformed"):  # the server goes on after we gave up
+            got = [int(x) for x in row["chunk_tokens"].split()]
+            assert got and got == sent[: len(got)], (row, sent)
         seen[fault] += 1
     assert set(seen) == set(EXPECTED), seen
 
@@ -95,3 +102,47 @@ def test_records_off(fake_stream_server, locust_run):
     assert run.returncode == 0
     assert not Path(f"{run.prefix}_requests.csv").exists()
     assert run.summary()[("POST", "/v1/chat/completions")][0] > 0
+
+
+def test_unreachable_server_fails_model_discovery_cleanly(locust_run):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    run = locust_run("chat.py", f"http://127.0.0.1:{port}", users=2, run_time="2s")
+    reqs, fails, _ = run.summary()[("GET", "/v1/models")]
+    assert reqs == fails >= 2
+    assert "Traceback" not in run.output
+    assert run.requests() == []
+
+
+def test_connection_refused_with_explicit_model(locust_run):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    run = locust_run("chat.py", f"http://127.0.0.1:{port}", users=1, run_time="1s",
+                     extra=["--model", "m"])
+    rows = [r for r in run.requests() if r["interrupted"] == "0"]
+    assert rows and {r["error_kind"] for r in rows} == {"connection"}
+    assert {r["status"] for r in rows} == {"0"}
+    assert "Traceback" not in run.output
+
+
+def test_api_key_is_sent_as_bearer_and_never_written(fake_stream_server, locust_run,
+                                                      tmp_path: Path):
+    secret = "sk-test-4f1d9c0b7e"
+    url = fake_stream_server("--api-key-env", "SERVER_KEY", env={"SERVER_KEY": secret})
+    ok = locust_run("chat.py", url, users=2, run_time="2s", name="ok",
+                    extra=["--api-key-env", "MY_KEY"], env={"MY_KEY": secret})
+    assert ("GET", "/v1/models") not in ok.summary()  # discovery succeeded
+    done = [r for r in ok.requests() if r["interrupted"] == "0"]
+    assert done and {r["error_kind"] for r in done} == {""}
+    no_key = locust_run("chat.py", url, users=1, run_time="1s", name="nokey",
+                        extra=["--model", "fake-model", "--api-key-env", "UNSET_KEY_VAR"])
+    rows = [r for r in no_key.requests() if r["interrupted"] == "0"]
+    assert rows and {(r["error_kind"], r["status"]) for r in rows} == {("http_error", "401")}
+    assert {r["error"] for r in rows} == {"HTTP 401: invalid API key"}
+    for text in (ok.output, no_key.output):
+        assert secret not in text
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert secret not in path.read_text(errors="replace"), path

@@ -100,3 +100,19 @@ def test_bad_scenario_and_unknown_arm_are_one_line_errors(write_scenario, run_sw
     res = run_sweep(str(write_scenario(short_scenario())), "--arms", "spec-on,nope")
     assert res.returncode == 2
     assert "--arms: unknown arm(s) nope" in res.stderr
+
+
+def test_processes_flag_spreads_users_over_local_processes(
+    tmp_path: Path, write_scenario, run_sweep, tools
+) -> None:
+    data = short_scenario(ladder=[2, 4], arms=[
+        {"name": "spec-on", "sim": {"profile": PROFILE, "spec": "on"}}])
+    res = run_sweep(str(write_scenario(data)), "--out", "out", "--processes", "2")
+    assert res.returncode == 0, res.stdout + res.stderr
+    run_dir = tmp_path / tools.run_dir_of(res.stdout)
+    arm_dir = run_dir / "spec-on"
+    assert {p.name for p in arm_dir.iterdir()} >= tools.ARM_FILES
+    assert tools.read_manifest(run_dir)["scenario"]["processes"] == 2
+    rows = tools.read_csv(arm_dir / "locust_requests.csv")
+    assert len({r["client_id"] for r in rows}) == 2
+    assert [s["users"] for s in tools.read_csv(arm_dir / "locust_steps.csv")] == ["2", "4"]

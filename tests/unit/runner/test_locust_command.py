@@ -61,6 +61,8 @@ def test_processes_and_master_modes() -> None:
     assert LoadMode.from_scenario(sc, processes=2).processes == 2
     cmd = locust_command(sc, "http://h:1", Path("p"), [1], LoadMode.from_scenario(sc))
     assert cmd[cmd.index("--processes") + 1] == "4"
+    assert cmd[cmd.index("--master-bind-host") + 1] == "127.0.0.1"
+    assert cmd[cmd.index("--master-bind-port") + 1] == cmd[cmd.index("--master-port") + 1]
     dist = scenario(distributed={"workers": 3, "master_bind_host": "0.0.0.0",
                                  "master_bind_port": 6000})
     mode = LoadMode.from_scenario(dist)

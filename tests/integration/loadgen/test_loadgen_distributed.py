@@ -1,0 +1,100 @@
+"""Rows survive how a run ends: users removed by a lower rung, the end, SIGTERM.
+
+With `--processes 2` the master must collect workers' rows of requests interrupted at
+those moments; every request id (`<client>-<seq>`) must be present with no gap.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from specload.records import REQUESTS_SUFFIX
+
+REPO = Path(__file__).resolve().parents[3]
+SHAPE = '''
+from locust import LoadTestShape
+from specload.loadgen.users import ChatStreamUser
+
+class DownThenStop(LoadTestShape):
+    def tick(self):
+        t = self.get_run_time()
+        if t < 4:
+            return (6, 100)
+        if t < 8:
+            return (2, 100)
+        return None
+'''
+
+
+@pytest.mark.slow
+def test_lowering_users_and_stopping_keep_every_row(sim_server, tmp_path: Path):
+    sim = sim_server()
+    locustfile = tmp_path / "shape_file.py"
+    locustfile.write_text(SHAPE)
+    prefix = tmp_path / "out" / "locust"
+    proc = subprocess.run(
+        [sys.executable, "-m", "locust", "-f", str(locustfile), "--headless", "--processes",
+         "2", "--csv", str(prefix), "--host", sim.url, "--only-summary",
+         "--max-tokens", "160", "--ignore-eos"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    with open(f"{prefix}{REQUESTS_SUFFIX}", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len({r["client_id"] for r in rows}) == 2
+    seqs: dict[str, list[int]] = {}
+    for r in rows:
+        client, seq = r["request_id"].rsplit("-", 1)
+        seqs.setdefault(client, []).append(int(seq))
+    for got in seqs.values():
+        assert sorted(got) == list(range(1, len(got) + 1))
+    assert {t["request_id"] for t in sim.read_trace()} <= {r["request_id"] for r in rows}
+
+    interrupted = sorted(float(r["end"]) for r in rows if r["interrupted"] == "1")
+    first_start = min(float(r["start"]) for r in rows)
+    at_rung_change = [e for e in interrupted if e - first_start < 6.5]
+    at_end = [e for e in interrupted if e - first_start >= 6.5]
+    print("interrupted at rung change", len(at_rung_change), "at end", len(at_end))
+    assert 1 <= len(at_rung_change) <= 4, interrupted  # 6 -> 2 users
+    assert 1 <= len(at_end) <= 2, interrupted  # the last 2 users
+    cut = [r for r in rows if r["interrupted"] == "1"]
+    assert all(r["error_kind"] == "interrupted" and int(r["num_chunks"]) > 0 for r in cut)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("processes", [1, 2])
+def test_sigterm_keeps_every_row(fake_stream_server, tmp_path: Path, processes: int):
+    url = fake_stream_server("--step-ms", "20")
+    prefix = tmp_path / "locust"
+    cmd = [sys.executable, "-m", "locust", "-f", str(REPO / "locustfiles" / "chat.py"),
+           "--headless", "-u", "4", "-r", "4", "-t", "60s", "--csv", str(prefix),
+           "--host", url, "--only-summary", "--max-tokens", "30"]
+    if processes > 1:
+        cmd += ["--processes", str(processes)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=tmp_path)
+    rows_file = Path(f"{prefix}{REQUESTS_SUFFIX}")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (
+            not rows_file.exists() or rows_file.stat().st_size < 2000):
+        time.sleep(0.2)  # until some rows were flushed: the run is in full swing
+    proc.send_signal(signal.SIGTERM)
+    output, _ = proc.communicate(timeout=60)
+    with open(rows_file, newline="") as f:
+        rows = list(csv.DictReader(f))
+    done = [r for r in rows if r["interrupted"] == "0"]
+    match = re.search(r"^POST\s+/v1/chat/completions\s+(\d+)", output, re.MULTILINE)
+    assert match, output[-3000:]
+    assert len(done) == int(match[1])
+    assert 1 <= len(rows) - len(done) <= 4
+    for client in {r["client_id"] for r in rows}:
+        seqs = sorted(int(r["request_id"].rsplit("-", 1)[1]) for r in rows
+                      if r["client_id"] == client)
+        assert seqs == list(range(1, len(seqs) + 1))

@@ -1,0 +1,80 @@
+"""The /metrics sampler against a small Prometheus endpoint on loopback."""
+
+from __future__ import annotations
+
+import csv
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from specload.runner.metrics_scrape import MetricsSampler
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.t0 = time.time()
+
+    def text(self) -> str:
+        tokens = 100.0 * (time.time() - self.t0)  # 100 generated tokens per second
+        return (
+            "# TYPE vllm:generation_tokens_total counter\n"
+            f'vllm:generation_tokens_total{{model_name="m"}} {tokens}\n'
+            "# TYPE vllm:num_requests_running gauge\n"
+            'vllm:num_requests_running{model_name="m"} 7\n'
+        )
+
+
+@pytest.fixture
+def metrics_server():
+    counter = Counter()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path != "/metrics":
+                self.send_error(404)
+                return
+            body = counter.text().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_sampler_appends_long_rows_and_estimates_rate(metrics_server: str, tmp_path: Path):
+    out = tmp_path / "p_server_metrics.csv"
+    sampler = MetricsSampler(f"{metrics_server}/metrics", out, interval_s=0.2).start()
+    t0 = time.time()
+    time.sleep(1.3)
+    sampler.stop()
+    with out.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert set(rows[0]) == {"ts", "metric", "value"}
+    names = {r["metric"] for r in rows}
+    assert names == {"vllm:generation_tokens_total", "vllm:num_requests_running"}
+    running = [float(r["value"]) for r in rows if r["metric"] == "vllm:num_requests_running"]
+    assert len(running) >= 4 and set(running) == {7.0}
+    rate = sampler.generated_tok_s(t0, time.time())
+    assert rate == pytest.approx(100.0, rel=0.2)
+
+
+def test_sampler_without_metrics_endpoint_writes_nothing(metrics_server: str, tmp_path: Path):
+    out = tmp_path / "p_server_metrics.csv"
+    sampler = MetricsSampler(f"{metrics_server}/nope", out, interval_s=0.1)
+    assert sampler.sample_once() == 0
+    assert sampler.samples_ok == 0 and "Not Found" in (sampler.last_error or "")
+    assert not out.exists()
+    assert sampler.generated_tok_s(0, time.time()) is None

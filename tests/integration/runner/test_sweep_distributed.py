@@ -1,0 +1,93 @@
+"""A distributed sweep (master + two workers on loopback) at C=250 vs a single-process one."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def scenario(distributed: dict | None) -> dict:
+    data = {
+        "name": "dist",
+        "ladder": [5, 250],
+        "warmup_s": 2,
+        "measure_s": 3,
+        "request": {"max_tokens": 16, "ignore_eos": True},
+        "arms": [{"name": "spec-on", "sim": {"profile": "seed-glm", "spec": "on"}}],
+    }
+    if distributed:
+        data["distributed"] = distributed
+    return data
+
+
+def arm_summary(run_dir: Path, tools) -> tuple[set[str], list[tuple[str, str]], Counter]:
+    arm = run_dir / "spec-on"
+    steps = tools.read_csv(arm / "locust_steps.csv")
+    top_start = float(steps[-1]["warmup_start"])
+    rows = tools.read_csv(arm / "locust_requests.csv")
+    users_at_top = Counter(
+        r["client_id"] for r in {(r["client_id"], r["user_id"]): r for r in rows
+                                 if float(r["start"]) >= top_start}.values()
+    )
+    return ({p.name for p in arm.iterdir() if p.is_file()},
+            [(s["rung"], s["users"]) for s in steps], users_at_top)
+
+
+@pytest.mark.slow
+def test_distributed_sweep_matches_single_process_files(tmp_path, run_sweep, tools) -> None:
+    port = free_port()
+    dist = {"workers": 2, "master_bind_host": "127.0.0.1", "master_bind_port": port,
+            "workers_wait_s": 60}
+    (tmp_path / "dist.yaml").write_text(yaml.safe_dump(scenario(dist)))
+    (tmp_path / "single.yaml").write_text(yaml.safe_dump(scenario(None)))
+    workers = subprocess.Popen(
+        ["bash", str(REPO / "scripts" / "start-worker.sh"), "127.0.0.1", "2"],
+        env={**os.environ, "MASTER_PORT": str(port), "PYTHON": sys.executable},
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        res = run_sweep("dist.yaml", "--out", "out", timeout=240)
+    finally:
+        os.killpg(workers.pid, signal.SIGINT)
+        try:
+            workers.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(workers.pid, signal.SIGKILL)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"MASTER_PORT={port} scripts/start-worker.sh 127.0.0.1 N" in res.stdout
+    dist_dir = tmp_path / tools.run_dir_of(res.stdout)
+    assert tools.read_manifest(dist_dir)["status"] == "done"
+
+    res = run_sweep("single.yaml", "--out", "out", timeout=240)
+    assert res.returncode == 0, res.stdout + res.stderr
+    single_dir = tmp_path / tools.run_dir_of(res.stdout)
+
+    d_files, d_steps, d_users = arm_summary(dist_dir, tools)
+    s_files, s_steps, s_users = arm_summary(single_dir, tools)
+    assert d_files == s_files and d_files >= tools.ARM_FILES
+    assert d_steps == s_steps == [("0", "5"), ("1", "250")]
+    # every one of the 250 users has its rows in the master's file, from both workers
+    assert sum(d_users.values()) == sum(s_users.values()) == 250
+    assert len(d_users) == 2 and len(s_users) == 1
+    history = tools.read_csv(dist_dir / "spec-on" / "locust_stats_history.csv")
+    assert max(int(r["User Count"]) for r in history) == 250
+    metrics = tools.read_csv(dist_dir / "spec-on" / "locust_server_metrics.csv")
+    assert {"vllm:generation_tokens_total", "vllm:num_requests_running"} <= {
+        r["metric"] for r in metrics}

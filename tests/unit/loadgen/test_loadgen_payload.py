@@ -1,0 +1,33 @@
+"""Request bodies of the chat and completions users."""
+
+from __future__ import annotations
+
+from specload.loadgen.options import RunOptions
+from specload.loadgen.prompts import Prompt
+from specload.loadgen.users import ChatStreamUser, CompletionStreamUser
+
+PROMPT = Prompt(({"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}),
+                "chat")
+
+
+def test_chat_body_defaults() -> None:
+    body = ChatStreamUser.payload(PROMPT, "m", RunOptions())
+    assert body == {
+        "model": "m", "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        "max_tokens": 256, "temperature": 0.0, "seed": 0,
+        "messages": [{"role": "system", "content": "be brief"},
+                     {"role": "user", "content": "hi"}],
+    }
+
+
+def test_equal_length_options_and_prompt_max_tokens() -> None:
+    opts = RunOptions(max_tokens=64, ignore_eos=True, min_tokens=64, temperature=0.5, seed=3,
+                      continuous_usage=False)
+    body = CompletionStreamUser.payload(PROMPT, "m", opts)
+    assert body["prompt"] == "be brief\n\nhi" and "messages" not in body
+    assert body["stream_options"] == {"include_usage": True}
+    assert (body["max_tokens"], body["ignore_eos"], body["min_tokens"]) == (64, True, 64)
+    assert (body["temperature"], body["seed"]) == (0.5, 3)
+    own = Prompt(PROMPT.messages, "chat", max_tokens=7)
+    assert ChatStreamUser.payload(own, "m", opts)["max_tokens"] == 7

@@ -1,0 +1,76 @@
+"""Client-side rung metrics on a hand-made run with known answers.
+
+Windows: rung 0 = [100, 110) at 1 user, rung 1 = [120, 130) at 2 users.
+A: start 101, chunks 102/104/106 carrying 1/2/3 tokens (all in rung 0).
+B: start 108, chunks 109/111/121 with 2/3/4 tokens: spans the gap into rung 1.
+C: start 105, HTTP error at 105.5.
+D: start 125, chunks 126 (1 token) and 130 (5 tokens, on the window end), interrupted.
+E: start 99 (before the window), chunks at 100 and 101 with 1 token each.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from specload.report import chunks, client_metrics, load
+from specload.report.windows import rung_windows
+
+
+@pytest.fixture
+def table(make: Any, tmp_path: Path) -> Any:
+    reqs = [
+        make.request(101.0, [102.0, 104.0, 106.0], [1, 2, 3], rid="A"),
+        make.request(108.0, [109.0, 111.0, 121.0], [2, 3, 4], rid="B"),
+        make.request(105.0, [], None, error_kind="http_error", end=105.5, rid="C"),
+        make.request(125.0, [126.0, 130.0], [1, 5], error_kind="interrupted",
+                     interrupted=True, end=130.5, rid="D"),
+        make.request(99.0, [100.0, 101.0], [1, 1], rid="E"),
+    ]
+    steps = [(0, 1, 95.0, 100.0, 110.0), (1, 2, 110.0, 120.0, 130.0)]
+    prefix = make.write_prefix(tmp_path / "run", reqs, steps=steps)
+    data = load.read_rep(prefix)
+    windows, _ = rung_windows(data.steps, data.history, data.requests)
+    return client_metrics.rung_metrics(data.requests, chunks.build(data.requests), windows)
+
+
+def test_tokens_count_by_arrival_time_inside_each_window(table: Any) -> None:
+    assert table["output_tok_s"].tolist() == pytest.approx([1.0, 0.5])
+    assert table["tokens_per_chunk"].tolist() == pytest.approx([10 / 6, 5 / 2])
+
+
+def test_request_counts_rates_and_failures(table: Any) -> None:
+    assert table["requests_per_s"].tolist() == pytest.approx([0.2, 0.1])
+    assert table["requests"].tolist() == [2, 0]
+    assert table["requests_started"].tolist() == [3, 1]
+    assert table["failures"].tolist() == [1, 0]
+    assert table["failures_by_kind"][0] == {"http_error": 1}
+    assert table["interrupted"].tolist() == [0, 1]
+
+
+def test_latency_percentiles_use_successful_requests_started_in_window(table: Any) -> None:
+    row = table.iloc[0]
+    assert row["ttft_p50_ms"] == pytest.approx(1000.0)
+    assert row["e2e_p50_ms"] == pytest.approx(9000.0)
+    assert row["tpot_p50_ms"] == pytest.approx(1150.0)
+    assert row["itl_chunk_p50_ms"] == pytest.approx(2000.0)
+    assert row["itl_token_p50_ms"] == pytest.approx((1000.0 + 2000.0 / 3) / 2)
+    assert row["output_tok_s_per_user"] == pytest.approx(1000.0 / 1150.0)
+    assert table.iloc[1][["ttft_p50_ms", "tpot_p50_ms"]].isna().all()
+
+
+def test_achieved_concurrency_is_time_average_of_in_flight(table: Any) -> None:
+    assert table["achieved_concurrency"].tolist() == pytest.approx([0.85, 0.6])
+    assert table["concurrency"].tolist() == [1, 2]
+
+
+def test_even_split_when_server_sent_no_per_chunk_tokens(make: Any, tmp_path: Path) -> None:
+    reqs = [make.request(0.0, [1.0, 2.0, 3.0, 4.0], None, output_tokens=8)]
+    prefix = make.write_prefix(tmp_path / "even", reqs, steps=[(0, 1, 0.0, 0.0, 2.5)])
+    data = load.read_rep(prefix)
+    windows, _ = rung_windows(data.steps, data.history, data.requests)
+    got = client_metrics.rung_metrics(data.requests, chunks.build(data.requests), windows)
+    assert got["output_tok_s"][0] == pytest.approx(4 / 2.5)  # chunks at 1 and 2 s, 2 each
+    assert got["tokens_per_chunk"][0] == pytest.approx(2.0)

@@ -1,0 +1,66 @@
+"""Every figure: a plotly Figure with titled axes, hover templates and one trace per arm."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from specload.report import figures
+from specload.report.crossover import CROSSES, Crossover, PairResult
+from specload.report.load import ArmSource
+
+
+def _summary() -> pd.DataFrame:
+    rows = []
+    for arm, scale in (("on", 1.5), ("off", 1.0)):
+        for c in (1, 10, 100):
+            rows.append({"arm": arm, "concurrency": c, "output_tok_s": 10.0 * c * scale,
+                         "output_tok_s_min": 9.0 * c, "output_tok_s_max": 11.0 * c * scale,
+                         "reps": 2, "output_tok_s_per_user": 50 / scale, "ttft_p50_ms": 40.0,
+                         "ttft_p99_ms": 90.0, "tpot_p50_ms": 20.0, "itl_chunk_p50_ms": 30.0,
+                         "itl_token_p50_ms": 12.0, "tokens_per_chunk": 2.5 if scale > 1 else 1,
+                         "accept_len_mean": float("nan"), "failures": 1,
+                         "failures_by_kind": {"http_error": 1}, "failure_rate": 0.01})
+    return pd.DataFrame(rows)
+
+
+def _pair() -> PairResult:
+    table = pd.DataFrame({"concurrency": [1, 10, 100], "output_tok_s_on": [15, 150, 900],
+                          "output_tok_s_off": [10, 100, 1000], "speedup": [1.5, 1.5, 0.9],
+                          "speedup_min": [1.4, 1.4, 0.8], "speedup_max": [1.6, 1.6, 1.0]})
+    return PairResult(ArmSource("on", "spec_on"), ArmSource("off", "spec_off"), table,
+                      Crossover(CROSSES, 50.0, 10, 100))
+
+
+def test_all_figures_have_axis_titles_and_hover_numbers() -> None:
+    figs = figures.all_figures(_summary(), [_pair()])
+    assert len(figs) == 8
+    for fig in figs:
+        assert isinstance(fig, go.Figure)
+        assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
+        assert fig.data and all(t.hovertemplate and "%{" in t.hovertemplate for t in fig.data)
+
+
+def test_concurrency_axes_are_logarithmic() -> None:
+    s = _summary()
+    for fn in (figures.system_throughput, figures.per_user_throughput, figures.ttft,
+               figures.inter_token, figures.tokens_per_chunk):
+        assert fn(s).layout.xaxis.type == "log"
+    assert figures.speedup([_pair()]).layout.xaxis.type == "log"
+
+
+def test_speedup_marks_c_star_and_break_even() -> None:
+    fig = figures.speedup([_pair()])
+    assert any(t.name.startswith("C* = 50.0") for t in fig.data)
+    assert any(s.y0 == 1.0 and s.y1 == 1.0 for s in fig.layout.shapes)
+
+
+def test_arm_without_values_is_left_out() -> None:
+    fig = figures.tokens_per_chunk(_summary())
+    assert [t.name for t in fig.data] == ["on tokens/chunk", "off tokens/chunk"]
+
+
+def test_throughput_error_bars_span_repeat_range() -> None:
+    fig = figures.system_throughput(_summary())
+    on = next(t for t in fig.data if t.name == "on")
+    assert list(on.error_y.arrayminus) == [6.0, 60.0, 600.0]

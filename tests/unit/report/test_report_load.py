@@ -1,0 +1,64 @@
+"""Discovery of run files: sweep folders, folders without manifest, Locust prefixes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from specload.errors import UserError
+from specload.report import load
+
+
+def _one(make: Any, prefix: Path) -> Path:
+    return make.write_prefix(prefix, [make.request(1.0, [2.0], [1])])
+
+
+def test_manifest_names_arms_roles_k_and_missing_reps(make: Any, tmp_path: Path) -> None:
+    _one(make, tmp_path / "fast" / "rep-1" / "locust")
+    _one(make, tmp_path / "base" / "locust")
+    make.write_manifest(tmp_path, [make.arm_entry("fast", "spec_on", reps=2, k=4),
+                                   make.arm_entry("base", "spec_off", k=None)])
+    run = load.discover(tmp_path)
+    assert [(a.name, a.role, a.k, [r.rep for r in a.reps]) for a in run.arms] == [
+        ("fast", "spec_on", 4, [1]), ("base", "spec_off", None, [1])]
+    assert run.out_dir == tmp_path and run.manifest is not None
+    assert len(run.notes) == 1 and "fast rep 2" in run.notes[0]
+
+
+def test_folder_without_manifest_groups_rep_folders(make: Any, tmp_path: Path) -> None:
+    for rel in ("spec-on/rep-1/locust", "spec-on/rep-2/locust", "spec-off/locust"):
+        _one(make, tmp_path / rel)
+    run = load.discover(tmp_path)
+    got = {a.name: (a.role, sorted(r.rep for r in a.reps)) for a in run.arms}
+    assert got == {"spec-on": ("spec_on", [1, 2]), "spec-off": ("spec_off", [1])}
+
+
+def test_single_prefix_and_requests_file_path(make: Any, tmp_path: Path) -> None:
+    prefix = _one(make, tmp_path / "webui")
+    for given in (prefix, f"{prefix}_requests.csv"):
+        run = load.discover(given)
+        assert run.out_dir == tmp_path
+        assert [(a.name, a.reps[0].prefix) for a in run.arms] == [("webui", prefix)]
+
+
+@pytest.mark.parametrize("role,name", [("spec_on", "eagle3-on"), ("spec_off", "spec_off"),
+                                       ("spec_off", "baseline"), ("other", "arm-a")])
+def test_role_from_name(role: str, name: str) -> None:
+    assert load.role_from_name(name) == role
+
+
+def test_missing_and_empty_paths_are_user_errors(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="no such folder"):
+        load.discover(tmp_path / "nope" / "deeper")
+    with pytest.raises(UserError, match="empty run folder"):
+        load.discover(tmp_path)
+    with pytest.raises(UserError, match="no run data"):
+        load.discover(tmp_path / "prefix")
+
+
+def test_requests_file_without_needed_columns(tmp_path: Path) -> None:
+    (tmp_path / "x_requests.csv").write_text("a,b\n1,2\n", encoding="utf-8")
+    with pytest.raises(UserError, match="lacks the column"):
+        load.read_requests(tmp_path / "x")

@@ -1,0 +1,58 @@
+"""Every data-quality warning fires on the condition it names and stays quiet otherwise."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from specload.report import quality
+from specload.report.crossover import Crossover, PairResult
+from specload.report.load import ArmSource
+
+GOOD = {"arm": "on", "rep": 1, "concurrency": 10, "achieved_concurrency": 9.5,
+        "client_cpu_max": 50.0, "client_lag_p99_max_ms": 2.0, "requests": 100, "failures": 0,
+        "failures_by_kind": {}, "requests_started": 100, "interrupted": 0, "crosscheck_diff": 0.01,
+        "locust_completed_tok_s": 100.0, "chunk_counted_share": 0.0}
+
+
+def _kinds(**changes: object) -> list[str]:
+    return [w["kind"] for w in quality.rung_warnings(pd.DataFrame([{**GOOD, **changes}]))]
+
+
+def test_a_good_rung_has_no_warning() -> None:
+    assert _kinds() == []
+
+
+def test_each_rung_warning() -> None:
+    assert _kinds(achieved_concurrency=8.9) == ["concurrency_shortfall"]
+    assert _kinds(client_cpu_max=95.0) == ["client_saturated"]
+    assert _kinds(client_lag_p99_max_ms=25.0) == ["client_saturated"]
+    assert _kinds(failures=2, failures_by_kind={"stream_cut": 2}) == ["failures"]
+    assert _kinds(failures=1, failures_by_kind={"stream_cut": 1}) == []  # 1 of 101 < 1%
+    assert _kinds(requests=9) == ["too_few_requests"]
+    assert _kinds(crosscheck_diff=-0.05) == ["crosscheck"]
+    assert _kinds(chunk_counted_share=0.5) == ["tokens_from_chunks"]
+    assert _kinds(client_cpu_max=float("nan"), crosscheck_diff=float("nan")) == []
+
+
+def _summary(tokens_on: float, tokens_off: float, length_share: float) -> pd.DataFrame:
+    return pd.DataFrame([
+        {"arm": "on", "concurrency": 1, "output_tokens_mean": tokens_on,
+         "finish_length_share": length_share},
+        {"arm": "off", "concurrency": 1, "output_tokens_mean": tokens_off,
+         "finish_length_share": length_share}])
+
+
+def test_token_mismatch_only_when_ignoring_eos() -> None:
+    pair = PairResult(ArmSource("on", "spec_on"), ArmSource("off", "spec_off"),
+                      pd.DataFrame(), Crossover("always"))
+    assert quality.token_mismatch_warnings([pair], _summary(250, 256, 0.0), True)
+    assert not quality.token_mismatch_warnings([pair], _summary(250, 256, 0.0), False)
+    assert quality.token_mismatch_warnings([pair], _summary(250, 256, 1.0), False)
+    assert not quality.token_mismatch_warnings([pair], _summary(256, 256, 1.0), True)
+
+
+def test_ignore_eos_found_anywhere_in_the_scenario() -> None:
+    assert quality.ignore_eos_in({"scenario": {"request": {"ignore_eos": True}}})
+    assert quality.ignore_eos_in({"scenario": {"arms": [{"extra_body": {"ignore_eos": True}}]}})
+    assert not quality.ignore_eos_in({"scenario": {"ignore_eos": False}})
+    assert not quality.ignore_eos_in(None)

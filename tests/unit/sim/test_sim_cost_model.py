@@ -1,0 +1,84 @@
+"""The roofline step-time model: regimes, monotonicity and each added term."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from specload.sim.cost_model import CostModel, StepShape
+from specload.sim.profile import load_profile
+
+
+def decode_shape(batch: int, k: int, ctx: int = 512) -> StepShape:
+    tokens = batch * (1 + k)
+    return StepShape(tokens=tokens, kv_read_tokens=batch * ctx, attn_token_ctx=tokens * ctx,
+                     num_seqs=batch, num_spec_seqs=batch if k else 0, k=k)
+
+
+@pytest.fixture(scope="module")
+def llama() -> CostModel:
+    return CostModel(load_profile("h100-llama8b-eagle3"))
+
+
+def test_empty_step_costs_nothing(llama: CostModel) -> None:
+    assert llama.cost(StepShape()).total == 0.0
+
+
+def test_small_batch_is_memory_bound_and_large_prefill_compute_bound(llama: CostModel) -> None:
+    small = llama.cost(decode_shape(1, 0))
+    assert small.memory > small.compute
+    prefill = llama.cost(StepShape(tokens=8192, kv_read_tokens=8192, attn_token_ctx=8192 * 4096,
+                                   num_seqs=1))
+    assert prefill.compute > prefill.memory
+
+
+def test_memory_term_matches_weights_over_bandwidth(llama: CostModel) -> None:
+    p = load_profile("h100-llama8b-eagle3")
+    hw = p.hardware
+    expected = (p.model.dense_weight_gb * 1e9 + p.model.kv_bytes_per_token * 100) / (
+        hw.mem_bandwidth_gbs * 1e9 * hw.eta_mem)
+    got = llama.cost(StepShape(tokens=1, kv_read_tokens=100, num_seqs=1)).memory
+    assert got == pytest.approx(expected)
+
+
+def test_verifying_k_tokens_costs_little_more_than_one_when_memory_bound(
+        llama: CostModel) -> None:
+    one = llama.cost(decode_shape(2, 0))
+    spec = llama.cost(decode_shape(2, 3))
+    assert spec.memory == pytest.approx(one.memory, rel=0.01)
+    assert spec.total > one.total  # drafting and host time are not free
+    assert spec.draft > 0 and one.draft == 0
+
+
+def test_step_time_grows_with_batch_and_k(llama: CostModel) -> None:
+    for k in (0, 2):
+        times = [llama.cost(decode_shape(b, k)).total for b in (1, 2, 8, 32, 128, 256)]
+        assert times == sorted(times)
+    assert [llama.cost(decode_shape(64, k)).total for k in range(4)] == sorted(
+        llama.cost(decode_shape(64, k)).total for k in range(4))
+
+
+def test_moe_weights_read_grow_with_tokens_up_to_all_experts() -> None:
+    model = CostModel(load_profile("seed-glm"))
+    p = load_profile("seed-glm").model
+    dense, full = p.dense_weight_gb * 1e9, (p.dense_weight_gb + p.expert_weight_gb) * 1e9
+    reads = [model.weight_bytes(t) for t in (1, 2, 4, 16, 256, 4096)]
+    assert reads == sorted(reads)
+    assert dense < reads[0] < full
+    assert reads[-1] == pytest.approx(full, rel=1e-6)
+
+
+def test_interconnect_adds_time_per_token() -> None:
+    model = CostModel(load_profile("seed-glm"))
+    a = model.cost(StepShape(tokens=10, num_seqs=1))
+    b = model.cost(StepShape(tokens=20, num_seqs=1))
+    assert b.comm == pytest.approx(2 * a.comm) and a.comm > 0
+
+
+def test_waiting_requests_add_host_time() -> None:
+    model = CostModel(load_profile("seed-glm"))
+    idle_queue = model.cost(decode_shape(4, 0))
+    long_queue = model.cost(dataclasses.replace(decode_shape(4, 0), num_waiting=100))
+    assert long_queue.host > idle_queue.host
+    assert long_queue.memory == idle_queue.memory
