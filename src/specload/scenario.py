@@ -56,6 +56,15 @@ def _check_url(value: str) -> str:
     return value.rstrip("/")
 
 
+def _folder_name(value: str, what: str) -> str:
+    if not ARM_NAME_RE.fullmatch(value):
+        raise ValueError(
+            f"{what} {value!r} must be 1-64 letters, digits, '.', '_' or '-' "
+            "(it becomes a folder name)"
+        )
+    return value
+
+
 def _resolve_file(value: str, info: ValidationInfo, what: str) -> str:
     base = Path((info.context or {}).get("base_dir", "."))
     path = (base / Path(value).expanduser()).resolve()
@@ -182,15 +191,7 @@ class Arm(_Strict):
         lambda v: None if v is None else _check_url(v)
     )
 
-    @field_validator("name")
-    @classmethod
-    def _name_is_folder(cls, v: str) -> str:
-        if not ARM_NAME_RE.fullmatch(v):
-            raise ValueError(
-                f"arm name {v!r} must be 1-64 letters, digits, '.', '_' or '-' "
-                "(it becomes a folder name)"
-            )
-        return v
+    _name = field_validator("name")(lambda v: _folder_name(v, "arm name"))
 
     @model_validator(mode="after")
     def _one_server(self) -> Arm:
@@ -244,15 +245,7 @@ class Scenario(_Strict):
     request: RequestSettings = Field(default_factory=RequestSettings)
     arms: Annotated[list[Arm], Field(min_length=1)]
 
-    @field_validator("name")
-    @classmethod
-    def _name_is_folder(cls, v: str) -> str:
-        if not ARM_NAME_RE.fullmatch(v):
-            raise ValueError(
-                f"scenario name {v!r} must be 1-64 letters, digits, '.', '_' or '-' "
-                "(it becomes a folder name)"
-            )
-        return v
+    _name = field_validator("name")(lambda v: _folder_name(v, "scenario name"))
 
     @field_validator("ladder", mode="before")
     @classmethod

@@ -1,7 +1,7 @@
 """Pure per-request metric arithmetic, as defined in DESIGN.md "Metric definitions".
 
-`StreamTally` collects what a stream delivered (content-chunk arrival times on the
-`time.perf_counter` clock and token counts) and `StreamTally.result` turns it into TTFT,
+`StreamTally` collects what a stream delivered (content-chunk arrival times, on the
+same clock as the send start `t0`, and token counts) and `StreamTally.result` turns it into TTFT,
 E2E, TPOT, output tokens and their source. Token-source rules: the final `usage` chunk
 wins; otherwise the cumulative per-chunk usage (`continuous_usage_stats`); otherwise the
 number of content chunks, which undercounts under speculative decoding. Per-chunk token
@@ -34,7 +34,7 @@ class Measured:
 
 
 class StreamTally:
-    """Accumulates one stream's chunks; `t0` is the send start on the perf_counter clock."""
+    """Accumulates one stream's chunks; `t0` is the send start, on the arrivals' clock."""
 
     __slots__ = (
         "_cum_seen",
@@ -48,7 +48,7 @@ class StreamTally:
 
     def __init__(self, t0: float) -> None:
         self.t0 = t0
-        self.arrivals: list[float] = []  # perf_counter time of each content chunk
+        self.arrivals: list[float] = []  # arrival time of each content chunk
         self._per_chunk: list[int] | None = []
         self._cum_seen: int | None = None  # latest cumulative completion tokens seen
         self._final_tokens: int | None = None
@@ -56,7 +56,7 @@ class StreamTally:
         self.finish_reason = ""
 
     def add(self, now: float, chunk: Chunk) -> None:
-        """Account for one parsed chunk that arrived at perf_counter time `now`."""
+        """Account for one parsed chunk that arrived at time `now`."""
         if chunk.prompt_tokens is not None:
             self.prompt_tokens = chunk.prompt_tokens
         if chunk.finish_reason:

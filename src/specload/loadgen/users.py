@@ -5,9 +5,9 @@
 flight, so the user count is the concurrency C). Each request streams with
 `stream_options.include_usage` (plus `continuous_usage_stats` unless
 `--no-continuous-usage`), sends `X-Request-Id: <client_id>-<seq>` and is read line by
-line straight from geventhttpclient's `readline`, which returns as soon as a line is in
-the socket buffer (Locust's `iter_lines` waits for 1 KB blocks and delays chunks). Every
-content chunk is timestamped on arrival with `time.perf_counter`.
+line as bytes arrive (`reader.LineReader`, geventhttpclient's readline logic; Locust's
+`iter_lines` waits for 1 KB blocks and delays chunks). Every content chunk is stamped
+with its arrival time (kernel receive timestamps where available).
 
 What the Locust statistics show:
 - `POST /v1/chat/completions` (or `/v1/completions`): one entry per request;
@@ -45,6 +45,7 @@ from specload.loadgen.context import ModelDiscoveryError, ProcessContext
 from specload.loadgen.measure import Measured, StreamTally
 from specload.loadgen.options import DEFAULT_REQUEST_TIMEOUT_S, RunOptions
 from specload.loadgen.prompts import Prompt
+from specload.loadgen.reader import LineReader
 from specload.loadgen.recorder import Recorder
 from specload.loadgen.sse import SSEDecoder
 from specload.records import RequestRecord, encode_chunks
@@ -139,7 +140,7 @@ class StreamingUser(FastHttpUser):
         headers = {**self._headers, "X-Request-Id": request_id}
         out = _Outcome()
         start = time.time()
-        tally = StreamTally(time.perf_counter())
+        tally = StreamTally(start)
         try:
             with self.client.post(self.path, data=body, headers=headers, stream=True,
                                   catch_response=True) as resp:
@@ -179,22 +180,22 @@ class StreamingUser(FastHttpUser):
             out.fail("malformed_chunk", f"not an event stream: {ctype}")
             return
         out.raw = raw = resp._response
+        reader = LineReader(raw)
         decoder = SSEDecoder()
-        perf = time.perf_counter
         done = False
         try:
             while True:
-                line = raw.readline(b"\n")
+                line, stamp = reader.readline()
                 if not line:
                     break
-                now = perf()
                 for event in decoder.feed(line):
-                    done = done or self._on_event(event.data, now, tally, out)
+                    done = done or self._on_event(event.data, stamp, tally, out)
                 if out.error_kind:
                     break
             if not done and not out.error_kind:
                 last = decoder.finish()
-                done = last is not None and self._on_event(last.data, perf(), tally, out)
+                done = last is not None and self._on_event(last.data, reader.last_stamp,
+                                                           tally, out)
             if not done and not out.error_kind:
                 out.fail("stream_cut", "stream cut before [DONE]")
         except MalformedChunk as exc:
@@ -248,7 +249,7 @@ class StreamingUser(FastHttpUser):
                 interrupted: bool) -> None:
         if not self.recorder.enabled:
             return
-        arrivals = [start + (t - tally.t0) for t in tally.arrivals]
+        arrivals = tally.arrivals
         gaps, tokens = encode_chunks(start, arrivals, measured.chunk_tokens)
         self.recorder.add(RequestRecord(
             request_id=request_id, client_id=ctx.client_id, user_id=self.user_id,
@@ -311,7 +312,7 @@ def _error_body(resp: Any) -> str:
 
 
 def _elapsed_ms(tally: StreamTally) -> float:
-    return (time.perf_counter() - tally.t0) * 1e3
+    return (time.time() - tally.t0) * 1e3
 
 
 def _release(out: _Outcome) -> None:

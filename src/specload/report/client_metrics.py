@@ -19,7 +19,6 @@ from specload.report.chunks import Chunks
 from specload.report.windows import Window
 
 PERCENTILES = (50, 90, 99)
-LATENCIES = ("ttft", "tpot", "itl_chunk", "itl_token", "e2e")
 
 
 def _pcts(values: np.ndarray, name: str) -> dict[str, float]:

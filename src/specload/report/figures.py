@@ -171,8 +171,12 @@ def failures(summary: pd.DataFrame) -> go.Figure:
                           "(%{customdata[0]:.2f}%)<br>%{customdata[1]}<extra></extra>",
         ))
     fig.update_layout(barmode="group")
-    return _layout(fig, "Failed requests per rung", "failed requests (count)",
-                   x_title="concurrency C (concurrent users)", log_x=False)
+    if not summary["failures"].fillna(0).any():
+        fig.add_annotation(text="no failed requests", showarrow=False, xref="paper",
+                           yref="paper", x=0.5, y=0.5, font={"size": 16})
+    fig = _layout(fig, "Failed requests per rung", "failed requests (count)",
+                  x_title="concurrency C (concurrent users)", log_x=False)
+    return fig.update_xaxes(type="category")
 
 
 def all_figures(summary: pd.DataFrame, pairs: Sequence[PairResult]) -> list[go.Figure]:

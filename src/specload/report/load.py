@@ -1,7 +1,8 @@
 """Find the run files behind a path and read them into DataFrames.
 
 A path given to `specload report` is one of: a sweep folder (its `manifest.json` names
-the arms, their roles and repeat folders, each holding the prefix `locust`); a folder
+the arms, their roles and repeat folders, each holding the prefix `locust`); a scenario
+folder of such runs (the latest, by its UTC timestamp name, is reported); a folder
 without a manifest (every `*_requests.csv` below it is one arm, `<arm>/rep-N/` folders
 are repeats); or a single Locust `--csv` prefix from a web-UI or plain `locust` run.
 Discovery returns a `RunSource` (what to read); `read_rep` reads one prefix's files.
@@ -83,7 +84,8 @@ def role_from_name(name: str) -> str:
 
 
 def has_requests(prefix: Path) -> bool:
-    return Path(f"{prefix}{records.REQUESTS_SUFFIX}").is_file()
+    path = Path(f"{prefix}{records.REQUESTS_SUFFIX}")
+    return path.is_file() and path.stat().st_size > 0
 
 
 def discover(path: str | Path) -> RunSource:
@@ -95,6 +97,9 @@ def discover(path: str | Path) -> RunSource:
     elif p.is_dir() and (p / MANIFEST).is_file():
         return _from_manifest(p)
     elif p.is_dir():
+        runs = sorted(d for d in p.iterdir() if (d / MANIFEST).is_file())
+        if runs:  # a scenario folder of timestamped runs: the latest one
+            return _from_manifest(runs[-1])
         return _from_folder(p)
     if has_requests(p):
         name = p.name or "run"

@@ -173,7 +173,7 @@ h1 {{ font-size: 1.5em; }} h2 {{ font-size: 1.2em; margin-top: 1.6em; }}
 .fig {{ margin: 12px 0 28px; }}
 table.summary {{ border-collapse: collapse; font-size: 0.85em; }}
 table.summary th, table.summary td {{ padding: 3px 8px; text-align: right;
-       border-bottom: 1px solid #ddd; }}
+       border-bottom: 1px solid #ddd; white-space: nowrap; }}
 .warn li {{ color: #8a4b00; }}
 </style>
 <script type="text/javascript">{get_plotlyjs()}</script>

@@ -13,7 +13,6 @@ Locust and the server, keeps every finished rung and marks the run interrupted;
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import shlex
 import shutil
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from specload.errors import UserError
-from specload.records import REQUESTS_SUFFIX, SERVER_METRICS_SUFFIX, STEPS_SUFFIX
+from specload.records import SERVER_METRICS_SUFFIX
 from specload.runner import manifest as mf
 from specload.runner.locust_proc import (
     LoadMode,
@@ -38,6 +37,7 @@ from specload.runner.locust_proc import (
 )
 from specload.runner.metrics_scrape import MetricsSampler
 from specload.runner.parts import finished_users, merge_part
+from specload.runner.progress import fmt_s, live_tok_s, progress_line, steps_rows
 from specload.runner.servers import ArmServer, ServerError, server_for
 from specload.scenario import Arm, Scenario, load_scenario, parse_scenario
 
@@ -53,12 +53,6 @@ class RepFailed(Exception):
 
 def say(msg: str) -> None:
     print(msg, flush=True)
-
-
-def _fmt_s(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    m, s = divmod(seconds, 60)
-    return f"{m}m{s:02d}s" if m else f"{s}s"
 
 
 @dataclass
@@ -102,50 +96,6 @@ class Sweep:
         return next(a for a in self.scenario.arms if a.name == name)
 
 
-# --- progress ---------------------------------------------------------------------------
-
-
-def client_tok_s(prefix: Path, t0: float, t1: float) -> float | None:
-    """Approximate tok/s from per-request rows that ended inside [t0, t1]."""
-    path = Path(str(prefix) + REQUESTS_SUFFIX)
-    if not path.exists() or t1 <= t0:
-        return None
-    tokens = 0
-    with path.open(newline="") as fh:
-        for row in csv.DictReader(fh):
-            try:
-                if t0 <= float(row["end"]) <= t1:
-                    tokens += int(row["output_tokens"] or 0)
-            except (KeyError, ValueError):
-                continue
-    return tokens / (t1 - t0)
-
-
-def _steps_rows(prefix: Path) -> list[dict[str, str]]:
-    try:
-        with Path(str(prefix) + STEPS_SUFFIX).open(newline="") as fh:
-            return list(csv.DictReader(fh))
-    except FileNotFoundError:
-        return []
-
-
-def progress_line(
-    sweep: Sweep, label: str, row: dict[str, str], sampler: MetricsSampler | None, prefix: Path
-) -> str:
-    t0, t1 = float(row["measure_start"]), float(row["measure_end"])
-    rate = sampler.generated_tok_s(t0, t1) if sampler else None
-    source = "server"
-    if rate is None:
-        rate, source = client_tok_s(prefix, t0, t1), "client, by request end"
-    live = f"{rate:.1f} tok/s ({source})" if rate is not None else "tok/s n/a"
-    rung = sweep.scenario.ladder.index(int(row["users"])) + 1
-    return (
-        f"[{label}] rung {rung}/{len(sweep.scenario.ladder)} C={row['users']} done | "
-        f"elapsed {_fmt_s(time.monotonic() - sweep.started)}, "
-        f"ETA {_fmt_s(sweep.remaining_s())} | {live}"
-    )
-
-
 # --- one repeat -------------------------------------------------------------------------
 
 
@@ -181,9 +131,12 @@ def _watch(
     next_health = time.monotonic() + HEALTH_EVERY_S
     while True:
         code = locust.poll()
-        rows = _steps_rows(run_prefix)
+        rows = steps_rows(run_prefix)
         for row in rows[reported:]:
-            say(progress_line(sweep, label, row, sampler, run_prefix))
+            rate, source = live_tok_s(row, sampler, run_prefix)
+            say(progress_line(label, row, sweep.scenario.ladder,
+                              time.monotonic() - sweep.started, sweep.remaining_s(),
+                              rate, source))
         reported = len(rows)
         if code is not None:
             if code != 0:
@@ -340,7 +293,7 @@ def print_plan(scenario: Scenario, mode: LoadMode, out: Path) -> None:
     load = (f"master + {mode.workers} workers ({worker_command(mode)})" if mode.workers
             else f"{mode.processes or 1} load process(es)")
     say(f"load: {load}")
-    say(f"planned load time {_fmt_s(total)} (+ server start-up); output under "
+    say(f"planned load time {fmt_s(total)} (+ server start-up); output under "
         f"{out / scenario.name}/<UTC timestamp>/")
     example = locust_command(scenario, "URL", Path("<arm dir>/locust"), scenario.ladder, mode)
     say("locust command per arm: " + shlex.join(example))
@@ -413,7 +366,7 @@ def main(args: argparse.Namespace) -> int:
         run_dir = where
     sweep = Sweep(scenario, run_dir, manifest, mode, selected, _api_key(scenario))
     sweep.save()
-    say(f"run folder: {run_dir} (planned {_fmt_s(sweep.remaining_s())})")
+    say(f"run folder: {run_dir} (planned {fmt_s(sweep.remaining_s())})")
     try:
         with _interrupts(sweep):
             for arm_entry in manifest["arms"]:

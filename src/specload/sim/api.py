@@ -83,7 +83,7 @@ class SimApi:
         self.trace = trace
         self.spec_mode = spec_mode
         self.created = int(time.time())
-        self._labels = f'engine="0",model_name="{limits.model_name}"'
+        self._labels = f'engine="0",model_name="{_label_value(limits.model_name)}"'
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_json_errors])
@@ -312,6 +312,11 @@ class SimApi:
                       "created": self.created, "model": self.limits.model_name,
                       "choices": [choice], "usage": sse.usage(gen.prompt_tokens, n)},
                      headers={"X-Request-Id": call.request_id})
+
+
+def _label_value(text: str) -> str:
+    """Escape a Prometheus label value."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _client_gone(call: _Call) -> None:

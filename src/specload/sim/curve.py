@@ -29,6 +29,17 @@ def parse_ladder(text: str) -> list[int]:
     return users
 
 
+def check_output_tokens(profile: Profile, max_tokens: int | None) -> None:
+    """SimConfigError unless one request of the workload fits the model and the KV pool."""
+    if max_tokens is None:
+        return
+    limit = profile.model.max_model_len - profile.workload.prompt_tokens
+    if not 1 <= max_tokens <= limit:
+        raise SimConfigError(f"--max-tokens must be 1..{limit} for this profile "
+                             f"(max_model_len {profile.model.max_model_len} minus the "
+                             f"{profile.workload.prompt_tokens}-token prompt)")
+
+
 def predict(profile: Profile, mode: SpecMode, k: int | None, ladder: list[int], *,
             seed: int = 0, output_tokens: int | None = None) -> list[CurvePoint]:
     """One steady-state point per concurrency."""
@@ -50,8 +61,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         profile = load_profile(args.profile)
         ladder = parse_ladder(args.ladder)
-        if args.max_tokens is not None and args.max_tokens < 1:
-            raise SimConfigError("--max-tokens must be >= 1")
+        check_output_tokens(profile, args.max_tokens)
         points = predict(profile, args.spec, args.k, ladder, seed=args.seed,
                          output_tokens=args.max_tokens)
     except SimConfigError as exc:
@@ -62,7 +72,8 @@ def main(args: argparse.Namespace) -> int:
                                       option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         w = profile.workload
-        print(f"# {args.profile} spec={args.spec}: closed loop, prompt {w.prompt_tokens} tok, "
-              f"output {args.max_tokens or w.output_tokens} tok per request")
+        print(f"# {args.profile} spec={args.spec}: steady state of C closed-loop users, "
+              f"prompt {w.prompt_tokens} tok, output {args.max_tokens or w.output_tokens} tok "
+              "(measured after 2C completions, over max(3C, 30) more)")
         print(format_table(points))
     return 0

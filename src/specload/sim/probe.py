@@ -71,7 +71,7 @@ async def _user(session: aiohttp.ClientSession, url: str, body: bytes, win: _Win
                     sent = done
                 if win.inside(time.monotonic()):
                     win.requests += 1
-        except (aiohttp.ClientError, asyncio.TimeoutError):
+        except (TimeoutError, aiohttp.ClientError):
             win.errors += 1
 
 

@@ -65,16 +65,23 @@ async def _serve(api: SimApi, host: str, port: int) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     engine_task = asyncio.create_task(api.engine.run())
+    stop_task = asyncio.create_task(stop.wait())
+    status = 0
     try:
-        await stop.wait()
+        await asyncio.wait({engine_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
+        if engine_task.done() and not engine_task.cancelled():
+            exc = engine_task.exception()
+            print(f"specload-sim: engine stopped: {exc!r}", file=sys.stderr)
+            status = 1
     finally:
-        engine_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await engine_task
+        for task in (engine_task, stop_task):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await runner.cleanup()
         if api.trace is not None:
             api.trace.close()
-    return 0
+    return status
 
 
 def main(args: argparse.Namespace) -> int:

@@ -50,6 +50,7 @@ def check_against_trace(rows: list[dict[str, str]], trace: list[dict]) -> None:
         ttft_sim.append((t["first_token"] - t["arrival"]) * 1e3)
     assert len(ttft_client) >= 50
     p50_client, p50_sim = statistics.median(ttft_client), statistics.median(ttft_sim)
+    print(f"TTFT p50 client {p50_client:.2f} ms, sim {p50_sim:.2f} ms, n={len(ttft_client)}")
     assert abs(p50_client - p50_sim) < 2.0, (p50_client, p50_sim)
 
 

@@ -20,7 +20,7 @@ import yaml
 ARM_FILES = {
     "locust_stats.csv", "locust_stats_history.csv", "locust_failures.csv",
     "locust_requests.csv", "locust_steps.csv", "locust_server_metrics.csv", "locust.log",
-    "server.log",
+    "server.log", "locust_client_stats.csv",
 }
 
 

@@ -116,3 +116,17 @@ def test_processes_flag_spreads_users_over_local_processes(
     rows = tools.read_csv(arm_dir / "locust_requests.csv")
     assert len({r["client_id"] for r in rows}) == 2
     assert [s["users"] for s in tools.read_csv(arm_dir / "locust_steps.csv")] == ["2", "4"]
+
+
+def test_locust_failure_marks_the_arm_failed(tmp_path: Path, write_scenario, run_sweep, tools):
+    # a master whose workers never come gives up and exits non-zero
+    data = short_scenario(
+        ladder=[1], distributed={"workers": 1, "master_bind_port": free_port(),
+                                 "workers_wait_s": 1},
+        arms=[{"name": "lonely", "sim": {"profile": PROFILE, "spec": "on"}}])
+    res = run_sweep(str(write_scenario(data)), "--out", "out")
+    assert res.returncode == 1, res.stdout + res.stderr
+    m = tools.read_manifest(tmp_path / tools.run_dir_of(res.stdout))
+    rep = m["arms"][0]["reps"][0]
+    assert rep["status"] == "failed" and "locust exited with status 1" in rep["error"]
+    assert "failed arm(s): lonely" in res.stdout

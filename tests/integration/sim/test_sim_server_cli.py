@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
 import urllib.request
 
 import pytest
+
+from specload.sim.profile import PROFILES_DIR
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
@@ -47,6 +50,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
      "adaptive"),
     (["sim", "--fault", "cut:0.6", "--fault", "error500:0.6", "--port", "0"], "add up"),
     (["sim-curve", "--ladder", "1,x"], "--ladder"),
+    (["sim-curve", "--max-tokens", "999999"], "--max-tokens"),
 ])
 def test_config_errors_are_one_line_exit_2(args: list[str], needle: str) -> None:
     proc = run_cli(*args)
@@ -57,8 +61,6 @@ def test_config_errors_are_one_line_exit_2(args: list[str], needle: str) -> None
 
 def test_bad_profile_yaml_names_the_key(tmp_path) -> None:
     path = tmp_path / "p.yaml"
-    from specload.sim.profile import PROFILES_DIR
-
     text = (PROFILES_DIR / "seed-glm.yaml").read_text().replace("  eta_mem:", "  eta_memory:")
     path.write_text(text)
     proc = run_cli("sim-curve", "--profile", str(path), "--ladder", "1")
@@ -72,7 +74,5 @@ def test_sim_curve_prints_table_and_json() -> None:
     assert rows[0][0] == "C" and [r[0] for r in rows[1:]] == ["1", "4"]
     proc = run_cli("sim-curve", "--profile", "h100-llama8b-eagle3", "--ladder", "2",
                    "--spec", "off", "--json", "--max-tokens", "64")
-    import json
-
     points = json.loads(proc.stdout)
     assert points[0]["users"] == 2 and points[0]["tokens_per_chunk"] == 1.0

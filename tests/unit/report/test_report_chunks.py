@@ -56,3 +56,10 @@ def test_arrivals_of_a_subset_of_rows() -> None:
     arrival, tokens = chunks.arrivals(ch, df["start"].to_numpy(), np.array([2, 0]))
     assert arrival == pytest.approx([30.25, 30.5, 30.75, 11.0, 12.0])
     assert tokens.tolist() == [1, 2, 3, 1, 1]
+
+
+def test_single_digit_fast_path_and_its_fallback() -> None:
+    assert chunks.parse_int_lists(["1 2 3", "4", "", "9 0"])[0].tolist() == [1, 2, 3, 4, 9, 0]
+    # Same length as single digits would be, but not digits: must not be misread.
+    values, counts = chunks.parse_int_lists(["1 -", "2"])
+    assert values.tolist() == [2] and counts.tolist() == [0, 1]

@@ -64,3 +64,11 @@ def test_throughput_error_bars_span_repeat_range() -> None:
     fig = figures.system_throughput(_summary())
     on = next(t for t in fig.data if t.name == "on")
     assert list(on.error_y.arrayminus) == [6.0, 60.0, 600.0]
+
+
+def test_failures_axis_is_categorical_and_says_when_there_are_none() -> None:
+    s = _summary()
+    assert figures.failures(s).layout.xaxis.type == "category"
+    assert not figures.failures(s).layout.annotations
+    quiet = figures.failures(s.assign(failures=0))
+    assert quiet.layout.annotations[0].text == "no failed requests"

@@ -62,3 +62,22 @@ def test_requests_file_without_needed_columns(tmp_path: Path) -> None:
     (tmp_path / "x_requests.csv").write_text("a,b\n1,2\n", encoding="utf-8")
     with pytest.raises(UserError, match="lacks the column"):
         load.read_requests(tmp_path / "x")
+
+
+def test_zero_byte_requests_file_counts_as_missing(make: Any, tmp_path: Path) -> None:
+    _one(make, tmp_path / "on" / "locust")
+    (tmp_path / "off").mkdir()
+    (tmp_path / "off" / "locust_requests.csv").write_text("", encoding="utf-8")
+    make.write_manifest(tmp_path, [make.arm_entry("on", "spec_on"),
+                                   make.arm_entry("off", "spec_off")])
+    run = load.discover(tmp_path)
+    assert [a.name for a in run.arms] == ["on"]
+    assert "arm off rep 1 has no request records" in run.notes[0]
+
+
+def test_scenario_folder_reports_its_latest_run(make: Any, tmp_path: Path) -> None:
+    for stamp in ("20260101T000000Z", "20260102T000000Z"):
+        run = tmp_path / stamp
+        _one(make, run / "on" / "locust")
+        make.write_manifest(run, [make.arm_entry("on", "spec_on")])
+    assert load.discover(tmp_path).out_dir == tmp_path / "20260102T000000Z"

@@ -72,7 +72,7 @@ def test_kv_exhaustion_preempts_newest_and_recomputes() -> None:
         key="new", prompt_tokens=50, target_tokens=50)
     former.add(old)
     former.add(new)
-    steps, emitted = run_to_completion(former, k=0)
+    _steps, emitted = run_to_completion(former, k=0)
     assert emitted == {"old": 50, "new": 50}
     assert new.preemptions >= 1 and old.preemptions == 0
     assert former.kv_used == 0

@@ -1,0 +1,76 @@
+"""LineReader on a real loopback TCP connection: lines as they arrive, with arrival stamps."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+from geventhttpclient._parser import HTTPParseError
+from geventhttpclient.response import HTTPSocketResponse
+
+from specload.loadgen.reader import _KERNEL_STAMPS, LineReader
+
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+@pytest.fixture
+def conn() -> Iterator[tuple[socket.socket, socket.socket]]:
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = socket.create_connection(listener.getsockname())
+        server, _ = listener.accept()
+    with client, server:
+        yield client, server
+
+
+def test_lines_split_across_reads_with_stamps(conn) -> None:
+    client, server = conn
+    server.sendall(HEAD + chunk(b"data: a\n"))
+    reader = LineReader(HTTPSocketResponse(client))
+    assert reader.kernel_stamps == _KERNEL_STAMPS
+    first, _ = reader.readline()
+    assert first == b"data: a\n"
+
+    server.sendall(chunk(b"data: {\"x\""))
+    time.sleep(0.05)  # the second half of the line arrives clearly later
+    before_tail = time.time()
+    server.sendall(chunk(b": 1}\n\n"))
+    line, stamp = reader.readline()
+    after = time.time()
+    assert line == b'data: {"x": 1}\n'
+    assert before_tail <= stamp <= after
+    assert reader.readline()[0] == b"\n"
+
+    server.sendall(chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+    assert reader.readline()[0] == b"data: [DONE]\n"
+    assert reader.readline()[0] == b"\n"
+    assert reader.readline()[0] == b""
+
+
+def test_kernel_stamp_is_arrival_not_read_time(conn) -> None:
+    if not _KERNEL_STAMPS:
+        pytest.skip("kernel receive timestamps are Linux-only")
+    client, server = conn
+    server.sendall(HEAD)
+    reader = LineReader(HTTPSocketResponse(client))
+    sent = time.time()
+    server.sendall(chunk(b"data: late read\n"))
+    time.sleep(0.2)  # the line sits in the kernel buffer before we read it
+    line, stamp = reader.readline()
+    assert line == b"data: late read\n"
+    assert sent <= stamp < sent + 0.1
+
+
+def test_connection_closed_mid_body_raises(conn) -> None:
+    client, server = conn
+    server.sendall(HEAD + chunk(b"data: partial"))
+    reader = LineReader(HTTPSocketResponse(client))
+    server.close()
+    with pytest.raises((HTTPParseError, OSError)):  # what users.py reports as stream_cut
+        reader.readline()
+    assert reader.raw._sock is None  # released

@@ -1,0 +1,68 @@
+"""Arm servers: command-started servers (ready, stop command, timeouts) and sim failures."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from specload.runner.servers import CommandServer, ServerError, SimServer, UrlServer
+from specload.scenario import Arm
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def command_arm(start: str, port: int, **extra) -> Arm:
+    return Arm.model_validate({"name": "c", "command": {
+        "start": start, "base_url": f"http://127.0.0.1:{port}",
+        "ready_url": f"http://127.0.0.1:{port}/", **extra}})
+
+
+def test_command_server_ready_then_stop_command_and_signal(tmp_path: Path) -> None:
+    port = free_port()
+    flag = tmp_path / "stopped"
+    arm = command_arm(f"exec {sys.executable} -m http.server {port} --bind 127.0.0.1", port,
+                      stop=f"touch {flag}", ready_timeout_s=30)
+    server = CommandServer(arm)
+    assert server.start(tmp_path / "server.log") == f"http://127.0.0.1:{port}"
+    assert server.problem() is None
+    proc = server.proc
+    server.stop()
+    assert flag.exists()
+    assert proc is not None and proc.poll() is not None
+    assert UrlServer(Arm.model_validate({"name": "u", "url": f"http://127.0.0.1:{port}",
+                                         "ready_url": f"http://127.0.0.1:{port}/"})
+                     ).problem() is not None
+
+
+def test_command_that_fails_is_reported_with_its_output(tmp_path: Path) -> None:
+    server = CommandServer(command_arm("echo no GPU here; exit 3", free_port()))
+    with pytest.raises(ServerError, match=r"start command exited with status 3.*no GPU here"):
+        server.start(tmp_path / "server.log")
+
+
+def test_command_never_ready_times_out_and_is_stopped(tmp_path: Path) -> None:
+    server = CommandServer(command_arm("sleep 60", free_port(), ready_timeout_s=1))
+    with pytest.raises(ServerError, match="not ready after 1 s"):
+        server.start(tmp_path / "server.log")
+    assert server.proc is None  # stopped and forgotten
+
+
+def test_url_server_that_is_not_running(tmp_path: Path) -> None:
+    arm = Arm.model_validate({"name": "u", "url": f"http://127.0.0.1:{free_port()}"})
+    with pytest.raises(ServerError, match="is not reachable"):
+        UrlServer(arm).start(tmp_path / "server.log")
+
+
+def test_sim_that_cannot_start_says_why(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("not: a profile\n")
+    arm = Arm.model_validate({"name": "s", "sim": {"profile": str(bad), "spec": "on"}})
+    with pytest.raises(ServerError, match="simulated server exited with status"):
+        SimServer(arm).start(tmp_path / "server.log")

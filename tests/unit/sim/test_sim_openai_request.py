@@ -1,0 +1,77 @@
+"""Request validation: what is accepted, what is rejected, and never anything else."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specload.sim.openai_request import ApiError, Limits, parse_request
+
+LIMITS = Limits(model_name="m", max_model_len=4096, max_output_tokens=1024)
+CHAT = {"messages": [{"role": "user", "content": "hello"}]}
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=12,
+)
+FIELDS = ["model", "messages", "prompt", "max_tokens", "max_completion_tokens", "min_tokens",
+          "ignore_eos", "stream", "stream_options", "seed", "n", "temperature"]
+near_valid = st.fixed_dictionaries({}, optional={f: json_values for f in FIELDS})
+
+
+@settings(max_examples=400, deadline=None)
+@given(body=json_values | near_valid, endpoint=st.sampled_from(["chat", "completions"]))
+def test_any_json_is_accepted_or_a_4xx_api_error(body: Any, endpoint: str) -> None:
+    try:
+        req = parse_request(endpoint, body, LIMITS)  # type: ignore[arg-type]
+    except ApiError as err:
+        assert 400 <= err.status < 500 and err.message
+        assert set(err.body()["error"]) == {"message", "type", "param", "code"}
+    else:
+        assert 1 <= req.max_tokens <= LIMITS.max_output_tokens
+        assert req.prompt_tokens + req.max_tokens <= LIMITS.max_model_len
+        assert 0 <= req.min_tokens <= req.max_tokens
+
+
+def test_defaults_and_options() -> None:
+    req = parse_request("chat", {**CHAT, "stream": True,
+                                 "stream_options": {"include_usage": True,
+                                                    "continuous_usage_stats": True}}, LIMITS)
+    assert req.stream and req.include_usage and req.continuous_usage
+    assert req.max_tokens == LIMITS.max_output_tokens and not req.ignore_eos
+    req = parse_request("chat", {**CHAT, "max_tokens": 5, "max_completion_tokens": 9}, LIMITS)
+    assert req.max_tokens == 9  # the newer name wins
+    req = parse_request("completions", {"prompt": ["abcdefgh"], "model": "m"}, LIMITS)
+    assert req.prompt_tokens == 2
+
+
+def test_text_parts_are_joined() -> None:
+    body = {"messages": [{"role": "user", "content": [{"type": "text", "text": "ab"},
+                                                       {"type": "text", "text": "cd"}]}]}
+    assert parse_request("chat", body, LIMITS).prompt_text == "abcd"
+
+
+@pytest.mark.parametrize(("endpoint", "body", "status", "param"), [
+    ("chat", {**CHAT, "model": "other"}, 404, "model"),
+    ("chat", {**CHAT, "max_tokens": 0}, 400, "max_tokens"),
+    ("chat", {**CHAT, "max_tokens": 2000}, 400, "max_tokens"),
+    ("chat", {**CHAT, "max_tokens": True}, 400, "max_tokens"),
+    ("chat", {**CHAT, "min_tokens": 50, "max_tokens": 10}, 400, "min_tokens"),
+    ("chat", {**CHAT, "seed": "1"}, 400, "seed"),
+    ("chat", {**CHAT, "stream": "yes"}, 400, "stream"),
+    ("chat", {"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, 400,
+     "messages[0].content"),
+    ("completions", {"prompt": "x" * 20000}, 400, "prompt"),
+    ("completions", {"prompt": "x" * 14000, "max_tokens": 1024}, 400, "max_tokens"),
+    ("completions", {"prompt": [-1]}, 400, "prompt"),
+])
+def test_rejections_name_the_parameter(endpoint: str, body: dict, status: int,
+                                       param: str) -> None:
+    with pytest.raises(ApiError) as info:
+        parse_request(endpoint, body, LIMITS)  # type: ignore[arg-type]
+    assert info.value.status == status and info.value.param == param
