@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
 import urllib.error
 import urllib.request
 from itertools import count
@@ -109,6 +110,18 @@ def _share(environment: Environment) -> tuple[int, int]:
         return 0, 1
     expected = int(getattr(environment.parsed_options, "expect_workers", 1) or 1)
     return runner.worker_index, max(expected, runner.worker_index + 1)
+
+
+@events.init.add_listener
+def _check_at_init(environment: Environment, **_: Any) -> None:
+    """On the master or a single process, refuse bad options and prompt files up front."""
+    if isinstance(environment.runner, WorkerRunner) or environment.parsed_options is None:
+        return
+    try:
+        load_prompts(RunOptions.from_env(environment).prompts)
+    except (UserError, ValueError) as exc:
+        sys.stderr.write(f"specload: {exc}\n")
+        raise SystemExit(2) from None
 
 
 @events.test_start.add_listener

@@ -69,15 +69,19 @@ class RunOptions:
     records: bool = True
 
     @classmethod
-    def from_env(cls, environment: Environment) -> RunOptions:
-        """Read the current values (defaults for anything absent, e.g. in a bare Environment)."""
+    def from_env(cls, environment: Environment, check: bool = True) -> RunOptions:
+        """Read the current values (defaults for anything absent, e.g. in a bare Environment).
+
+        With `check`, values no server would accept raise ValueError (one-line message).
+        """
         parsed = environment.parsed_options
         if parsed is None:
             return cls()
         names = (f.name for f in fields(cls))
         values = {name: getattr(parsed, name) for name in names if hasattr(parsed, name)}
         opts = cls(**values)
-        opts.validate()
+        if check:
+            opts.validate()
         return opts
 
     def validate(self) -> None:

@@ -116,7 +116,7 @@ class Recorder:
         self._refresh_enabled()
 
     def _refresh_enabled(self) -> None:
-        records_on = RunOptions.from_env(self.env).records
+        records_on = RunOptions.from_env(self.env, check=False).records
         if isinstance(self.env.runner, WorkerRunner):
             self._enabled = records_on  # the master decides whether it writes a file
         else:

@@ -84,9 +84,8 @@ class StreamingUser(FastHttpUser):
     path: ClassVar[str] = ""
 
     def __init__(self, environment: Environment) -> None:
-        try:
-            timeout = RunOptions.from_env(environment).request_timeout
-        except ValueError:  # reported at test_start; the first task then stops this user
+        timeout = RunOptions.from_env(environment, check=False).request_timeout
+        if timeout <= 0:  # reported at test_start; the first task then stops this user
             timeout = DEFAULT_REQUEST_TIMEOUT_S
         # FastHttpUser builds its connection pool from these in __init__: socket reads
         # (first byte, and between chunks) and connects time out after --request-timeout.
