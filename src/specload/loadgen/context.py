@@ -26,7 +26,7 @@ import orjson
 from gevent.lock import Semaphore
 from locust import events
 from locust.env import Environment
-from locust.runners import WorkerRunner
+from locust.runners import LocalRunner, WorkerRunner
 
 from specload.errors import UserError
 from specload.loadgen.options import RunOptions
@@ -114,8 +114,12 @@ def _share(environment: Environment) -> tuple[int, int]:
 
 @events.init.add_listener
 def _check_at_init(environment: Environment, **_: Any) -> None:
-    """On the master or a single process, refuse bad options and prompt files up front."""
-    if isinstance(environment.runner, WorkerRunner) or environment.parsed_options is None:
+    """In a single process, refuse bad options and prompt files before anything starts.
+
+    (A master must not exit here: its `--processes` workers would wait a minute for it.
+    There, `_rebuild` reports the error at test start and quits the whole run.)
+    """
+    if not isinstance(environment.runner, LocalRunner) or environment.parsed_options is None:
         return
     try:
         load_prompts(RunOptions.from_env(environment).prompts)

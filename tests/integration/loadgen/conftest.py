@@ -4,6 +4,7 @@
 `python -m locust --headless` in a subprocess (a fresh interpreter, as a user would),
 with the CSV prefix inside the test's tmp_path, and returns a `LocustRun` with the exit
 status, the combined output and readers for `_requests.csv` and `_stats.csv`.
+Runs with `--processes` get a free master port (`master_port_args`).
 `fake_stream_server` starts the tiny stand-in server of this folder (same ready line
 and trace contract as `specload sim`) for the things the simulator is not needed for.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import csv
 import os
 import re
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -26,6 +28,22 @@ READY_PREFIX = "specload-sim listening on "
 SUMMARY_ROW = re.compile(
     r"^(?P<type>[A-Z]+)?\s+(?P<name>\S+)\s+(?P<reqs>\d+)\s+(?P<fails>\d+)\([\d.]+%\)\s+\|"
     r"\s+(?P<avg>[\d.]+)", re.MULTILINE)
+
+
+def master_port_args() -> list[str]:
+    """A free master port: with the default (5557), concurrent distributed runs on one
+    machine (other tests, sweeps) would steal each other's workers."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return ["--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
+            "--master-host", "127.0.0.1", "--master-port", str(port)]
+
+
+@pytest.fixture
+def master_ports() -> list[str]:
+    """Arguments giving a distributed run its own free master port."""
+    return master_port_args()
 
 
 @dataclass
@@ -61,6 +79,8 @@ def locust_run(tmp_path: Path) -> Callable[..., LocustRun]:
         cmd = [sys.executable, "-m", "locust", "-f", str(REPO / "locustfiles" / locustfile),
                "--headless", "-u", str(users), "-r", str(users), "-t", run_time,
                "--csv", str(prefix), "--host", host, "--only-summary", *extra]
+        if "--processes" in extra:
+            cmd += master_port_args()
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180,
                               env={**os.environ, **(env or {})}, cwd=tmp_path)
         return LocustRun(prefix, proc.returncode, proc.stdout + proc.stderr)

@@ -130,3 +130,17 @@ def test_locust_failure_marks_the_arm_failed(tmp_path: Path, write_scenario, run
     rep = m["arms"][0]["reps"][0]
     assert rep["status"] == "failed" and "locust exited with status 1" in rep["error"]
     assert "failed arm(s): lonely" in res.stdout
+
+
+def test_repeats_get_their_own_folders(tmp_path: Path, write_scenario, run_sweep, tools):
+    data = short_scenario(ladder=[2], arms=[
+        {"name": "spec-off", "sim": {"profile": PROFILE, "spec": "off"}}])
+    res = run_sweep(str(write_scenario(data)), "--out", "out", "--repeats", "2")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "[spec-off rep 2] rung 1/1 C=2 done" in res.stdout
+    run_dir = tmp_path / tools.run_dir_of(res.stdout)
+    reps = tools.read_manifest(run_dir)["arms"][0]["reps"]
+    assert [(r["dir"], r["status"]) for r in reps] == [
+        ("spec-off/rep-1", "done"), ("spec-off/rep-2", "done")]
+    for rep in reps:
+        assert {p.name for p in (run_dir / rep["dir"]).iterdir()} >= tools.ARM_FILES
