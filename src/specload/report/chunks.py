@@ -1,28 +1,28 @@
 """Per-chunk arrays for a whole requests file, parsed in one vectorised pass per column.
 
 `chunk_gaps_us` and `chunk_tokens` hold space-separated integers per request
-(records.encode_chunks). A whole column is joined into one string and parsed by numpy
-at once; rows are told apart by their value counts. When a request has no usable
-per-chunk token counts its output tokens are spread evenly over its chunks. Absolute
+(records.encode_chunks); `intlists` parses a whole column at once into one flat array
+and per-row counts. When a request has no usable per-chunk token counts its output
+tokens are spread evenly over its chunks. Absolute
 chunk arrival times are only needed for requests whose stream crosses a window edge,
 so `arrivals` computes them for a chosen subset of rows.
 """
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from specload.report import intlists
 
 
 @dataclass(slots=True)
 class Chunks:
     """Flat per-chunk arrays in row order then chunk order, and per-row summaries."""
 
-    gap_us: np.ndarray  # int64 gap from the previous chunk (from start for the first)
+    gap_us: np.ndarray  # integer gap from the previous chunk (from start for the first)
     tokens: np.ndarray  # tokens carried by each chunk (integers, or float when spread evenly)
     counts: np.ndarray  # int64 chunks per row
     first_index: np.ndarray  # int64 flat index of each row's first chunk (0 when it has none)
@@ -35,58 +35,19 @@ class Chunks:
         return np.repeat(per_row, self.counts)
 
 
-def _slow_parse(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Row-by-row parse; a row that is not a list of integers counts as empty."""
-    values: list[int] = []
-    counts = np.zeros(len(texts), dtype=np.int64)
-    for i, text in enumerate(texts):
-        try:
-            parsed = [int(x) for x in text.split()]
-        except ValueError:
-            continue
-        values.extend(parsed)
-        counts[i] = len(parsed)
-    return np.asarray(values, dtype=np.int64), counts
-
-
-def parse_int_lists(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """All integers of every row, flattened (int64, or uint8 when all are single digits),
-    and how many each row had."""
-    counts = np.fromiter(
-        (t.count(" ") + 1 if t else 0 for t in texts), dtype=np.int64, count=len(texts)
-    )
-    joined = " ".join(t for t in texts if t)
-    if not joined:
-        return np.zeros(0, dtype=np.int64), counts
-    total = int(counts.sum())
-    if len(joined) == 2 * total - 1:
-        # Single-digit values (typical per-chunk token counts): read every other byte.
-        raw = np.frombuffer(joined.encode("ascii", "replace"), dtype=np.uint8)
-        digits, spaces = raw[0::2], raw[1::2]
-        if ((digits >= 48) & (digits <= 57)).all() and (spaces == 32).all():
-            return digits - 48, counts  # uint8: no 8-byte copy of 20M values
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # numpy warns, rather than fails, on bad text
-            values = np.fromstring(joined, dtype=np.int64, sep=" ")
-    except (ValueError, DeprecationWarning):
-        return _slow_parse(texts)
-    if values.size != total:
-        return _slow_parse(texts)
-    return values, counts
-
-
 def _row_sums(values: np.ndarray, counts: np.ndarray, first_index: np.ndarray) -> np.ndarray:
     sums = np.zeros(counts.size, dtype=float)
     nonempty = counts > 0
     if values.size:
-        sums[nonempty] = np.add.reduceat(values, first_index[nonempty], dtype=float)
+        # Integers are summed exactly (much faster than casting each one to float).
+        dtype = np.int64 if values.dtype.kind in "iu" else float
+        sums[nonempty] = np.add.reduceat(values, first_index[nonempty], dtype=dtype)
     return sums
 
 
 def build(requests: pd.DataFrame) -> Chunks:
     """Per-chunk arrays for every row of a requests frame (see load.read_requests)."""
-    gaps, counts = parse_int_lists(requests["chunk_gaps_us"].tolist())
+    gaps, counts = intlists.parse(requests["chunk_gaps_us"])
     first_index = np.cumsum(counts) - counts
     start = requests["start"].to_numpy(dtype=float)
     first_gap = np.zeros(counts.size)
@@ -104,7 +65,7 @@ def build(requests: pd.DataFrame) -> Chunks:
 
 
 def _chunk_tokens(requests: pd.DataFrame, counts: np.ndarray) -> np.ndarray:
-    given, given_counts = parse_int_lists(requests["chunk_tokens"].tolist())
+    given, given_counts = intlists.parse(requests["chunk_tokens"])
     if np.array_equal(given_counts, counts):
         return given
     out_tokens = requests["output_tokens"].to_numpy(dtype=float)

@@ -10,6 +10,7 @@ Discovery returns a `RunSource` (what to read); `read_rep` reads one prefix's fi
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 from dataclasses import dataclass, field
@@ -17,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
 
 from specload import records
 from specload.errors import UserError
@@ -28,8 +32,12 @@ _REP_DIR = re.compile(r"^rep-(\d+)$")
 # Columns of the requests file the report needs, with their types.
 _FLOAT_COLS = ("start", "end", "ttft_ms", "e2e_ms", "tpot_ms")
 _INT_COLS = ("status", "output_tokens", "num_chunks", "interrupted")
-_STR_COLS = ("endpoint", "tokens_source", "finish_reason", "error_kind",
-             "chunk_gaps_us", "chunk_tokens")
+_CHUNK_COLS = ("chunk_gaps_us", "chunk_tokens")
+_STR_COLS = ("endpoint", "tokens_source", "finish_reason", "error_kind", *_CHUNK_COLS)
+# Cells read as missing: pandas' default list, so old and new readers agree.
+_NULL_VALUES = ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan",
+                "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a",
+                "nan", "null"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,33 +189,52 @@ def _read_optional(path: Path, **kwargs: Any) -> pd.DataFrame | None:
     return df if len(df) else None
 
 
-def read_requests(prefix: Path) -> pd.DataFrame:
-    """The request records of a prefix, with the types the report needs."""
-    path = Path(f"{prefix}{records.REQUESTS_SUFFIX}")
+def _header(path: Path) -> list[str]:
     try:
-        header = pd.read_csv(path, nrows=0).columns
-    except (OSError, pd.errors.EmptyDataError) as exc:
+        with path.open(newline="", encoding="utf-8") as f:
+            return next(csv.reader(f), [])
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise UserError(f"{path} cannot be read: {exc}") from exc
+
+
+def read_requests(prefix: Path) -> pd.DataFrame:
+    """The request records of a prefix, with the types the report needs.
+
+    Read by Arrow's multithreaded CSV reader, only the columns the report uses. The
+    chunk columns stay Arrow strings (never a Python object per row); the other text
+    columns are plain Python strings, empty where the file has none.
+    """
+    path = Path(f"{prefix}{records.REQUESTS_SUFFIX}")
+    header = _header(path)
     missing = {"start", "end", "output_tokens", "chunk_gaps_us"} - set(header)
     if missing:
         raise UserError(f"{path} lacks the column(s) {', '.join(sorted(missing))}")
     wanted = [c for c in (*_FLOAT_COLS, *_INT_COLS, *_STR_COLS) if c in header]
-    dtypes: dict[str, Any] = {c: "float64" for c in _FLOAT_COLS}
-    dtypes.update({c: "float64" for c in _INT_COLS})  # ints may be empty in old files
-    dtypes.update({c: object for c in _STR_COLS})
+    types = {c: pa.float64() for c in (*_FLOAT_COLS, *_INT_COLS)}  # ints may be empty
+    types.update({c: pa.string() for c in _STR_COLS})
     try:
-        df = pd.read_csv(path, usecols=wanted, dtype={c: dtypes[c] for c in wanted},
-                         engine="c", na_filter=True)
-    except (ValueError, pd.errors.ParserError) as exc:
+        table = pa_csv.read_csv(
+            path,
+            parse_options=pa_csv.ParseOptions(newlines_in_values=True),
+            convert_options=pa_csv.ConvertOptions(
+                include_columns=wanted, column_types={c: types[c] for c in wanted},
+                null_values=_NULL_VALUES, strings_can_be_null=True),
+        )
+    except (OSError, pa.ArrowException) as exc:
         raise UserError(f"{path} cannot be read as a requests file: {exc}") from exc
-    for col in _STR_COLS:
-        df[col] = df[col].fillna("").astype(object) if col in df else ""
-    for col in _INT_COLS:
-        df[col] = df[col].fillna(0).astype("int64") if col in df else 0
+    valid = pc.and_(pc.is_valid(table["start"]), pc.is_valid(table["end"]))
+    if not pc.all(valid).as_py():
+        table = table.filter(valid)
+    df = pd.DataFrame(index=pd.RangeIndex(table.num_rows))
     for col in _FLOAT_COLS:
-        if col not in df:
-            df[col] = float("nan")
-    return df.dropna(subset=["start", "end"]).reset_index(drop=True)
+        df[col] = table[col].to_numpy() if col in wanted else float("nan")
+    for col in _INT_COLS:
+        df[col] = pc.fill_null(table[col], 0).to_numpy().astype("int64") if col in wanted else 0
+    for col in _STR_COLS:
+        text = pc.fill_null(table[col], "") if col in wanted else pa.repeat("", table.num_rows)
+        df[col] = pd.Series(pd.arrays.ArrowExtensionArray(text)) if col in _CHUNK_COLS else (
+            text.to_numpy(zero_copy_only=False).astype(object))
+    return df
 
 
 def read_rep(prefix: Path) -> RepData:

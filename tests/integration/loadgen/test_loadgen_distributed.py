@@ -61,7 +61,7 @@ def test_lowering_users_and_stopping_keep_every_row(sim_server, master_ports, tm
     first_start = min(float(r["start"]) for r in rows)
     at_rung_change = [e for e in interrupted if e - first_start < 6.5]
     at_end = [e for e in interrupted if e - first_start >= 6.5]
-    print("interrupted at rung change", len(at_rung_change), "at end", len(at_end))
+    print("interrupted at rung change", len(at_rung_change), "at end", len(at_end), [round(e - first_start, 2) for e in interrupted], len(rows))
     assert 1 <= len(at_rung_change) <= 4, interrupted  # 6 -> 2 users
     assert 1 <= len(at_end) <= 2, interrupted  # the last 2 users
     cut = [r for r in rows if r["interrupted"] == "1"]

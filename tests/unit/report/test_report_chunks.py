@@ -1,4 +1,4 @@
-"""Vectorised chunk parsing: counts per row, fallbacks, arrivals, even token split."""
+"""Per-chunk arrays: row summaries, arrivals of a subset of rows, even token split."""
 
 from __future__ import annotations
 
@@ -12,24 +12,6 @@ from specload.report import chunks
 def _frame(gaps: list[str], tokens: list[str], out: list[int], start: list[float]) -> pd.DataFrame:
     return pd.DataFrame({"chunk_gaps_us": gaps, "chunk_tokens": tokens,
                          "output_tokens": out, "start": start})
-
-
-def test_parse_int_lists_flattens_and_counts_rows() -> None:
-    values, counts = chunks.parse_int_lists(["1 2 3", "", "40", "5 6"])
-    assert values.tolist() == [1, 2, 3, 40, 5, 6]
-    assert counts.tolist() == [3, 0, 1, 2]
-
-
-def test_parse_int_lists_treats_a_malformed_row_as_empty() -> None:
-    values, counts = chunks.parse_int_lists(["1 2", "x y", "3"])
-    assert values.tolist() == [1, 2, 3]
-    assert counts.tolist() == [2, 0, 1]
-
-
-def test_parse_int_lists_tolerates_double_spaces() -> None:
-    values, counts = chunks.parse_int_lists(["1  2", "3"])
-    assert values.tolist() == [1, 2, 3]
-    assert counts.tolist() == [2, 1]
 
 
 def test_build_gives_row_summaries() -> None:
@@ -58,8 +40,10 @@ def test_arrivals_of_a_subset_of_rows() -> None:
     assert tokens.tolist() == [1, 2, 3, 1, 1]
 
 
-def test_single_digit_fast_path_and_its_fallback() -> None:
-    assert chunks.parse_int_lists(["1 2 3", "4", "", "9 0"])[0].tolist() == [1, 2, 3, 4, 9, 0]
-    # Same length as single digits would be, but not digits: must not be misread.
-    values, counts = chunks.parse_int_lists(["1 -", "2"])
-    assert values.tolist() == [2] and counts.tolist() == [0, 1]
+def test_row_sums_of_small_integer_types_do_not_overflow() -> None:
+    df = _frame([" ".join(["99999999"] * 30)], [" ".join(["9"] * 30)], [270], [0.0])
+    df = pd.concat([df, _frame([" ".join(["1"] * 300)], [" ".join(["9"] * 300)], [2700], [0.0])])
+    ch = chunks.build(df.reset_index(drop=True))
+    assert ch.gap_us.dtype == np.int32 and ch.tokens.dtype == np.uint8
+    assert ch.last_arrival.tolist() == [2_999_999_970 / 1e6, 300 / 1e6]  # beyond int32
+    assert ch.row_tokens.tolist() == [270, 2700]
