@@ -142,7 +142,12 @@ class Recorder:
     def _on_quitting(self, environment: Environment, **_: Any) -> None:
         # Locust fires `quitting` before its final runner.quit(), which still stops users
         # (and so records interrupted requests): flush here, close only at `quit`.
-        if isinstance(self.env.runner, WorkerRunner):
+        # A worker quitting on its own (Ctrl-C reaches every process) stops its users
+        # now, so their rows leave before Locust's "quit" message to the master.
+        runner = self.env.runner
+        if isinstance(runner, WorkerRunner):
+            if runner.state in (STATE_RUNNING, STATE_SPAWNING):
+                runner.stop()
             self._send_buffer()
         self._flush()
 
@@ -195,7 +200,12 @@ class Recorder:
         for worker in workers:
             runner.send_message(MSG_FLUSH, self._token, client_id=worker)
         timeout = (self.env.stop_timeout or 0.0) + HANDSHAKE_MARGIN_S
-        if not self._answered.wait(timeout):
+        deadline = time.monotonic() + timeout
+        while self._waiting and time.monotonic() < deadline:
+            self._answered.wait(0.2)
+            # a worker that quit meanwhile sent its rows before its "quit" message
+            self._waiting &= {c.id for c in runner.clients.all}
+        if self._waiting:
             log.warning("no final request rows from %d worker(s) within %.0f s: %s",
                         len(self._waiting), timeout, ", ".join(sorted(self._waiting)))
 

@@ -77,7 +77,7 @@ def assert_no_secret(run, tmp_path: Path) -> None:
 @pytest.mark.parametrize("processes", [1, 2])
 def test_requests_match_sim_trace(sim_server, locust_run, tmp_path: Path, processes: int):
     sim = sim_server()
-    extra = ["--max-tokens", "64", "--ignore-eos", "--seed", "5"]
+    extra = ["--max-tokens", "128", "--ignore-eos", "--seed", "5"]
     if processes > 1:
         extra += ["--processes", str(processes)]
     run = locust_run("chat.py", sim.url, users=USERS, run_time="12s", extra=extra,
