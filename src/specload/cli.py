@@ -49,7 +49,10 @@ def _add_sim_curve(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--spec", choices=("on", "off", "adaptive"), default="on")
     p.add_argument("--num-speculative-tokens", "-k", type=int, default=None, dest="k")
     p.add_argument("--ladder", default="1,2,5,10,30,70,100,250")
-    p.add_argument("--max-tokens", type=int, default=None)
+    p.add_argument("--max-tokens", type=int, default=None,
+                   help="output tokens per request (default: the profile's workload)")
+    p.add_argument("--prompt-tokens", type=int, default=None,
+                   help="prompt tokens per request (default: the profile's workload)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_run_sim_curve)

@@ -83,11 +83,8 @@ def _fast_chunk(chunk: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def _fast(arr: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray] | None:
-    workers = min(arr.num_chunks, int(os.environ.get("XW", os.cpu_count() or 1)))
-    if workers == 0:
-        parts = [_fast_chunk(c) for c in arr.chunks]
-    else:
-      with ThreadPoolExecutor(max(workers, 1)) as pool:  # numpy and Arrow release the GIL
+    workers = max(1, min(arr.num_chunks, os.cpu_count() or 1))
+    with ThreadPoolExecutor(workers) as pool:  # numpy and Arrow release the GIL
         parts = list(pool.map(_fast_chunk, arr.chunks))
     if not parts or any(p is None for p in parts):
         return None

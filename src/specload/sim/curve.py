@@ -29,21 +29,27 @@ def parse_ladder(text: str) -> list[int]:
     return users
 
 
-def check_output_tokens(profile: Profile, max_tokens: int | None) -> None:
-    """SimConfigError unless one request of the workload fits the model and the KV pool."""
+def check_lengths(profile: Profile, prompt_tokens: int | None, max_tokens: int | None) -> None:
+    """SimConfigError unless one request of the workload fits the model."""
+    prompt = profile.workload.prompt_tokens if prompt_tokens is None else prompt_tokens
+    if not 1 <= prompt < profile.model.max_model_len:
+        raise SimConfigError(f"--prompt-tokens must be 1..{profile.model.max_model_len - 1} "
+                             "for this profile")
     if max_tokens is None:
         return
-    limit = profile.model.max_model_len - profile.workload.prompt_tokens
+    limit = profile.model.max_model_len - prompt
     if not 1 <= max_tokens <= limit:
         raise SimConfigError(f"--max-tokens must be 1..{limit} for this profile "
                              f"(max_model_len {profile.model.max_model_len} minus the "
-                             f"{profile.workload.prompt_tokens}-token prompt)")
+                             f"{prompt}-token prompt)")
 
 
 def predict(profile: Profile, mode: SpecMode, k: int | None, ladder: list[int], *,
-            seed: int = 0, output_tokens: int | None = None) -> list[CurvePoint]:
+            seed: int = 0, prompt_tokens: int | None = None,
+            output_tokens: int | None = None) -> list[CurvePoint]:
     """One steady-state point per concurrency."""
-    return [run_closed_loop(profile, mode, k, c, seed=seed, output_tokens=output_tokens)
+    return [run_closed_loop(profile, mode, k, c, seed=seed, prompt_tokens=prompt_tokens,
+                            output_tokens=output_tokens)
             for c in ladder]
 
 
@@ -61,9 +67,10 @@ def main(args: argparse.Namespace) -> int:
     try:
         profile = load_profile(args.profile)
         ladder = parse_ladder(args.ladder)
-        check_output_tokens(profile, args.max_tokens)
+        prompt_tokens = getattr(args, "prompt_tokens", None)
+        check_lengths(profile, prompt_tokens, args.max_tokens)
         points = predict(profile, args.spec, args.k, ladder, seed=args.seed,
-                         output_tokens=args.max_tokens)
+                         prompt_tokens=prompt_tokens, output_tokens=args.max_tokens)
     except SimConfigError as exc:
         print(f"specload: error: {exc}", file=sys.stderr)
         return 2
@@ -73,7 +80,8 @@ def main(args: argparse.Namespace) -> int:
     else:
         w = profile.workload
         print(f"# {args.profile} spec={args.spec}: steady state of C closed-loop users, "
-              f"prompt {w.prompt_tokens} tok, output {args.max_tokens or w.output_tokens} tok "
+              f"prompt {prompt_tokens or w.prompt_tokens} tok, "
+              f"output {args.max_tokens or w.output_tokens} tok "
               "(measured after 2C completions, over max(3C, 30) more)")
         print(format_table(points))
     return 0

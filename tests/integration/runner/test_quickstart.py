@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import statistics
 import time
 from pathlib import Path
 
 import pytest
+
+from specload.report.crossover import find_crossover
+from specload.sim.curve import predict
+from specload.sim.profile import load_profile
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -33,3 +39,21 @@ def test_quickstart_sweep_and_report(tmp_path: Path, run_sweep, tools) -> None:
     # speculation pays off at low concurrency and costs throughput at high concurrency
     assert rates["spec-on"][low] > 1.1 * rates["spec-off"][low], rates
     assert rates["spec-on"][high] < rates["spec-off"][high], rates
+
+    # C* from the sweep brackets the same rungs as the simulator's own steady-state
+    # prediction for the workload the sweep actually sent (mean prompt, fixed output).
+    prompt_tokens = statistics.mean(
+        int(r["prompt_tokens"])
+        for r in tools.read_csv(run_dir / "spec-on" / "locust_requests.csv")
+        if r["prompt_tokens"])
+    ladder = manifest["scenario"]["ladder"]
+    max_tokens = manifest["scenario"]["request"]["max_tokens"]
+    profile = load_profile("seed-glm")
+    curve = {mode: predict(profile, mode, None, ladder, prompt_tokens=round(prompt_tokens),
+                           output_tokens=max_tokens) for mode in ("on", "off")}
+    predicted = find_crossover(
+        ladder, [a.output_tok_s / b.output_tok_s
+                 for a, b in zip(curve["on"], curve["off"], strict=True)])
+    measured = json.loads((run_dir / "summary.json").read_text())["pairs"][0]["crossover"]
+    assert measured["verdict"] == predicted.verdict == "crosses", (measured, predicted)
+    assert (measured["below"], measured["above"]) == (predicted.below, predicted.above)
