@@ -4,7 +4,9 @@ Generates a sweep folder shaped exactly like a real one (manifest.json, per-arm 
 prefixes with requests, steps, server metrics, client stats and stats history) from a
 simple batching model: per-step time grows with concurrency, spec-on carries 1-4 tokens
 per chunk at a longer step, every request streams 100-300 chunks and users run requests
-back to back. Then runs `specload report` on it a few times and prints the wall times.
+back to back. Then times one in-process pass phase by phase (reading, chunk parsing,
+per-rung metrics), next to the previous reader (pandas, Python strings joined and parsed
+by numpy) on the same files, and runs `specload report` on it a few times.
 
     python scripts/bench_report.py [--rows 100000] [--out DIR] [--runs 3] [--keep]
 """
@@ -18,12 +20,15 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from specload import records
+from specload.report import chunks, client_metrics, load
+from specload.report.windows import rung_windows
 
 LADDER = (1, 2, 5, 10, 30, 70, 100, 250)
 WARMUP_S = 5.0
@@ -141,6 +146,50 @@ def generate(out: Path, rows: int, seed: int = 0) -> int:
     return total
 
 
+def _old_parse(texts: list[str]) -> np.ndarray:
+    """The previous parser: one joined string, single digits read directly, else numpy."""
+    joined = " ".join(t for t in texts if t)
+    raw = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+    if raw.size and (raw[1::2] == 32).all():
+        return raw[0::2] - 48
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return np.fromstring(joined, dtype=np.int64, sep=" ")
+
+
+def _old_read_and_parse(prefix: Path) -> tuple[np.ndarray, np.ndarray]:
+    """The previous path: pandas reads the same columns as Python strings, then parses."""
+    cols = ["start", "end", "ttft_ms", "e2e_ms", "tpot_ms", "status", "output_tokens",
+            "num_chunks", "interrupted", "endpoint", "tokens_source", "finish_reason",
+            "error_kind", "chunk_gaps_us", "chunk_tokens"]
+    df = pd.read_csv(f"{prefix}{records.REQUESTS_SUFFIX}", usecols=cols, engine="c",
+                     dtype={c: object for c in cols[9:]})
+    return (_old_parse(df["chunk_gaps_us"].fillna("").tolist()),
+            _old_parse(df["chunk_tokens"].fillna("").tolist()))
+
+
+def phases(out: Path) -> dict[str, float]:
+    """Wall seconds per phase of one in-process pass over every arm, one after another."""
+    spent = dict.fromkeys(("read", "parse", "rung metrics", "old read+parse"), 0.0)
+    for path in sorted(out.rglob(f"*{records.REQUESTS_SUFFIX}")):
+        prefix = Path(str(path)[: -len(records.REQUESTS_SUFFIX)])
+        t0 = time.perf_counter()
+        data = load.read_rep(prefix)
+        t1 = time.perf_counter()
+        ch = chunks.build(data.requests)
+        t2 = time.perf_counter()
+        windows, _ = rung_windows(data.steps, data.history, data.requests)
+        client_metrics.rung_metrics(data.requests, ch, windows)
+        t3 = time.perf_counter()
+        old_gaps, old_tokens = _old_read_and_parse(prefix)
+        t4 = time.perf_counter()
+        if not (np.array_equal(old_gaps, ch.gap_us) and np.array_equal(old_tokens, ch.tokens)):
+            raise SystemExit(f"{path}: old and new parsers disagree")
+        for name, dt in zip(spent, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+            spent[name] += dt
+    return spent
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
@@ -157,6 +206,12 @@ def main() -> int:
                  for p in out.rglob(f"*{records.REQUESTS_SUFFIX}"))
     print(f"generated {rows} requests, {chunks} chunks, {size_mb:.0f} MB of CSV "
           f"in {time.perf_counter() - t:.1f} s: {out}")
+    spent = phases(out)
+    new = spent["read"] + spent["parse"]
+    print("one in-process pass, all arms in turn: " + ", ".join(
+        f"{k} {v:.2f} s" for k, v in spent.items()))
+    print(f"read+parse old/new: {spent['old read+parse']:.2f} / {new:.2f} s = "
+          f"{spent['old read+parse'] / new:.1f}x (same arrays)")
     exe = Path(sys.executable).with_name("specload")
     cmd = [str(exe) if exe.exists() else "specload", "report", str(out)]
     times = []

@@ -2,8 +2,8 @@
 
 `ProcessContext.for_env(environment)` is built on first use after `test_start` (when
 workers have received the master's options) and dropped at the next `test_start`, so
-options changed in the web UI take effect. It owns the process-wide request counter
-(request ids are `<client_id>-<seq>`, client id `<hostname>-<pid>`), this process's
+options changed in the web UI take effect. It hands out request ids from a process-wide
+counter (`<client_id>-<seq>`, client id `<hostname>-<pid>`), and holds this process's
 share of the seeded prompt order (worker index of `--expect-workers`), the API key
 header (from the environment variable named by `--api-key-env`; never logged), and the
 model id (`--model`, else the first id listed by `GET /v1/models`, fetched once).
@@ -36,6 +36,10 @@ MODELS_PATH = "/v1/models"
 log = logging.getLogger(__name__)
 
 _contexts: WeakKeyDictionary[Environment, ProcessContext] = WeakKeyDictionary()
+# Process-wide, not per test: a second test from the web UI appends to the same
+# `_requests.csv`, so request ids must not start over. (Forked workers get fresh copies.)
+_request_seq = count(1)
+_user_seq = count(1)
 
 
 class ModelDiscoveryError(Exception):
@@ -50,8 +54,6 @@ class ProcessContext:
         self.opts = RunOptions.from_env(environment)
         # computed here, not at import: `--processes` forks after importing the locustfile
         self.client_id = f"{socket.gethostname()}-{os.getpid()}"
-        self._seq = count(1)
-        self._users = count(1)
         index, share_count = _share(environment)
         self._order = PromptOrder(load_prompts(self.opts.prompts), self.opts.seed,
                                   index, share_count)
@@ -68,10 +70,10 @@ class ProcessContext:
         return ctx
 
     def next_request_id(self) -> str:
-        return f"{self.client_id}-{next(self._seq)}"
+        return f"{self.client_id}-{next(_request_seq)}"
 
     def next_user_id(self) -> int:
-        return next(self._users)
+        return next(_user_seq)
 
     def next_prompt(self) -> Prompt:
         return self._order.next()

@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from specload import records
-from specload.report import chunks, client_metrics, memory, server_metrics
+from specload.report import chunks, client_metrics, server_metrics
 from specload.report.load import ArmSource, RepSource, RunSource, read_rep
 from specload.report.windows import rung_windows
 
@@ -47,7 +47,6 @@ class RepJob:
 
 def measure_rep(job: RepJob) -> pd.DataFrame:
     """One row per rung of one repeat with every metric the summary needs."""
-    memory.keep_freed_memory()
     data = read_rep(job.rep.prefix)
     windows, source = rung_windows(data.steps, data.history, data.requests)
     if not windows:

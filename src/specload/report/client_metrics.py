@@ -32,6 +32,17 @@ def _pcts(values: np.ndarray, name: str) -> dict[str, float]:
     return {f"{name}_p{p}_ms": float(v) for p, v in zip(PERCENTILES, got, strict=True)}
 
 
+def _itl_pcts(gap_us: np.ndarray, tokens: np.ndarray) -> dict[str, float]:
+    """Per-chunk and per-token inter-token latency percentiles of the given gaps."""
+    chunk_ms = gap_us / 1e3
+    if (tokens == 1).all():  # one token per chunk (no speculation): the same numbers
+        got = _pcts(chunk_ms, "itl_chunk")
+        return got | {k.replace("itl_chunk", "itl_token"): v for k, v in got.items()}
+    with np.errstate(divide="ignore", invalid="ignore"):  # 0-token chunks drop out
+        token_ms = chunk_ms / tokens
+    return _pcts(chunk_ms, "itl_chunk") | _pcts(token_ms, "itl_token")
+
+
 def _bounds(windows: Sequence[Window]) -> np.ndarray:
     """[start0, end0, start1, end1, ...] of windows sorted by start, not overlapping."""
     return np.array([t for w in windows for t in (w.start, w.end)], dtype=float)
@@ -104,9 +115,7 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
     for i, w in enumerate(windows):
         sel = ok & (started_in == i)
         gaps_of_w = gap_window == i
-        itl_chunk_ms = ch.gap_us[gaps_of_w] / 1e3
-        with np.errstate(divide="ignore", invalid="ignore"):  # 0-token chunks drop out
-            itl_token_ms = itl_chunk_ms / ch.tokens[gaps_of_w]
+        itl = _itl_pcts(ch.gap_us[gaps_of_w], ch.tokens[gaps_of_w])
         fails = pd.Series(error_kind[failed & (started_in == i)]).value_counts()
         overlap = np.clip(np.minimum(end, w.end) - np.maximum(start, w.start), 0, None)
         tpot_p = _pcts(tpot[sel], "tpot")
@@ -137,8 +146,7 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
         }
         row.update(_pcts(ttft[sel], "ttft"))
         row.update(tpot_p)
-        row.update(_pcts(itl_chunk_ms, "itl_chunk"))
-        row.update(_pcts(itl_token_ms, "itl_token"))
+        row.update(itl)
         row.update(_pcts(e2e[sel], "e2e"))
         rows.append(row)
     return pd.DataFrame(rows)

@@ -29,14 +29,15 @@ Texts = Iterable[str | None] | pa.Array | pa.ChunkedArray
 def as_strings(texts: Texts) -> pa.ChunkedArray:
     """The column as an Arrow string array (no copy when it already is one); missing
     values (None, NaN) become null."""
-    if isinstance(texts, pa.ChunkedArray):
+    if isinstance(texts, pa.Array | pa.ChunkedArray):
         arr = texts
-    elif isinstance(texts, pa.Array):
-        arr = pa.chunked_array([texts])
-    elif hasattr(texts, "__arrow_c_stream__"):  # a pandas Series
+    elif hasattr(texts, "__arrow_c_stream__"):  # a pandas (>= 3) Series
         arr = pa.chunked_array(texts)
     else:
-        arr = pa.chunked_array([pa.array(list(texts), type=pa.string())])
+        arr = pa.array(texts if hasattr(texts, "__len__") else list(texts), type=pa.string(),
+                       from_pandas=True)
+    if isinstance(arr, pa.Array):
+        arr = pa.chunked_array([arr])
     if arr.null_count == len(arr):
         return pa.chunked_array([pa.nulls(len(arr), pa.string())])
     if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
@@ -74,9 +75,9 @@ def _fast_chunk(chunk: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
     value_offsets = np.append(value_starts, data.size)
     strings = pa.Array.from_buffers(pa.large_string(), value_starts.size, [
         None, pa.py_buffer(value_offsets), pa.py_buffer(data)])
-    digits = int(np.diff(value_offsets).max(initial=0))
+    longest = int(np.diff(value_offsets).max(initial=0))
     try:
-        values = pc.cast(strings, _SMALLEST.get(digits, pa.int64()))
+        values = pc.cast(strings, _SMALLEST.get(longest, pa.int64()))
     except pa.ArrowInvalid:  # beyond int64
         return None
     return values.to_numpy(), counts

@@ -191,7 +191,7 @@ def _read_optional(path: Path, **kwargs: Any) -> pd.DataFrame | None:
 
 def _header(path: Path) -> list[str]:
     try:
-        with path.open(newline="", encoding="utf-8") as f:
+        with path.open(newline="", encoding="utf-8-sig") as f:
             return next(csv.reader(f), [])
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise UserError(f"{path} cannot be read: {exc}") from exc

@@ -6,9 +6,11 @@ An interrupted repeat keeps the rungs it finished (its steps file lists exactly 
 files so the report sees one complete set: steps (rungs renumbered to their index in
 the full ladder, which the increasing ladder makes unambiguous), per-request rows,
 client stats and Locust's stats history are appended; Locust's failure table is merged
-by summing occurrences. Locust's aggregate `_stats.csv` cannot be merged from
-percentiles, so each part keeps its own in its part folder. Rows are only ever
-appended; every row carries absolute epoch times, so nothing needs shifting.
+by summing occurrences; the simulator's trace (when the arm has one) is appended to the
+repeat's trace, so that it matches the repeat's request rows. Locust's aggregate
+`_stats.csv` cannot be merged from percentiles, so each part keeps its own in its part
+folder. Rows are only ever appended; every row carries absolute epoch times, so nothing
+needs shifting.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from specload.records import (
 )
 
 APPENDED_SUFFIXES = (REQUESTS_SUFFIX, CLIENT_STATS_SUFFIX, LOCUST_HISTORY_SUFFIX)
+# The built-in simulator's ground-truth trace, written next to the run's Locust files.
+SIM_TRACE_NAME = "sim_trace.jsonl"
 
 
 def _read_rows(path: Path) -> tuple[list[str], list[list[str]]]:
@@ -99,3 +103,7 @@ def merge_part(part_prefix: Path, main_prefix: Path, ladder: Sequence[int]) -> N
     for suffix in APPENDED_SUFFIXES:
         _append(*files(suffix))
     _merge_failures(*files(LOCUST_FAILURES_SUFFIX))
+    trace = part_prefix.parent / SIM_TRACE_NAME
+    if trace.exists():
+        with (main_prefix.parent / SIM_TRACE_NAME).open("ab") as dst:
+            dst.write(trace.read_bytes())

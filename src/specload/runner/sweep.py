@@ -36,7 +36,7 @@ from specload.runner.locust_proc import (
     worker_command,
 )
 from specload.runner.metrics_scrape import MetricsSampler
-from specload.runner.parts import finished_users, merge_part
+from specload.runner.parts import SIM_TRACE_NAME, finished_users, merge_part
 from specload.runner.progress import fmt_s, live_tok_s, progress_line, steps_rows
 from specload.runner.servers import ArmServer, ServerError, server_for
 from specload.scenario import Arm, Scenario, load_scenario, parse_scenario
@@ -101,7 +101,7 @@ class Sweep:
 
 def _fresh_start(rep_dir: Path) -> None:
     """Move leftovers of an attempt that finished no rung out of the way."""
-    leftovers = [p for p in rep_dir.glob("locust*") if p.is_file()]
+    leftovers = [p for p in [*rep_dir.glob("locust*"), rep_dir / SIM_TRACE_NAME] if p.is_file()]
     if not leftovers:
         return
     n = 1
@@ -174,7 +174,8 @@ def run_rep(sweep: Sweep, arm_entry: dict[str, Any], rep: dict[str, Any]) -> Non
         _fresh_start(rep_dir)
         run_prefix = prefix
     label = arm.name if sweep.scenario.repeats == 1 else f"{arm.name} rep {rep['rep']}"
-    server = server_for(arm, rep_dir / "sim_trace.jsonl", sweep.api_key)
+    # The trace sits next to this attempt's Locust files: the simulator truncates it.
+    server = server_for(arm, run_prefix.parent / SIM_TRACE_NAME, sweep.api_key)
     locust: LocustProcess | None = None
     sampler: MetricsSampler | None = None
     try:
@@ -251,7 +252,13 @@ def _new_run_dir(out: Path, scenario: Scenario) -> Path:
     while run_dir.exists():
         n += 1
         run_dir = base.with_name(f"{stamp}-{n}")
-    run_dir.mkdir(parents=True)
+    try:
+        run_dir.mkdir(parents=True)
+        probe = run_dir / ".write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise UserError(f"cannot write results under {out}: {exc.strerror or exc}") from exc
     return run_dir
 
 

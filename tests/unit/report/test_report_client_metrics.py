@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from specload.report import chunks, client_metrics, load
@@ -74,3 +75,14 @@ def test_even_split_when_server_sent_no_per_chunk_tokens(make: Any, tmp_path: Pa
     got = client_metrics.rung_metrics(data.requests, chunks.build(data.requests), windows)
     assert got["output_tok_s"][0] == pytest.approx(4 / 2.5)  # chunks at 1 and 2 s, 2 each
     assert got["tokens_per_chunk"][0] == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize(("tokens", "p50", "p99"), [([1, 1, 1], 4.0, 7.92), ([1, 2, 4], 2.0, 2.98)])
+def test_itl_per_token_divides_each_gap_by_its_chunk_tokens(tokens: list[int], p50: float,
+                                                            p99: float) -> None:
+    got = client_metrics._itl_pcts(np.array([3000, 4000, 8000], dtype=np.int32),
+                                   np.array(tokens, dtype=np.uint8))
+    assert got["itl_chunk_p50_ms"] == 4.0
+    assert got["itl_chunk_p99_ms"] == pytest.approx(7.92)
+    assert got["itl_token_p50_ms"] == p50
+    assert got["itl_token_p99_ms"] == pytest.approx(p99)

@@ -1,0 +1,150 @@
+"""Process kills during a sweep: the simulated server, a Locust worker, the sweep itself.
+
+Each time the sweep goes on (or stops with a one-line reason), every rung finished
+before the fault stays on disk and in the report, the failures the fault caused are
+in the request records grouped by `error_kind`, and `--resume` completes the run.
+Also a server that is not up when its arm starts (failed, resumed once it is up) and
+one that takes a while to become ready (waited for).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def summary_rungs(run_dir: Path) -> list[tuple[str, int]]:
+    summary = json.loads((run_dir / "summary.json").read_text())["summary"]
+    return sorted((row["arm"], row["concurrency"]) for row in summary)
+
+
+def check_nothing_lost(arm_dir: Path, rel, tools) -> list[dict[str, str]]:
+    """Every request in the simulator's trace is in the records exactly once."""
+    rows = tools.read_csv(arm_dir / "locust_requests.csv")
+    ids = Counter(r["request_id"] for r in rows)
+    assert max(ids.values()) == 1
+    traced = [t["request_id"] for t in rel.read_trace(arm_dir / "sim_trace.jsonl")]
+    assert len(traced) == len(set(traced)) and set(traced) <= set(ids)
+    return rows
+
+
+@pytest.mark.slow
+def test_server_killed_mid_rung_and_servers_not_ready_then_resume(
+    tmp_path: Path, write_scenario, run_sweep, background_sweep, sim_server, rel, tools
+) -> None:
+    late_port, slow_port = free_port(), free_port()
+    slow_start = (f"sleep 2; exec {sys.executable} -m specload.cli sim --profile {rel.PROFILE} "
+                  f"--spec off --port {slow_port}")
+    scenario = write_scenario({
+        "name": "kills", "ladder": [2, 4], "warmup_s": 1, "measure_s": 3,
+        "request": {"max_tokens": 16, "ignore_eos": True},
+        "arms": [
+            {"name": "killed", "sim": {"profile": rel.PROFILE, "spec": "on", "trace": True}},
+            {"name": "late", "url": f"http://127.0.0.1:{late_port}", "spec": "off"},
+            {"name": "slow", "spec": "off", "command": {
+                "start": slow_start, "base_url": f"http://127.0.0.1:{slow_port}",
+                "ready_timeout_s": 60}},
+        ],
+    })
+    sweep = background_sweep(str(scenario), "--out", "out")
+    run_dir = sweep.run_dir()
+    killed = run_dir / "killed"
+    rel.wait_for(lambda: rel.steps_done(killed) >= 1, 90, "the first rung")
+    (sim,) = rel.wait_for(lambda: rel.arm_processes(killed, "sim"), 10, "the sim process")
+    time.sleep(1.0)  # into the next rung, with requests in flight
+    sim.send_signal(signal.SIGKILL)
+    assert sweep.wait() == 1, sweep.text()
+    text = sweep.text()
+    assert "Traceback" not in text
+    m = tools.read_manifest(run_dir)
+    status = {a["name"]: (a["status"], a["reps"][0]["error"]) for a in m["arms"]}
+    assert status["killed"][0] == "failed" and "\n" not in status["killed"][1]
+    assert status["killed"][1].startswith(
+        "server failed during the run: simulated server exited with status -9: ")
+    assert status["late"] == ("failed", f"server at http://127.0.0.1:{late_port} is not "
+                              f"reachable (http://127.0.0.1:{late_port}/health did not answer "
+                              "2xx); start it or set the arm's ready_url")
+    assert status["slow"] == ("done", None)
+    assert "[killed] FAILED: server failed during the run" in text
+    assert "failed arm(s): killed, late" in text
+    # the rung finished before the kill is on disk and in the report
+    assert [r["users"] for r in tools.read_csv(killed / "locust_steps.csv")] == ["2"]
+    assert summary_rungs(run_dir) == [("killed", 2), ("slow", 2), ("slow", 4)]
+    kinds = Counter(r["error_kind"] for r in tools.read_csv(killed / "locust_requests.csv"))
+    assert set(kinds) - {""} <= {"connection", "stream_cut", "interrupted"}
+    assert kinds["connection"] + kinds["stream_cut"] >= 1, kinds
+    check_nothing_lost(killed, rel, tools)
+
+    sim_server(extra_args=["--port", str(late_port)], trace=False)
+    res = run_sweep("--resume", str(run_dir))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "[killed] " in res.stdout and "resuming 1 missing rungs" in res.stdout
+    assert "[slow]" not in res.stdout
+    m = tools.read_manifest(run_dir)
+    assert m["status"] == "done" and all(a["status"] == "done" for a in m["arms"])
+    assert [r["users"] for r in tools.read_csv(killed / "locust_steps.csv")] == ["2", "4"]
+    assert summary_rungs(run_dir) == [(arm, c) for arm in ("killed", "late", "slow")
+                                      for c in (2, 4)]
+    check_nothing_lost(killed, rel, tools)
+    assert (killed / "part-2" / "sim_trace.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_worker_killed_then_ctrl_c_then_resume(
+    tmp_path: Path, write_scenario, run_sweep, background_sweep, rel, tools
+) -> None:
+    scenario = write_scenario({
+        "name": "workers", "ladder": [2, 4, 6], "warmup_s": 1, "measure_s": 3,
+        "processes": 2, "request": {"max_tokens": 16, "ignore_eos": True},
+        "arms": [{"name": "arm", "sim": {"profile": rel.PROFILE, "spec": "on", "trace": True}}],
+    })
+    sweep = background_sweep(str(scenario), "--out", "out")
+    run_dir = sweep.run_dir()
+    arm = run_dir / "arm"
+    rel.wait_for(lambda: rel.steps_done(arm) >= 1, 90, "the first rung")
+    locust = rel.arm_processes(arm, "--headless")  # forked workers share the command line
+    (master,) = [p for p in locust if p.ppid() not in {q.pid for q in locust}]
+    workers = master.children()
+    assert len(workers) == 2
+    workers[0].send_signal(signal.SIGKILL)
+    killed_at = time.time()
+    # the run goes on with the other worker: the next rungs still finish
+    rel.wait_for(lambda: rel.steps_done(arm) >= 2, 60, "the rung after the kill")
+    time.sleep(1.5)  # into the third rung
+    os.killpg(sweep.proc.pid, signal.SIGINT)
+    assert sweep.wait() == 130, sweep.text()
+    assert f"resume with: specload sweep --resume {tools.run_dir_of(sweep.text())}" in (
+        sweep.text())
+    assert tools.read_manifest(run_dir)["status"] == "interrupted"
+    assert [r["users"] for r in tools.read_csv(arm / "locust_steps.csv")] == ["2", "4"]
+    rows = tools.read_csv(arm / "locust_requests.csv")
+    clients = {r["client_id"] for r in rows}
+    late = {r["client_id"] for r in rows if float(r["start"]) > killed_at + 4.5}
+    assert len(clients) == 2 and len(late) == 1, (clients, late)
+    # the finished rungs are in a report built from the interrupted folder
+    res = subprocess.run([*tools.sweep_cmd()[:-1], "report", str(run_dir)], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert summary_rungs(run_dir) == [("arm", 2), ("arm", 4)]
+
+    res = run_sweep("--resume", str(run_dir))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "resuming 1 missing rungs" in res.stdout
+    assert [r["users"] for r in tools.read_csv(arm / "locust_steps.csv")] == ["2", "4", "6"]
+    assert summary_rungs(run_dir) == [("arm", 2), ("arm", 4), ("arm", 6)]
+    assert tools.read_manifest(run_dir)["status"] == "done"

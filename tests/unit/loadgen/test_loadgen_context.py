@@ -1,0 +1,58 @@
+"""The per-process context: request ids, API key header, model choice, prompt share."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import locust
+import pytest
+from locust.argument_parser import get_parser
+from locust.env import Environment
+
+from specload.loadgen.context import ModelDiscoveryError, ProcessContext, fetch_first_model
+from specload.loadgen.prompts import PromptOrder, load_prompts
+
+
+def make_env(*args: str) -> Environment:
+    # Locust's global event hooks, where the context module listens (as in a real run)
+    # (no runner: a runner would leave its own listeners on the global hooks)
+    return Environment(parsed_options=get_parser().parse_args(list(args)), events=locust.events)
+
+
+def test_ids_headers_model_and_prompts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SPECLOAD_TEST_KEY", "k-123")
+    env = make_env("--model", "my-model", "--api-key-env", "SPECLOAD_TEST_KEY", "--seed", "7")
+    ctx = ProcessContext.for_env(env)
+    assert ProcessContext.for_env(env) is ctx
+    assert ctx.client_id == f"{socket.gethostname()}-{os.getpid()}"
+    first, second = ctx.next_request_id(), ctx.next_request_id()
+    assert first.startswith(ctx.client_id + "-")
+    assert int(second.rsplit("-", 1)[1]) == int(first.rsplit("-", 1)[1]) + 1
+    assert ctx.auth_headers == {"Authorization": "Bearer k-123"}
+    assert ctx.model("http://127.0.0.1:9") == "my-model"  # no discovery needed
+    order = PromptOrder(load_prompts(None), seed=7)
+    assert [ctx.next_prompt() for _ in range(5)] == [order.next() for _ in range(5)]
+
+
+def test_no_key_no_header(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert ProcessContext.for_env(make_env()).auth_headers == {}
+
+
+def test_new_test_gets_a_new_context_but_ids_continue() -> None:
+    env = make_env("--model", "m")
+    ctx = ProcessContext.for_env(env)
+    last = int(ctx.next_request_id().rsplit("-", 1)[1])
+    env.events.test_start.fire(environment=env)
+    fresh = ProcessContext.for_env(env)
+    assert fresh is not ctx
+    assert int(fresh.next_request_id().rsplit("-", 1)[1]) == last + 1
+
+
+def test_model_discovery_failure_is_one_line() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(ModelDiscoveryError, match="GET /v1/models"):
+        fetch_first_model(f"http://127.0.0.1:{port}", {}, timeout=2)
