@@ -9,11 +9,20 @@ surface as one line on stderr and a non-zero exit status, never as a traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from specload import __version__
 from specload.errors import UserError
+
+
+def _add_engine_args(p: argparse.ArgumentParser) -> None:
+    """The simulated engine's identity, shared by `sim` and `sim-curve`."""
+    p.add_argument("--profile", default="seed-glm", help="built-in profile name or YAML path")
+    p.add_argument("--spec", choices=("on", "off", "adaptive"), default="on")
+    p.add_argument("--num-speculative-tokens", "-k", type=int, default=None, dest="k",
+                   help="draft length k (default: the profile's)")
 
 
 def _add_sim(sub: argparse._SubParsersAction) -> None:
@@ -23,10 +32,7 @@ def _add_sim(sub: argparse._SubParsersAction) -> None:
         description="Serve a simulated inference server (continuous batching and "
         "speculative decoding on a roofline cost model) until SIGINT/SIGTERM.",
     )
-    p.add_argument("--profile", default="seed-glm", help="built-in profile name or YAML path")
-    p.add_argument("--spec", choices=("on", "off", "adaptive"), default="on")
-    p.add_argument("--num-speculative-tokens", "-k", type=int, default=None, dest="k",
-                   help="draft length k (default: the profile's)")
+    _add_engine_args(p)
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port")
     p.add_argument("--seed", type=int, default=0)
@@ -45,9 +51,7 @@ def _add_sim_curve(sub: argparse._SubParsersAction) -> None:
         "sim-curve",
         help="predict a simulated server's steady-state tok/s per concurrency (no sleeping)",
     )
-    p.add_argument("--profile", default="seed-glm")
-    p.add_argument("--spec", choices=("on", "off", "adaptive"), default="on")
-    p.add_argument("--num-speculative-tokens", "-k", type=int, default=None, dest="k")
+    _add_engine_args(p)
     p.add_argument("--ladder", default="1,2,5,10,30,70,100,250")
     p.add_argument("--max-tokens", type=int, default=None,
                    help="output tokens per request (default: the profile's workload)")
@@ -85,28 +89,19 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run_report)
 
 
-def _run_sim(args: argparse.Namespace) -> int:
-    from specload.sim.server import main as sim_main
+def _entry(module: str) -> Callable[[argparse.Namespace], int]:
+    """A subcommand that imports `module` only when it runs and calls its `main(args)`."""
 
-    return sim_main(args)
+    def run(args: argparse.Namespace) -> int:
+        return importlib.import_module(module).main(args)
 
-
-def _run_sim_curve(args: argparse.Namespace) -> int:
-    from specload.sim.curve import main as curve_main
-
-    return curve_main(args)
+    return run
 
 
-def _run_sweep(args: argparse.Namespace) -> int:
-    from specload.runner.sweep import main as sweep_main
-
-    return sweep_main(args)
-
-
-def _run_report(args: argparse.Namespace) -> int:
-    from specload.report.render import main as report_main
-
-    return report_main(args)
+_run_sim = _entry("specload.sim.server")
+_run_sim_curve = _entry("specload.sim.curve")
+_run_sweep = _entry("specload.runner.sweep")
+_run_report = _entry("specload.report.render")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -3,9 +3,9 @@
 `chunk_gaps_us` and `chunk_tokens` hold space-separated integers per request
 (records.encode_chunks); `intlists` parses a whole column at once into one flat array
 and per-row counts. When a request has no usable per-chunk token counts its output
-tokens are spread evenly over its chunks. Absolute
-chunk arrival times are only needed for requests whose stream crosses a window edge,
-so `arrivals` computes them for a chosen subset of rows.
+tokens are spread evenly over its chunks. Absolute chunk arrival times are only needed
+for requests whose stream crosses a window edge, so `arrivals` computes them for a
+chosen subset of rows.
 """
 
 from __future__ import annotations
