@@ -30,6 +30,7 @@ import asyncio
 import csv
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -121,10 +122,17 @@ class Run:
 
 
 def run_client(cmd: list[str], sim: Sim, users: int, processes: int, args: argparse.Namespace,
-               prefix: Path | None) -> Run:
-    """Start a client, sample CPU over [warmup, seconds - tail], wait for it to finish."""
+               prefix: Path | None, src: Path | None = None) -> Run:
+    """Start a client, sample CPU over [warmup, seconds - tail], wait for it to finish.
+
+    With `src`, the client imports specload from that source tree (a baseline copy).
+    """
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
     lag0, busy0 = sim.lag_busy()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env=env)
     ps = psutil.Process(proc.pid)
     launched = time.time()
     time.sleep(args.warmup)
@@ -132,7 +140,12 @@ def run_client(cmd: list[str], sim: Sim, users: int, processes: int, args: argpa
     t0, c0 = time.time(), tree_cpu(ps)
     time.sleep(max(1.0, args.seconds - args.warmup - args.tail - (t0 - launched - args.warmup)))
     t1, c1 = time.time(), tree_cpu(ps)
-    _, err = proc.communicate(timeout=args.seconds + 120)
+    try:
+        _, err = proc.communicate(timeout=args.seconds + 60)
+    except subprocess.TimeoutExpired:
+        for p in [*ps.children(recursive=True), ps]:
+            p.kill()
+        raise SystemExit(f"client did not exit: {' '.join(cmd)}") from None
     if proc.returncode not in (0, 1):  # Locust exits 1 when some requests failed
         raise SystemExit(f"client failed ({proc.returncode}): {err[-2000:]}")
     lag1, busy1 = sim.lag_busy()
@@ -149,15 +162,23 @@ def locust_cmd(url: str, users: int, processes: int, prefix: Path,
            "--csv", str(prefix), "--host", url, "--only-summary", "--stop-timeout", "5",
            "--max-tokens", str(args.max_tokens), "--ignore-eos", "--loglevel", "WARNING"]
     if processes > 1:
-        cmd += ["--processes", str(processes)]
+        port = str(free_port())  # not Locust's default 5557: other runs may hold it
+        cmd += ["--processes", str(processes), "--master-bind-host", "127.0.0.1",
+                "--master-bind-port", port, "--master-host", "127.0.0.1", "--master-port", port]
     return cmd
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def run_locust(sim: Sim, users: int, processes: int, tmp: Path,
-               args: argparse.Namespace) -> Run:
+               args: argparse.Namespace, src: Path | None = None) -> Run:
     prefix = tmp / f"locust-u{users}-p{processes}-{time.monotonic_ns()}"
     return run_client(locust_cmd(sim.url, users, processes, prefix, args), sim, users,
-                      processes, args, prefix)
+                      processes, args, prefix, src)
 
 
 def run_reference(sim: Sim, users: int, args: argparse.Namespace) -> Run:
@@ -321,11 +342,13 @@ def cpu_part(sim: Sim, tmp: Path, args: argparse.Namespace) -> list[str]:
     lines = ["## CPU per streamed chunk (one load process, user + records)",
              f"{'C':>5} {'client':>9} {'chunks/s':>9} {'CPU %':>6} {'us/chunk':>9}"]
     ratios = []
+    clients = ["specload", "aiohttp"] + (["baseline"] if args.baseline_src else [])
     for users in args.cpu_users:
         costs = {}
-        for name in ("specload", "aiohttp"):
-            run = (run_locust(sim, users, 1, tmp, args) if name == "specload"
-                   else run_reference(sim, users, args))
+        for name in clients:
+            run = (run_reference(sim, users, args) if name == "aiohttp"
+                   else run_locust(sim, users, 1, tmp, args,
+                                   args.baseline_src if name == "baseline" else None))
             chunks, _ = trace_chunks(sim.records(), run.t0, run.t1)
             span = run.t1 - run.t0
             costs[name] = run.cpu_s * 1e6 / max(chunks, 1)
@@ -333,7 +356,9 @@ def cpu_part(sim: Sim, tmp: Path, args: argparse.Namespace) -> list[str]:
                          f"{100 * run.cpu_s / span:>6.1f} {costs[name]:>9.1f}")
             print(lines[-1], flush=True)
         ratios.append(costs["specload"] / costs["aiohttp"])
-        lines.append(f"{users:>5} ratio specload/aiohttp = {ratios[-1]:.2f}")
+        lines.append(f"{users:>5} ratio specload/aiohttp = {ratios[-1]:.2f}" + (
+            f", specload/baseline = {costs['specload'] / costs['baseline']:.2f}"
+            if "baseline" in costs else ""))
         print(lines[-1], flush=True)
     return lines
 
@@ -417,6 +442,9 @@ def main() -> int:
     ap.add_argument("--one-process-max", type=int, default=200,
                     help="accuracy runs above this many users use --processes 2")
     ap.add_argument("--parts", default="cpu,capacity,accuracy")
+    ap.add_argument("--baseline-src", type=Path, default=None,
+                    help="also measure CPU/chunk with specload imported from this source "
+                    "tree (e.g. an older checkout's src/) for before/after ratios")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
     out: list[str] = [f"# bench_loadgen: profile {args.profile} spec={args.spec}, "

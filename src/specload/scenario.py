@@ -6,8 +6,9 @@ list of arms. An arm is one server under test: a built-in simulated server
 (`sim: {profile, spec, k}`), a server started and stopped by shell commands
 (`command: {start, stop, base_url, ready_url, ready_timeout_s}`) or an already-running
 base URL (`url:`). `load_scenario` collects YAML syntax errors, unknown keys, wrong
-types, ladder mistakes, duplicate arm names, bad URLs and missing files into a single
-`UserError`, one line per problem, each prefixed with its key path (`arms[1].sim.spec`).
+types, ladder mistakes, duplicate arm names, bad URLs, missing files and prompt files
+that do not parse into a single `UserError`, one line per problem, each prefixed with
+its key path (`arms[1].sim.spec`).
 Relative file paths (prompts, profile YAML) are resolved against the scenario's folder.
 """
 
@@ -31,6 +32,9 @@ from pydantic import (
 
 from specload.errors import UserError
 from specload.ladder import DEFAULT_LADDER, parse_ladder, validate_ladder
+from specload.loadgen.prompts import load_prompts
+from specload.sim import SimConfigError
+from specload.sim.faults import parse_fault
 
 BUILTIN_PROFILES = ("seed-glm", "h100-llama8b-eagle3", "h100-llama8b-eagle")
 SPEC_MODES = ("on", "off", "adaptive")
@@ -68,6 +72,8 @@ def _folder_name(value: str, what: str) -> str:
 def _resolve_file(value: str, info: ValidationInfo, what: str) -> str:
     base = Path((info.context or {}).get("base_dir", "."))
     path = (base / Path(value).expanduser()).resolve()
+    if path.is_dir():
+        raise ValueError(f"{what} file {value!r} is a folder, not a file (looked at {path})")
     if not path.is_file():
         raise ValueError(f"{what} file {value!r} not found (looked at {path})")
     try:
@@ -98,7 +104,20 @@ class RequestSettings(_Strict):
     @field_validator("prompts")
     @classmethod
     def _prompts_exist(cls, v: str | None, info: ValidationInfo) -> str | None:
-        return None if v is None else _resolve_file(v, info, "prompts")
+        if v is None:
+            return None
+        path = _resolve_file(v, info, "prompts")
+        # Parsed here too, so that a broken file stops the sweep before any server starts.
+        try:
+            load_prompts(path)
+        except UserError as exc:
+            # "<path>:<line>: why" or "<path>: why" -> "prompts file 'v' line <line>: why"
+            where = re.sub(r"^:(\d+):", r" line \1:", str(exc).removeprefix(path))
+            raise ValueError(f"prompts file {v!r}{where}") from None
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"prompts file {v!r} is not UTF-8 text ({exc.reason} at byte "
+                             f"{exc.start})") from None
+        return path
 
     @field_validator("api_key_env")
     @classmethod
@@ -146,15 +165,13 @@ class SimArm(_Strict):
     @classmethod
     def _faults_shape(cls, v: list[str]) -> list[str]:
         for f in v:
-            parts = f.split(":")
             try:
-                frac = float(parts[1]) if len(parts) >= 2 else -1.0
-            except ValueError:
-                frac = -1.0
-            if len(parts) not in (2, 3) or not (0.0 <= frac <= 1.0):
+                parse_fault(f)
+            except SimConfigError as exc:
                 raise ValueError(
-                    f"fault {f!r} must look like KIND:FRACTION[:PARAM], e.g. cut:0.1:20"
-                )
+                    f"fault {f!r} must look like KIND:FRACTION[:PARAM], e.g. cut:0.1:20 "
+                    f"({str(exc).split(': ', 1)[-1]})"
+                ) from None
         return v
 
 
@@ -293,6 +310,14 @@ _MESSAGES = {
     "model_type": "expected a mapping of keys",
     "model_attributes_type": "expected a mapping of keys",
     "too_short": "must not be empty",
+    "string_too_short": "must not be empty",
+}
+# Pydantic's bound errors -> our wording; the bound comes from the error's context.
+_BOUNDS = {
+    "greater_than": ("gt", "must be more than"),
+    "greater_than_equal": ("ge", "must be at least"),
+    "less_than": ("lt", "must be less than"),
+    "less_than_equal": ("le", "must be at most"),
 }
 
 
@@ -313,6 +338,11 @@ def _describe(err: dict[str, Any]) -> str:
         return "must be one of " + expected.replace("'", "").replace(" or ", ", ")
     if kind == "value_error":
         return str(err.get("ctx", {}).get("error", err["msg"]))
+    if kind in _BOUNDS:
+        key, words = _BOUNDS[kind]
+        bound = err.get("ctx", {}).get(key)
+        shown = f"{bound:g}" if isinstance(bound, int | float) else bound
+        return f"{words} {shown}, got {err.get('input')!r}"
     base = _MESSAGES.get(kind, err["msg"])
     if kind in _MESSAGES and kind not in ("missing", "extra_forbidden"):
         base += f", got {err.get('input')!r}"

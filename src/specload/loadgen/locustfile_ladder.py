@@ -9,7 +9,6 @@ the web UI with the ladder and its windows as custom parameters.
 
 from __future__ import annotations
 
-from specload.loadgen import client_stats as _client_stats  # noqa: F401  (load-process CPU/lag)
 from specload.loadgen.shape import LadderShape
 from specload.loadgen.users import ChatStreamUser
 

@@ -10,6 +10,14 @@ packet reached the host, not when the busy gevent loop got round to this user. T
 keeps TTFT and ITL honest when many users share one process. Elsewhere, or if the
 option is refused, it stamps with `time.time()` after each read. Stamps are epoch
 seconds; bytes already buffered when reading starts carry the reader's creation time.
+
+Cost per chunk matters (one load process streams thousands of chunks a second), so on
+a gevent socket the reader waits for readability *before* reading when the previous
+read did not fill its buffer (at realistic pacing the next chunk is never there yet):
+gevent's own `recv` would first fail with EAGAIN, raise and catch that error, and build
+a fresh `Timeout` for every wait. The between-chunks timeout is one reusable `Timeout`
+per reader. `readlines` hands out every complete line already buffered in one piece
+(an SSE event and its blank line), so the decoder sees one call per event, not two.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import sys
 import time
 from typing import Any
 
+from gevent import Timeout
 from geventhttpclient.response import HTTPConnectionClosed
 
 # Not exported by Python's socket module; SO_TIMESTAMPNS(_OLD) in asm-generic/socket.h.
@@ -34,13 +43,19 @@ _ANC_SIZE = socket.CMSG_SPACE(_TIMESPEC.size) if _KERNEL_STAMPS else 0
 class LineReader:
     """Reads LF-terminated lines of one response body with their arrival times."""
 
-    __slots__ = ("_kernel", "last_stamp", "raw")
+    __slots__ = ("_full", "_gevent", "_kernel", "_timer", "last_stamp", "raw")
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
         self.last_stamp = time.time()
         self._kernel = False
+        self._full = False  # the last read filled its buffer: more is probably waiting
         sock = raw._sock
+        # a gevent socket: wait on its read watcher ourselves (see the module docstring)
+        self._gevent = sock is not None and hasattr(sock, "_read_event")
+        self._timer: Timeout | None = None
+        if self._gevent and sock.timeout is not None:
+            self._timer = Timeout(sock.timeout, TimeoutError("timed out"))
         if _KERNEL_STAMPS and sock is not None:
             try:
                 sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
@@ -54,36 +69,81 @@ class LineReader:
 
     def readline(self) -> tuple[bytes, float]:
         """The next line (b"" at the end of the body) and when its last bytes arrived."""
+        buf = self._fill()
+        if not buf:
+            return b"", self.last_stamp
+        end = buf.find(b"\n") + 1
+        line = bytes(buf[:end])
+        del buf[:end]
+        return line, self.last_stamp
+
+    def readlines(self) -> tuple[bytes, float]:
+        """Every complete line buffered (at least one; b"" at the end) and their stamp."""
+        buf = self._fill()
+        if not buf:
+            return b"", self.last_stamp
+        end = buf.rfind(b"\n") + 1
+        if end == len(buf):
+            lines = bytes(buf)
+            buf.clear()
+        else:
+            lines = bytes(buf[:end])
+            del buf[:end]
+        return lines, self.last_stamp
+
+    def _fill(self) -> bytearray:
+        """The body buffer once it holds a complete line; empty at the end of the body."""
         raw = self.raw
         buf = raw._body_buffer
-        while True:
-            end = buf.find(b"\n")
-            if end >= 0:
-                line = bytes(buf[: end + 1])
-                del buf[: end + 1]
-                return line, self.last_stamp
+        while buf.find(b"\n") < 0:
             if raw.message_complete:
-                return b"", self.last_stamp
+                return bytearray()
             sock = raw._sock
             if sock is None:
                 raise HTTPConnectionClosed("connection closed.")
             try:
-                data = self._recv(sock, raw.block_size)
-                raw.feed(data)
+                raw.feed(self._recv(sock, raw.block_size))
             except BaseException:
                 raw.release()
                 raise
+        return buf
 
     def _recv(self, sock: Any, size: int) -> bytes:
-        if not self._kernel:
-            data = sock.recv(size)
-            self.last_stamp = time.time()
-            return data
-        data, ancdata, _flags, _addr = sock.recvmsg(size, _ANC_SIZE)
+        if self._gevent:
+            if not self._full:
+                self._wait(sock)
+            inner = sock._sock
+            while True:
+                try:
+                    data, anc = self._recv_raw(inner, size)
+                    break
+                except BlockingIOError:
+                    self._wait(sock)
+        else:
+            data, anc = self._recv_raw(sock, size)
+        self._full = len(data) == size
         stamp = None
-        for level, kind, payload in ancdata:
+        for level, kind, payload in anc:
             if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS:
                 sec, nsec = _TIMESPEC.unpack_from(payload)
                 stamp = sec + nsec * 1e-9
         self.last_stamp = stamp if stamp is not None else time.time()
         return data
+
+    def _recv_raw(self, sock: Any, size: int) -> tuple[bytes, list]:
+        if self._kernel:
+            data, anc, _flags, _addr = sock.recvmsg(size, _ANC_SIZE)
+            return data, anc
+        return sock.recv(size), []
+
+    def _wait(self, sock: Any) -> None:
+        """Block this greenlet until the socket is readable (TimeoutError after its timeout)."""
+        timer = self._timer
+        if timer is None:
+            sock.hub.wait(sock._read_event)
+            return
+        timer.start()
+        try:
+            sock.hub.wait(sock._read_event)
+        finally:
+            timer.cancel()

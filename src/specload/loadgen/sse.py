@@ -40,10 +40,17 @@ class SSEDecoder:
         if not chunk:
             return []
         buf = self._buf
-        if not buf and chunk.find(b"\n") == len(chunk) - 1 and b"\r" not in chunk:
-            # fast path: exactly one LF-terminated line, as a line-by-line reader gives
-            event = self._line(chunk[:-1])
-            return [event] if event is not None else []
+        if not buf and b"\r" not in chunk:
+            lf = chunk.find(b"\n")
+            if lf == len(chunk) - 1:
+                # fast path: exactly one LF-terminated line, as a line reader gives
+                event = self._line(chunk[:-1])
+                return [event] if event is not None else []
+            if (lf == len(chunk) - 2 and chunk[-1] == 0x0A and not self._data
+                    and chunk.startswith(b"data:")):
+                # fast path: one whole single-line data event, as servers send them
+                value = chunk[6:-2] if chunk[5:6] == b" " else chunk[5:-2]
+                return [SSEEvent(value, self._take_event())]
         buf += chunk
         events: list[SSEEvent] = []
         pos = 0
@@ -92,6 +99,10 @@ class SSEDecoder:
         elif name == b"event":
             self._event = value.decode("utf-8", "replace")
         return None
+
+    def _take_event(self) -> str | None:
+        event, self._event = self._event, None
+        return event
 
     def _dispatch(self) -> SSEEvent | None:
         data, event = self._data, self._event

@@ -39,6 +39,7 @@ from locust.env import Environment
 from locust.exception import CatchResponseError, StopUser
 
 from specload.errors import UserError
+from specload.loadgen import client_stats as _client_stats  # noqa: F401  (CPU/lag probe)
 from specload.loadgen import options as _options  # noqa: F401  (registers the arguments)
 from specload.loadgen.chunks import DONE, MalformedChunk, error_message_from_body, parse_chunk
 from specload.loadgen.context import ModelDiscoveryError, ProcessContext
@@ -184,10 +185,10 @@ class StreamingUser(FastHttpUser):
         done = False
         try:
             while True:
-                line, stamp = reader.readline()
-                if not line:
+                lines, stamp = reader.readlines()
+                if not lines:
                     break
-                for event in decoder.feed(line):
+                for event in decoder.feed(lines):
                     done = done or self._on_event(event.data, stamp, tally, out)
                 if out.error_kind:
                     break

@@ -7,8 +7,11 @@ mode: one process, `--processes N` on this machine, or a master (`--master
 --expect-workers N --master-bind-host H`) that workers started elsewhere connect to.
 Locust's exit status is made independent of request failures (`--exit-code-on-error
 0`), so a non-zero status means Locust itself failed. Its log goes to a file in the arm
-folder; stopping sends SIGTERM (Locust then writes its CSVs and quits) and, after a
-grace period, SIGKILL to its process group.
+folder; stopping sends SIGINT to Locust (it then stops the users, collects the workers'
+last rows, writes its CSVs and quits) and, after a grace period, SIGKILL to its process
+group. Not SIGTERM: headless Locust 2.47 installs its SIGTERM handler only after a load
+shape has finished, so during a ladder SIGTERM kills it on the spot, losing the rows of
+the rung in progress and orphaning `--processes` workers.
 """
 
 from __future__ import annotations
@@ -131,7 +134,7 @@ class LocustProcess:
         """Ask Locust to finish (it writes its CSVs), then make sure it is gone."""
         if self.proc.poll() is None:
             try:
-                self.proc.send_signal(signal.SIGTERM)
+                self.proc.send_signal(signal.SIGINT)
                 self.proc.wait(timeout=grace_s)
             except (ProcessLookupError, subprocess.TimeoutExpired):
                 pass

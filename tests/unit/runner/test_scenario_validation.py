@@ -46,7 +46,7 @@ INVALID = [
      ["ladder: rung 1: user count 'lots' is not a whole number"]),
     ("wrong type", "name: x\nwarmup_s: soon\n" + ARMS_TAIL, ["warmup_s: expected a number"]),
     ("zero measure window", "name: x\nmeasure_s: 0\n" + ARMS_TAIL,
-     ["measure_s: Input should be greater than 0"]),
+     ["measure_s: must be more than 0, got 0"]),
     ("duplicate arm names", "name: x\narms:\n  - name: a\n    sim: {spec: on}\n"
      "  - name: a\n    sim: {spec: off}\n",
      ["arms[1].name: duplicate arm name 'a' (also arms[0])"]),
