@@ -181,10 +181,13 @@ def run_locust(sim: Sim, users: int, processes: int, tmp: Path,
                       processes, args, prefix, src)
 
 
-def run_reference(sim: Sim, users: int, args: argparse.Namespace) -> Run:
+def run_reference(sim: Sim, users: int, tmp: Path, args: argparse.Namespace) -> Run:
+    out = tmp / f"reference-u{users}-{time.monotonic_ns()}.jsonl"
     cmd = [sys.executable, __file__, "--reference", sim.url, str(users), str(args.seconds),
-           str(args.max_tokens)]
-    return run_client(cmd, sim, users, 1, args, None)
+           str(args.max_tokens), str(out)]
+    run = run_client(cmd, sim, users, 1, args, None)
+    run.extra["outputs"] = out
+    return run
 
 
 def trace_chunks(trace: dict[str, dict], t0: float, t1: float) -> tuple[int, int]:
@@ -200,7 +203,7 @@ def trace_chunks(trace: dict[str, dict], t0: float, t1: float) -> tuple[int, int
 
 # --- the aiohttp reference client ------------------------------------------------------
 
-def reference_main(url: str, users: int, seconds: float, max_tokens: int) -> None:
+def reference_main(url: str, users: int, seconds: float, max_tokens: int, out: str) -> None:
     """A vLLM/SGLang-benchmark-style client: aiohttp, json per data line, timestamps."""
     import aiohttp  # only the reference subprocess needs it
 
@@ -216,11 +219,13 @@ def reference_main(url: str, users: int, seconds: float, max_tokens: int) -> Non
         i = index
         while time.perf_counter() < end:
             body = {**bodies[i % len(bodies)], "model": model}
+            request_id = f"ref-{os.getpid()}-{index}-{i}"
             i += users
-            st = time.perf_counter()
+            st, wall = time.perf_counter(), time.time()
             most_recent = st
             ttft, itl, text, output_len = 0.0, [], "", 0
-            async with session.post(api, json=body) as response:
+            async with session.post(api, json=body,
+                                    headers={"X-Request-Id": request_id}) as response:
                 async for chunk_bytes in response.content:
                     chunk_bytes = chunk_bytes.strip()
                     if not chunk_bytes:
@@ -231,6 +236,8 @@ def reference_main(url: str, users: int, seconds: float, max_tokens: int) -> Non
                     data = json.loads(chunk)
                     if choices := data.get("choices"):
                         content = choices[0]["delta"].get("content")
+                        if not content:  # vLLM's script also times the role-only chunk
+                            continue
                         timestamp = time.perf_counter()
                         if ttft == 0.0:
                             ttft = timestamp - st
@@ -240,8 +247,9 @@ def reference_main(url: str, users: int, seconds: float, max_tokens: int) -> Non
                         text += content or ""
                     elif usage := data.get("usage"):
                         output_len = usage.get("completion_tokens")
-            outputs.append({"ttft": ttft, "itl": itl, "latency": most_recent - st,
-                            "output_len": output_len, "text": text})
+            outputs.append({"request_id": request_id, "start": wall, "ttft": ttft, "itl": itl,
+                            "latency": most_recent - st, "output_len": output_len,
+                            "text": text})
 
     async def main() -> None:
         timeout = aiohttp.ClientTimeout(total=6 * 60 * 60)
@@ -258,6 +266,23 @@ def reference_main(url: str, users: int, seconds: float, max_tokens: int) -> Non
             await asyncio.gather(*tasks, return_exceptions=True)
 
     asyncio.run(main())
+    with open(out, "w") as fh:
+        fh.writelines(json.dumps({k: v for k, v in o.items() if k != "text"}) + "\n"
+                      for o in outputs)
+
+
+def reference_rows(path: Path) -> list[dict[str, str]]:
+    """The reference client's outputs in the shape of specload's request rows."""
+    rows = []
+    for line in path.read_text().splitlines():
+        o = json.loads(line)
+        if not o["ttft"]:
+            continue
+        gaps = [round(o["ttft"] * 1e6)] + [round(g * 1e6) for g in o["itl"]]
+        rows.append({"request_id": o["request_id"], "start": str(o["start"]),
+                     "chunk_gaps_us": " ".join(map(str, gaps)), "chunk_tokens": "",
+                     "error_kind": "", "ttft_ms": str(o["ttft"] * 1e3), "tpot_ms": ""})
+    return rows
 
 
 # --- reading Locust's files ------------------------------------------------------------
@@ -286,8 +311,9 @@ def read_requests(prefix: Path) -> list[dict[str, str]]:
 def match(run: Run, trace: dict[str, dict]) -> Matched:
     ttft_err, arr_err, c_ttft, s_ttft, c_tpot, s_tpot = [], [], [], [], [], []
     tokens = chunks = unmatched = failures = 0
-    assert run.prefix is not None
-    for row in read_requests(run.prefix):
+    rows = (read_requests(run.prefix) if run.prefix is not None
+            else reference_rows(run.extra["outputs"]))
+    for row in rows:
         start = float(row["start"])
         offsets, counts = decode_chunks(row["chunk_gaps_us"], row["chunk_tokens"])
         counts = counts or [1] * len(offsets)
@@ -340,20 +366,26 @@ def pct(values: np.ndarray, q: float) -> float:
 
 def cpu_part(sim: Sim, tmp: Path, args: argparse.Namespace) -> list[str]:
     lines = ["## CPU per streamed chunk (one load process, user + records)",
-             f"{'C':>5} {'client':>9} {'chunks/s':>9} {'CPU %':>6} {'us/chunk':>9}"]
+             f"{'C':>5} {'client':>9} {'chunks/s':>9} {'CPU %':>6} {'us/chunk':>9} "
+             f"{'TTFT err p50':>12} {'p99':>6} {'arrival err p50':>15} {'p99':>6}"]
+    print("\n".join(lines), flush=True)
     ratios = []
     clients = ["specload", "aiohttp"] + (["baseline"] if args.baseline_src else [])
     for users in args.cpu_users:
         costs = {}
         for name in clients:
-            run = (run_reference(sim, users, args) if name == "aiohttp"
+            run = (run_reference(sim, users, tmp, args) if name == "aiohttp"
                    else run_locust(sim, users, 1, tmp, args,
                                    args.baseline_src if name == "baseline" else None))
-            chunks, _ = trace_chunks(sim.records(), run.t0, run.t1)
+            trace = sim.records()
+            chunks, _ = trace_chunks(trace, run.t0, run.t1)
+            m = match(run, trace)
             span = run.t1 - run.t0
             costs[name] = run.cpu_s * 1e6 / max(chunks, 1)
             lines.append(f"{users:>5} {name:>9} {chunks / span:>9.0f} "
-                         f"{100 * run.cpu_s / span:>6.1f} {costs[name]:>9.1f}")
+                         f"{100 * run.cpu_s / span:>6.1f} {costs[name]:>9.1f} "
+                         f"{pct(m.ttft_err_ms, 50):>12.2f} {pct(m.ttft_err_ms, 99):>6.2f} "
+                         f"{pct(m.arrival_err_ms, 50):>15.2f} {pct(m.arrival_err_ms, 99):>6.2f}")
             print(lines[-1], flush=True)
         ratios.append(costs["specload"] / costs["aiohttp"])
         lines.append(f"{users:>5} ratio specload/aiohttp = {ratios[-1]:.2f}" + (
@@ -422,8 +454,8 @@ def ints(text: str) -> list[int]:
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--reference":
-        url, users, seconds, max_tokens = sys.argv[2:6]
-        reference_main(url, int(users), float(seconds), int(max_tokens))
+        url, users, seconds, max_tokens, out = sys.argv[2:7]
+        reference_main(url, int(users), float(seconds), int(max_tokens), out)
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default="bench-20ms")

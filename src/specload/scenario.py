@@ -34,6 +34,7 @@ from specload.errors import UserError
 from specload.ladder import DEFAULT_LADDER, parse_ladder, validate_ladder
 from specload.loadgen.prompts import load_prompts
 from specload.sim import SimConfigError
+from specload.sim.faults import DEFAULT_PARAMS as FAULT_KINDS
 from specload.sim.faults import parse_fault
 
 BUILTIN_PROFILES = ("seed-glm", "h100-llama8b-eagle3", "h100-llama8b-eagle")
@@ -167,10 +168,10 @@ class SimArm(_Strict):
         for f in v:
             try:
                 parse_fault(f)
-            except SimConfigError as exc:
+            except SimConfigError:
                 raise ValueError(
-                    f"fault {f!r} must look like KIND:FRACTION[:PARAM], e.g. cut:0.1:20 "
-                    f"({str(exc).split(': ', 1)[-1]})"
+                    f"fault {f!r} must look like KIND:FRACTION[:PARAM], e.g. cut:0.1:20, with "
+                    f"KIND one of {', '.join(FAULT_KINDS)}, 0 <= FRACTION <= 1 and PARAM >= 0"
                 ) from None
         return v
 

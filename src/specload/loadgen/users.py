@@ -40,6 +40,7 @@ from locust.exception import CatchResponseError, StopUser
 
 from specload.errors import UserError
 from specload.loadgen import client_stats as _client_stats  # noqa: F401  (CPU/lag probe)
+from specload.loadgen import keepalive
 from specload.loadgen import options as _options  # noqa: F401  (registers the arguments)
 from specload.loadgen.chunks import DONE, MalformedChunk, error_message_from_body, parse_chunk
 from specload.loadgen.context import ModelDiscoveryError, ProcessContext
@@ -52,6 +53,7 @@ from specload.loadgen.sse import SSEDecoder
 from specload.records import RequestRecord, encode_chunks
 
 log = logging.getLogger(__name__)
+keepalive.install()  # no yield between a request's start stamp and its send
 TTFT_TYPE = "TTFT"
 _chunk_count_warned = False
 

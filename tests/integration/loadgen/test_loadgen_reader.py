@@ -74,3 +74,25 @@ def test_connection_closed_mid_body_raises(conn) -> None:
     with pytest.raises((HTTPParseError, OSError)):  # what users.py reports as stream_cut
         reader.readline()
     assert reader.raw._sock is None  # released
+
+
+def test_readlines_on_a_gevent_socket_gives_buffered_lines_and_times_out() -> None:
+    from gevent import socket as gsocket
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = gsocket.create_connection(listener.getsockname())
+        server, _ = listener.accept()
+    with client, server:
+        client.settimeout(0.3)
+        server.sendall(HEAD + chunk(b"data: a\n\ndata: b\n\ndata: c"))
+        reader = LineReader(HTTPSocketResponse(client))
+        lines, _ = reader.readlines()
+        assert lines == b"data: a\n\ndata: b\n\n"  # the unterminated line stays buffered
+        sent = time.time()
+        server.sendall(chunk(b"\n\n"))
+        lines, stamp = reader.readlines()
+        assert lines == b"data: c\n\n" and sent <= stamp < sent + 0.1
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):  # nothing more arrives: the socket's timeout
+            reader.readlines()
+        assert 0.25 <= time.monotonic() - started < 5.0

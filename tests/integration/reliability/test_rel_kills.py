@@ -19,6 +19,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import psutil
 import pytest
 
 
@@ -122,6 +123,9 @@ def test_worker_killed_then_ctrl_c_then_resume(
     (master,) = [p for p in locust if p.ppid() not in {q.pid for q in locust}]
     workers = master.children()
     assert len(workers) == 2
+    # the implicit master of --processes listens on loopback only
+    assert {c.laddr.ip for c in master.net_connections(kind="tcp")
+            if c.status == psutil.CONN_LISTEN} == {"127.0.0.1"}
     workers[0].send_signal(signal.SIGKILL)
     killed_at = time.time()
     killed_client = f"{socket.gethostname()}-{workers[0].pid}"

@@ -100,3 +100,14 @@ def test_event_field_resets_after_dispatch() -> None:
     dec = SSEDecoder()
     assert dec.feed(b"event: error\ndata: x\n\ndata: y\n\n") == [
         SSEEvent(b"x", "error"), SSEEvent(b"y")]
+
+
+def test_whole_events_as_a_line_reader_hands_them_out() -> None:
+    # readlines() gives each event with its blank line in one piece: the fast path must
+    # agree with the general one, also after an `event:` line or pending data lines
+    stream = (b"event: message\n", b"data: {\"a\": 1}\n\n", b"data: x\n",
+              b"data: y\n\n", b"data:z\n\n", b"data: [DONE]\n\n")
+    expected = [SSEEvent(b'{"a": 1}', "message"), SSEEvent(b"x\ny"), SSEEvent(b"z"),
+                SSEEvent(b"[DONE]")]
+    assert decode(list(stream)) == expected
+    assert decode([bytes([b]) for b in b"".join(stream)]) == expected
