@@ -40,12 +40,18 @@ def _rung_warnings(row: Any, multi_rep: bool) -> Iterator[dict[str, Any]]:
         yield _warning("concurrency_shortfall",
                        f"{where}: achieved concurrency {row.achieved_concurrency:.1f} is more "
                        f"than 10% under the target {row.concurrency}", **ctx)
-    if row.client_cpu_max > CLIENT_CPU_LIMIT or row.client_lag_p99_max_ms > CLIENT_LAG_P99_LIMIT_MS:
+    if row.client_cpu_max > CLIENT_CPU_LIMIT:
         yield _warning("client_saturated",
                        f"{where}: the load generator was saturated (CPU up to "
                        f"{row.client_cpu_max:.0f}%, event-loop lag p99 up to "
                        f"{row.client_lag_p99_max_ms:.1f} ms); add --processes or workers",
                        **ctx)
+    elif row.client_lag_p99_max_ms > CLIENT_LAG_P99_LIMIT_MS:
+        yield _warning("client_starved",
+                       f"{where}: the load generator's timestamps ran late (event-loop lag "
+                       f"p99 up to {row.client_lag_p99_max_ms:.1f} ms) while it used only "
+                       f"{row.client_cpu_max:.0f}% CPU: the machine it ran on was short of "
+                       f"CPU; run the load elsewhere or stop other work", **ctx)
     total = row.requests + row.failures
     if total and row.failures / total > FAILURE_LIMIT:
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(row.failures_by_kind.items()))
@@ -144,3 +150,30 @@ def all_warnings(per_rep: pd.DataFrame, summary: pd.DataFrame, pairs: Sequence[P
     found += rung_warnings(per_rep)
     found += token_mismatch_warnings(pairs, summary, ignore_eos_in(manifest))
     return found
+
+
+_DIGEST_TITLES = {
+    "too_few_requests": "too few completed requests to trust latencies (lengthen measure_s)",
+    "client_saturated": "load generator saturated (add --processes or workers)",
+    "client_starved": "load generator short of CPU on a busy machine (timestamps late)",
+    "concurrency_shortfall": "achieved concurrency more than 10% under target",
+    "failures": "more than 1% of requests failed",
+    "crosscheck": "request records disagree with Locust's stats history",
+    "tokens_from_chunks": "tokens counted from chunks (no usage reported)",
+}
+
+
+def digest(warnings: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per kind of rung warning listing where it applies; others verbatim."""
+    lines: list[str] = []
+    grouped: dict[str, dict[str, list[str]]] = {}
+    for w in warnings:
+        if w["kind"] in _DIGEST_TITLES and w["arm"] is not None and w["concurrency"] is not None:
+            at = str(w["concurrency"]) + (f" (rep {w['rep']})" if w.get("rep", 1) != 1 else "")
+            grouped.setdefault(w["kind"], {}).setdefault(w["arm"], []).append(at)
+        else:
+            lines.append(w["message"])
+    for kind, arms in grouped.items():
+        where = "; ".join(f"{arm} C={', '.join(cs)}" for arm, cs in arms.items())
+        lines.append(f"{_DIGEST_TITLES[kind]}: {where}")
+    return lines

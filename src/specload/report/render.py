@@ -158,7 +158,12 @@ def _html(report: Report) -> str:
                   if r.get(key))
         + "</ul></li>"
         for p, r in zip(report.pairs, report.recommendations(), strict=True))
-    warns = "".join(f"<li>{esc(w['message'])}</li>" for w in report.warnings) or "<li>none</li>"
+    warns = "".join(f"<li>{esc(line)}</li>" for line in quality.digest(report.warnings))
+    details = "".join(f"<li>{esc(w['message'])}</li>" for w in report.warnings)
+    if details:
+        warns += f"<details><summary>every warning</summary><ul>{details}</ul></details>"
+    else:
+        warns = "<li>none</li>"
     plots = "".join(
         f'<div class="fig">{pio.to_html(f, full_html=False, include_plotlyjs=False)}</div>'
         for f in figures.all_figures(report.summary, report.pairs))
@@ -214,9 +219,7 @@ def main(args: argparse.Namespace) -> int:
     for line in _crossover_lines(report):
         print(line)
     if report.warnings:
-        print(f"{len(report.warnings)} data-quality warning(s):")
-        for w in report.warnings[:10]:
-            print(f"  - {w['message']}")
-        if len(report.warnings) > 10:
-            print(f"  ... and {len(report.warnings) - 10} more in {SUMMARY_JSON}")
+        print(f"{len(report.warnings)} data-quality warning(s), each in {SUMMARY_JSON}:")
+        for line in quality.digest(report.warnings):
+            print(f"  - {line}")
     return 0

@@ -25,7 +25,8 @@ def test_a_good_rung_has_no_warning() -> None:
 def test_each_rung_warning() -> None:
     assert _kinds(achieved_concurrency=8.9) == ["concurrency_shortfall"]
     assert _kinds(client_cpu_max=95.0) == ["client_saturated"]
-    assert _kinds(client_lag_p99_max_ms=25.0) == ["client_saturated"]
+    assert _kinds(client_lag_p99_max_ms=25.0) == ["client_starved"]
+    assert _kinds(client_cpu_max=95.0, client_lag_p99_max_ms=25.0) == ["client_saturated"]
     assert _kinds(failures=2, failures_by_kind={"stream_cut": 2}) == ["failures"]
     assert _kinds(failures=1, failures_by_kind={"stream_cut": 1}) == []  # 1 of 101 < 1%
     assert _kinds(requests=9) == ["too_few_requests"]
@@ -56,3 +57,16 @@ def test_ignore_eos_found_anywhere_in_the_scenario() -> None:
     assert quality.ignore_eos_in({"scenario": {"arms": [{"extra_body": {"ignore_eos": True}}]}})
     assert not quality.ignore_eos_in({"scenario": {"ignore_eos": False}})
     assert not quality.ignore_eos_in(None)
+
+
+def test_digest_groups_rung_warnings_by_kind() -> None:
+    rows = pd.DataFrame([{**GOOD, "arm": "on", "concurrency": 1, "requests": 3},
+                         {**GOOD, "arm": "on", "concurrency": 5, "requests": 3},
+                         {**GOOD, "arm": "off", "concurrency": 5, "requests": 3,
+                          "client_cpu_max": 99.0}])
+    warnings = [*quality.rung_warnings(rows), quality._warning("missing_data", "no steps")]
+    assert quality.digest(warnings) == [
+        "no steps",
+        "too few completed requests to trust latencies (lengthen measure_s): on C=1, 5; off C=5",
+        "load generator saturated (add --processes or workers): off C=5",
+    ]
