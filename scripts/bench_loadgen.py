@@ -15,7 +15,8 @@ chunks/s) with `--trace`, the ground truth. Three parts, one run:
    matched to the trace by request_id; a run passes when client TTFT is within 5 ms of
    the sim's (p99 of the per-request difference) and each content chunk's client arrival
    is within 2 ms of the sim's emit time (p99). Also shows the client's own CPU and
-   event-loop lag (`_client_stats.csv`) and how far chunks/s fall short of C / step.
+   event-loop lag (`_client_stats.csv`), how far chunks/s fall short of C / step, and
+   the simulator's CPU and engine lag (a sim that falls behind stamps late too).
 3. Accuracy at C = 1, 10, 100, 250: system output tok/s (tokens by arrival time in the
    window), TTFT p50/p99 and TPOT p50, client records vs trace.
 
@@ -77,7 +78,7 @@ class Sim:
         values = {}
         for line in text.splitlines():
             if line.startswith((LAG_METRIC, BUSY_METRIC)):
-                values[line.split()[0]] = float(line.rsplit(" ", 1)[1])
+                values[line.split("{")[0].split()[0]] = float(line.rsplit(" ", 1)[1])
         return values.get(LAG_METRIC, 0.0), values.get(BUSY_METRIC, 0.0)
 
     def records(self) -> dict[str, dict]:
@@ -137,9 +138,10 @@ def run_client(cmd: list[str], sim: Sim, users: int, processes: int, args: argpa
     launched = time.time()
     time.sleep(args.warmup)
     tree_cpu(ps)  # discover the children before the window opens
-    t0, c0 = time.time(), tree_cpu(ps)
+    server = psutil.Process(sim.proc.pid)
+    t0, c0, s0 = time.time(), tree_cpu(ps), tree_cpu(server)
     time.sleep(max(1.0, args.seconds - args.warmup - args.tail - (t0 - launched - args.warmup)))
-    t1, c1 = time.time(), tree_cpu(ps)
+    t1, c1, s1 = time.time(), tree_cpu(ps), tree_cpu(server)
     try:
         _, err = proc.communicate(timeout=args.seconds + 60)
     except subprocess.TimeoutExpired:
@@ -152,7 +154,7 @@ def run_client(cmd: list[str], sim: Sim, users: int, processes: int, args: argpa
     lag, busy = lag1 - lag0, busy1 - busy0
     time.sleep(0.5)  # the sim writes trace lines of cancelled streams a moment later
     return Run(users, processes, t0, t1, c1 - c0, lag / (lag + busy) if lag + busy else 0.0,
-               prefix)
+               prefix, {"sim_cpu": 100 * (s1 - s0) / (t1 - t0)})
 
 
 def locust_cmd(url: str, users: int, processes: int, prefix: Path,
@@ -400,7 +402,7 @@ def capacity_part(sim: Sim, tmp: Path, args: argparse.Namespace,
     lines = ["## Capacity (bounds: TTFT error p99 <= 5 ms, chunk arrival error p99 <= 2 ms)",
              f"{'proc':>4} {'C':>5} {'chunks/s':>9} {'of C/step':>9} {'TTFTerr p50':>11} "
              f"{'p99':>6} {'arrival p50':>11} {'p99':>6} {'max':>7} {'cli CPU%':>8} "
-             f"{'lag p99':>7} {'sim lag%':>8} {'ok':>3}"]
+             f"{'lag p99':>7} {'sim CPU%':>8} {'sim lag%':>8} {'ok':>3}"]
     print("\n".join(lines), flush=True)
     plan = [(u, 1) for u in args.capacity] + [(u, 2) for u in args.capacity2]
     for users, processes in plan:
@@ -416,7 +418,8 @@ def capacity_part(sim: Sim, tmp: Path, args: argparse.Namespace,
             f"{m.client_chunks / span / ideal:>9.2f} {pct(m.ttft_err_ms, 50):>11.2f} "
             f"{pct(m.ttft_err_ms, 99):>6.2f} {pct(m.arrival_err_ms, 50):>11.2f} "
             f"{pct(m.arrival_err_ms, 99):>6.2f} {m.arrival_err_ms.max(initial=0):>7.1f} "
-            f"{cpu:>8.0f} {lag:>7.1f} {100 * run.sim_lag:>8.2f} {'yes' if ok else 'NO':>3}")
+            f"{cpu:>8.0f} {lag:>7.1f} {run.extra['sim_cpu']:>8.0f} {100 * run.sim_lag:>8.2f} "
+            f"{'yes' if ok else 'NO':>3}")
         print(lines[-1], flush=True)
     return lines
 
@@ -465,7 +468,7 @@ def main() -> int:
     ap.add_argument("--warmup", type=float, default=4.0, help="excluded at the start")
     ap.add_argument("--tail", type=float, default=1.5, help="excluded at the end")
     ap.add_argument("--max-tokens", type=int, default=64)
-    ap.add_argument("--cpu-users", type=ints, default=ints("50"))
+    ap.add_argument("--cpu-users", type=ints, default=ints("50,150"))
     ap.add_argument("--capacity", type=ints, default=ints("100,150,200,250"),
                     help="user counts for one load process")
     ap.add_argument("--capacity2", type=ints, default=ints("250"),

@@ -7,6 +7,7 @@ greenlet that sleeps `PROBE_INTERVAL_S` again and again and records how late it 
 psutil. Once a second it sends one row of `records.CLIENT_STATS_COLUMNS` through
 Locust's messages; the process that writes CSVs (local runner or master) appends it to
 `<csv prefix>_client_stats.csv`. The report warns about rungs run by a saturated client.
+`users.py` imports this module, so every locustfile with specload's users runs the probe.
 """
 
 from __future__ import annotations

@@ -23,6 +23,9 @@ What the Locust statistics show:
   `interrupted=1`, `error_kind=interrupted` and every chunk that arrived.
 Exact per-request figures (TTFT, E2E, TPOT, chunk timings and tokens) go to
 `<csv prefix>_requests.csv` through `Recorder`; Locust's own percentiles are bucketed.
+Importing this module also starts every load process's CPU and event-loop-lag probe
+(`client_stats`, so any locustfile with these users writes `_client_stats.csv`) and
+makes geventhttpclient's keep-alive check non-yielding (`keepalive`).
 """
 
 from __future__ import annotations

@@ -36,13 +36,17 @@ def summary_rungs(run_dir: Path) -> list[tuple[str, int]]:
 
 def check_nothing_lost(arm_dir: Path, rel, tools, only: str = "") -> None:
     """Every request in the simulator's trace (whose id starts with `only`) is in the
-    records exactly once."""
-    ids = Counter(r["request_id"] for r in tools.read_csv(arm_dir / "locust_requests.csv"))
+    records exactly once, and every successful record is in the trace (across resumes)."""
+    rows = tools.read_csv(arm_dir / "locust_requests.csv")
+    ids = Counter(r["request_id"] for r in rows)
     assert max(ids.values()) == 1
     traced = [t["request_id"] for t in rel.read_trace(arm_dir / "sim_trace.jsonl")
               if t["request_id"].startswith(only)]
     assert traced and len(traced) == len(set(traced))
     assert set(traced) <= set(ids), sorted(set(traced) - set(ids))[:5]
+    ok = {r["request_id"] for r in rows if r["request_id"].startswith(only)
+          and r["error_kind"] == "" and r["interrupted"] == "0"}
+    assert ok <= set(traced), sorted(ok - set(traced))[:5]
 
 
 @pytest.mark.slow
