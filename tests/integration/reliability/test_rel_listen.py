@@ -9,6 +9,7 @@ test_rel_kills.py.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -60,7 +61,8 @@ def start(tmp_path: Path, rel) -> Iterator:
 
     yield run
     for proc in procs:
-        os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
 
 
