@@ -45,7 +45,9 @@ class Sample:
 
     @property
     def growth_pct(self) -> float | None:
-        return None if self.end is None else 100.0 * (self.end - self.start) / self.start
+        if self.end is None or self.start <= 0:
+            return None
+        return 100.0 * (self.end - self.start) / self.start
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -114,8 +116,12 @@ def processes(sim: subprocess.Popen, locust: subprocess.Popen) -> dict[int, str]
 
 
 def rss(pid: int) -> int | None:
+    """Resident memory of a live process; None once it has exited (or is a zombie)."""
     try:
-        return psutil.Process(pid).memory_info().rss
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return proc.memory_info().rss or None
     except psutil.NoSuchProcess:
         return None
 
@@ -160,7 +166,9 @@ def run(args: argparse.Namespace, out: Path) -> int:
         locust = start_locust(args, url, out)
         time.sleep(args.settle)
         watched = processes(sim, locust)
-        samples = [Sample(role, pid, rss(pid) or 0) for pid, role in watched.items()]
+        # a process listed a moment ago may already be gone (a forked helper): skip it
+        samples = [Sample(role, pid, r) for pid, role in watched.items()
+                   if (r := rss(pid)) is not None]
         time.sleep(max(0.0, t0 + args.duration - 3 - time.monotonic()))
         for s in samples:
             s.end = rss(s.pid)
@@ -177,7 +185,9 @@ def run(args: argparse.Namespace, out: Path) -> int:
     print(f"requests {total}, failures {failures}")
     problems = [f"{s.role} grew {s.growth_pct:.1f}%" for s in samples
                 if s.growth_pct is not None and s.growth_pct > args.max_growth]
-    problems += [f"{s.role} died" for s in samples if s.end is None or s.start == 0]
+    problems += [f"{s.role} died" for s in samples if s.end is None]
+    if not any(s.role == "sim" for s in samples) or len(samples) < 2:
+        problems.append("the simulated server or Locust was not running when sampled")
     if total == 0 or failures > 0:
         problems.append(f"{failures} of {total} requests failed")
     print(f"FAIL: {'; '.join(problems)}" if problems

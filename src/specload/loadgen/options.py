@@ -20,6 +20,9 @@ DEFAULT_REQUEST_TIMEOUT_S = 300.0
 
 @events.init_command_line_parser.add_listener
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    # The web UI and a --master listen on loopback unless asked otherwise (--web-host,
+    # --master-bind-host): a load generator's UI must not be open to the network.
+    parser.set_defaults(web_host="127.0.0.1", master_bind_host="127.0.0.1")
     # on the parser itself: only LocustArgumentParser.add_argument knows include_in_web_ui
     group = parser
     group.add_argument("--model", default="", include_in_web_ui=True,

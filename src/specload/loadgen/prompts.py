@@ -48,6 +48,9 @@ def load_prompts(path: str | None) -> list[Prompt]:
         content = file.read_text(encoding="utf-8")
     except OSError as exc:
         raise UserError(f"cannot read prompt file {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise UserError(f"prompt file {path} is not UTF-8 text (byte {exc.start}: "
+                        f"{exc.reason})") from exc
     if file.suffix == ".jsonl":
         return parse_jsonl(content, path)
     return parse_sharegpt(content, path)

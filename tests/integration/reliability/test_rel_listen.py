@@ -74,12 +74,6 @@ def test_start_master_script_listens_on_loopback(start) -> None:
     assert {socks[web], socks[master]} == {"127.0.0.1"}, socks
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="locustfiles/ladder.py (loadgen) keeps Locust's default --web-host, "
-                   "which listens on every interface; the README's "
-                   "`locust -f locustfiles/ladder.py --host URL` exposes the web UI unless "
-                   "--web-host 127.0.0.1 is added (fix: parser.set_defaults(web_host="
-                   "'127.0.0.1') in the loadgen's init_command_line_parser listener)")
 def test_plain_locust_web_ui_listens_on_loopback(start) -> None:
     web = free_port()
     socks = start([sys.executable, "-m", "locust", "-f", str(REPO / "locustfiles" / "ladder.py"),

@@ -61,14 +61,10 @@ def test_enormous_broken_line_gives_a_short_message(tmp_path: Path) -> None:
     assert str(err.value) == f"{path}:2: not valid JSON (Unterminated string starting at)"
 
 
-@pytest.mark.xfail(strict=True, raises=UnicodeDecodeError,
-                   reason="loadgen/prompts.py load_prompts catches only OSError: a file that "
-                   "is not UTF-8 raises UnicodeDecodeError instead of a UserError (the "
-                   "scenario check in scenario.py reports it cleanly for sweeps)")
 def test_file_that_is_not_utf8_is_a_user_error(tmp_path: Path) -> None:
     path = tmp_path / "latin1.jsonl"
     path.write_bytes('{"prompt": "caf\u00e9"}\n'.encode("latin-1"))
-    with pytest.raises(UserError):
+    with pytest.raises(UserError, match=r"latin1\.jsonl is not UTF-8 text \(byte 14: "):
         load_prompts(str(path))
 
 
