@@ -115,9 +115,6 @@ class RequestSettings(_Strict):
             # "<path>:<line>: why" or "<path>: why" -> "prompts file 'v' line <line>: why"
             where = re.sub(r"^:(\d+):", r" line \1:", str(exc).removeprefix(path))
             raise ValueError(f"prompts file {v!r}{where}") from None
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"prompts file {v!r} is not UTF-8 text ({exc.reason} at byte "
-                             f"{exc.start})") from None
         return path
 
     @field_validator("api_key_env")

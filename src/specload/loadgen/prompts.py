@@ -49,8 +49,7 @@ def load_prompts(path: str | None) -> list[Prompt]:
     except OSError as exc:
         raise UserError(f"cannot read prompt file {path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
-        raise UserError(f"prompt file {path} is not UTF-8 text (byte {exc.start}: "
-                        f"{exc.reason})") from exc
+        raise UserError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
     if file.suffix == ".jsonl":
         return parse_jsonl(content, path)
     return parse_sharegpt(content, path)

@@ -10,10 +10,11 @@ shape itself runs only where Locust runs shapes (the master, or the single proce
 Rung boundaries are written to `<csv prefix>_steps.csv` (`records.STEPS_COLUMNS`, UTC
 epoch seconds), one row appended as each rung's measure window ends. Only rungs whose
 measure window completed are written, so a run stopped mid-rung keeps exactly its
-finished rungs. `warmup_start` is when the shape actually asked for the rung's user
-count (Locust ticks shapes about once a second, so up to a second after the plan);
-`measure_start` is the planned start, or that actual start if it came later;
-`measure_end` is the planned end, at which the users are still at the rung's count.
+finished rungs. Locust ticks shapes about once a second, so a rung can begin up to a
+second after the plan; the rest of the plan then shifts by that delay, so every rung
+keeps its full warmup and measure windows: `warmup_start` is when the shape actually
+asked for the rung's user count, `measure_start` = warmup_start + warmup and
+`measure_end` = measure_start + measure, at which the users are still at its count.
 Without `--csv` (a plain web-UI session) there is no run folder, so no steps file is
 written and the report falls back to segmenting Locust's own history by user count.
 A new start (e.g. pressing Start again in the web UI) begins a fresh steps file.
@@ -96,7 +97,7 @@ class LadderShape(LoadTestShape):
         self._rate = 1.0
         self._t0_epoch = clock()
         self._current: Step | None = None
-        self._current_started = 0.0
+        self._shift = 0.0  # how far the plan has slipped behind the clock, seconds
         self._steps_file = StepsFile(None)
         super().__init__()
 
@@ -106,6 +107,7 @@ class LadderShape(LoadTestShape):
         self._t0_epoch = self._now()
         self._steps = None
         self._current = None
+        self._shift = 0.0
 
     def get_run_time(self) -> float:
         """Seconds since the test started, on the same clock as the steps file."""
@@ -135,26 +137,26 @@ class LadderShape(LoadTestShape):
         )
         return True
 
-    def _finish_current(self, elapsed: float) -> None:
+    def _finish_current(self, plan_time: float) -> None:
         step = self._current
-        if step is None or elapsed < step.measure_end:
+        if step is None or plan_time < step.measure_end:
             return
-        end = self._t0_epoch + step.measure_end
-        start = max(self._t0_epoch + step.measure_start, self._current_started)
-        if start < end:
-            self._steps_file.append(step.rung, step.users, self._current_started, start, end)
+        origin = self._t0_epoch + self._shift
+        self._steps_file.append(step.rung, step.users, origin + step.warmup_start,
+                                origin + step.measure_start, origin + step.measure_end)
         self._current = None
 
     def tick(self) -> tuple[int, float] | None:
         if self._steps is None and not self._begin():
             return None
         assert self._steps is not None
-        elapsed = self.get_run_time()
-        self._finish_current(elapsed)
-        step = step_at(self._steps, elapsed)
+        plan_time = self.get_run_time() - self._shift
+        self._finish_current(plan_time)
+        step = step_at(self._steps, plan_time)
         if step is None:
             return None
         if self._current is None or step.rung != self._current.rung:
+            # the rung starts now, not when planned: slide the rest of the plan
+            self._shift += plan_time - step.warmup_start
             self._current = step
-            self._current_started = self._now()
         return step.users, self._rate

@@ -93,7 +93,7 @@ CASES = [
      ONE + "request.prompts: prompts file 'shape.json': a ShareGPT file is a JSON array of "
      "conversations"),
     ("prompt file not UTF-8", "name: x\nrequest: {prompts: latin1.jsonl}\n" + A,
-     ONE + "request.prompts: prompts file 'latin1.jsonl' is not UTF-8 text (invalid "
+     ONE + "request.prompts: prompts file 'latin1.jsonl': not UTF-8 text (invalid "
      "continuation byte at byte 15)"),
     ("missing profile", "name: x\narms:\n  - name: a\n    sim: {spec: 'on', profile: g/b2.yaml}\n",
      ONE + "arms[0].sim.profile: profile file 'g/b2.yaml' not found (looked at {dir}/g/b2.yaml)"),

@@ -64,7 +64,8 @@ def test_enormous_broken_line_gives_a_short_message(tmp_path: Path) -> None:
 def test_file_that_is_not_utf8_is_a_user_error(tmp_path: Path) -> None:
     path = tmp_path / "latin1.jsonl"
     path.write_bytes('{"prompt": "caf\u00e9"}\n'.encode("latin-1"))
-    with pytest.raises(UserError, match=r"latin1\.jsonl is not UTF-8 text \(byte 15: invalid"):
+    why = r"latin1\.jsonl: not UTF-8 text \(invalid continuation byte at byte 15\)"
+    with pytest.raises(UserError, match=why):
         load_prompts(str(path))
 
 

@@ -56,22 +56,25 @@ def test_tick_sequence_holds_each_rung_and_stops(tmp_path: Path) -> None:
 
 def test_steps_file_has_one_row_per_finished_rung_with_epoch_times(tmp_path: Path) -> None:
     shape, clock = make_shape(tmp_path)
-    run_ticks(shape, clock, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10.5, 12, 15.2])
+    run_ticks(shape, clock, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10.5, 12, 15.2, 15.6])
     rows = read_steps(tmp_path)
     assert list(rows[0].keys()) == list(STEPS_COLUMNS)
     assert [(int(r["rung"]), int(r["users"])) for r in rows] == [(0, 1), (1, 2), (2, 5)]
     got = [(float(r["warmup_start"]) - T0, float(r["measure_start"]) - T0,
             float(r["measure_end"]) - T0) for r in rows]
-    # rung 2 was asked for only at t=10.5 (the tick came late): its warmup starts then
-    assert got == [pytest.approx(x) for x in [(0, 2, 5), (5, 7, 10), (10.5, 12, 15)]]
+    # rung 2 was asked for only at t=10.5 (the tick came late): it keeps its full windows
+    assert got == [pytest.approx(x) for x in [(0, 2, 5), (5, 7, 10), (10.5, 12.5, 15.5)]]
 
 
-def test_late_tick_past_planned_measure_start_moves_measure_start(tmp_path: Path) -> None:
-    shape, clock = make_shape(tmp_path, ladder="1,4", warmup=0.0, measure=3.0)
-    run_ticks(shape, clock, [0, 3.8, 6.1])
+def test_late_tick_slides_the_rest_of_the_plan(tmp_path: Path) -> None:
+    shape, clock = make_shape(tmp_path, ladder="1,4,8", warmup=1.0, measure=3.0)
+    ticks = run_ticks(shape, clock, [0, 4.8, 6.1, 8.7, 8.9, 12.8, 12.95])
+    # rung 1 starts 0.8 s late, so it ends at 8.8 instead of 8.0, and rung 2 at 12.9
+    assert ticks == [(1, 4.0), (4, 4.0), (4, 4.0), (4, 4.0), (8, 4.0), (8, 4.0), None]
     rows = read_steps(tmp_path)
-    assert float(rows[1]["measure_start"]) - T0 == pytest.approx(3.8)
-    assert float(rows[1]["measure_end"]) - T0 == pytest.approx(6.0)
+    got = [(float(r["warmup_start"]) - T0, float(r["measure_start"]) - T0,
+            float(r["measure_end"]) - T0) for r in rows]
+    assert got == [pytest.approx(x) for x in [(0, 1, 4), (4.8, 5.8, 8.8), (8.9, 9.9, 12.9)]]
 
 
 def test_stop_mid_rung_keeps_only_finished_rungs(tmp_path: Path) -> None:
