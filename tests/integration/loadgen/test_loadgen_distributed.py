@@ -39,6 +39,7 @@ class DownThenStop(LoadTestShape):
 
 
 @pytest.mark.slow
+@pytest.mark.flaky(reruns=2)  # a CPU-starved worker may finish a request before its kill
 def test_lowering_users_and_stopping_keep_every_row(sim_server, master_ports, tmp_path: Path):
     sim = sim_server()
     locustfile = tmp_path / "shape_file.py"

@@ -74,6 +74,7 @@ def assert_no_secret(run, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.flaky(reruns=1)  # TTFT within 2 ms needs the machine's two cores not to be busy
 @pytest.mark.parametrize("processes", [1, 2])
 def test_requests_match_sim_trace(sim_server, locust_run, tmp_path: Path, processes: int):
     sim = sim_server()
