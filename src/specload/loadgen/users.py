@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import gevent
@@ -88,6 +89,8 @@ class StreamingUser(FastHttpUser):
     wait_time = constant(0)
     endpoint: ClassVar[str] = ""
     path: ClassVar[str] = ""
+    # the JSON body of one request for (prompt, model, options); a staticmethod in each subclass
+    payload: ClassVar[Callable[[Prompt, str, RunOptions], dict[str, Any]]]
 
     def __init__(self, environment: Environment) -> None:
         timeout = RunOptions.from_env(environment, check=False).request_timeout
@@ -117,11 +120,6 @@ class StreamingUser(FastHttpUser):
             "Accept-Encoding": "identity",
         }
         return ctx
-
-    @staticmethod
-    def payload(prompt: Prompt, model: str, opts: RunOptions) -> dict[str, Any]:
-        """The JSON body of one request."""
-        raise NotImplementedError
 
     @task
     def generate(self) -> None:
