@@ -23,6 +23,8 @@ What the Locust statistics show:
   `interrupted=1`, `error_kind=interrupted` and every chunk that arrived.
 Exact per-request figures (TTFT, E2E, TPOT, chunk timings and tokens) go to
 `<csv prefix>_requests.csv` through `Recorder`; Locust's own percentiles are bucketed.
+A user starts its next request when the process has no socket waiting to be read
+(`start_gate`), which keeps arrival stamps exact when many streams end at once.
 Importing this module also starts every load process's CPU and event-loop-lag probe
 (`client_stats`, so any locustfile with these users writes `_client_stats.csv`) and
 makes geventhttpclient's keep-alive check non-yielding (`keepalive`).
@@ -54,11 +56,13 @@ from specload.loadgen.prompts import Prompt
 from specload.loadgen.reader import LineReader
 from specload.loadgen.recorder import Recorder
 from specload.loadgen.sse import SSEDecoder
+from specload.loadgen.start_gate import StartGate
 from specload.records import RequestRecord, encode_chunks
 
 log = logging.getLogger(__name__)
 keepalive.install()  # no yield between a request's start stamp and its send
 TTFT_TYPE = "TTFT"
+START_GATE = StartGate()  # one per process: all users share its event loop
 _chunk_count_warned = False
 
 
@@ -137,6 +141,7 @@ class StreamingUser(FastHttpUser):
 
     def stream(self, ctx: ProcessContext, prompt: Prompt, model: str) -> None:
         """Send one streaming request, report it to Locust and record it."""
+        START_GATE.wait()  # reads in flight go first (see start_gate)
         opts = ctx.opts
         request_id = ctx.next_request_id()
         body = orjson.dumps(self.payload(prompt, model, opts))

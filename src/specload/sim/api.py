@@ -19,6 +19,7 @@ import orjson
 from aiohttp import web
 
 from specload.sim import sse
+from specload.sim.arrival import received_at
 from specload.sim.engine import Engine, Stream
 from specload.sim.faults import Fault, FaultPicker
 from specload.sim.metrics import Sample, render
@@ -51,7 +52,7 @@ class _Call:
 
     def __init__(self, request: web.Request, endpoint: str) -> None:
         self.request = request
-        self.arrival = time.time()
+        self.arrival = received_at(request.transport) or time.time()
         self.request_id = request.headers.get("X-Request-Id") or uuid.uuid4().hex
         self.record: dict[str, Any] = {
             "request_id": self.request_id, "arrival": self.arrival, "first_token": None,
@@ -229,26 +230,41 @@ class SimApi:
                             self.limits.model_name, gen.prompt_tokens, gen.continuous_usage)
         if w.chat:
             await resp.write(w.role())
-        kind = fault.kind if fault else None
-        sent = 0
-        while True:
-            n, done = await stream.wait()
-            if n:
-                sent += n
-                call.tokens(n, streamed=True)
-                await resp.write(w.content(words.take(n), sent, reason if done else None))
-                if fault is not None and kind is not None:
-                    if await self._stream_fault(call, resp, fault, sent):
-                        return
-                    if kind in ("malformed", "stall_between"):
-                        kind = None  # once per request
-            if done:
-                break
+        if fault is None:
+            sent = await _DirectChunks(call, resp, stream, w, words, reason).run()
+            if sent is None:
+                _client_gone(call)
+                return
+        else:
+            sent = await self._stream_faulted(call, resp, stream, w, words, reason, fault)
+            if sent is None:
+                return
         call.completed = True
         call.record["finish_reason"] = reason
         tail = (w.usage_chunk(sent) if gen.include_usage else b"") + sse.DONE
         await resp.write(tail)
         await resp.write_eof()
+
+    async def _stream_faulted(self, call: _Call, resp: web.StreamResponse, stream: Stream,
+                              w: sse.ChunkWriter, words: TokenStream, reason: str,
+                              fault: Fault) -> int | None:
+        """Stream a request picked for a fault; tokens sent, or None if the fault ended it."""
+        kind: str | None = fault.kind
+        sent = 0
+        while True:
+            n, done = await stream.wait()
+            if n:
+                sent += n
+                data = w.content(words.take(n), sent, reason if done else None)
+                call.tokens(n, streamed=True)
+                await resp.write(data)
+                if kind is not None:
+                    if await self._stream_fault(call, resp, fault, sent):
+                        return None
+                    if kind in ("malformed", "stall_between"):
+                        kind = None  # once per request
+            if done:
+                return sent
 
     async def _stream_fault(self, call: _Call, resp: web.StreamResponse, fault: Fault,
                             sent: int) -> bool:
@@ -312,6 +328,55 @@ class SimApi:
                       "created": self.created, "model": self.limits.model_name,
                       "choices": [choice], "usage": sse.usage(gen.prompt_tokens, n)},
                      headers={"X-Request-Id": call.request_id})
+
+
+class _DirectChunks:
+    """Writes one request's content chunks from inside the engine step (the stream's sink).
+
+    No task wakes up per chunk: the step formats the chunk, stamps it and hands it to
+    the socket in one go, so the trace's emit time is when the bytes left. The handler
+    sleeps until the request is finished or the client has gone.
+    """
+
+    __slots__ = ("call", "chunked", "gone", "reason", "sent", "stream", "transport",
+                 "w", "words")
+
+    def __init__(self, call: _Call, resp: web.StreamResponse, stream: Stream,
+                 w: sse.ChunkWriter, words: TokenStream, reason: str) -> None:
+        self.call = call
+        self.stream = stream
+        self.w = w
+        self.words = words
+        self.reason = reason
+        self.sent = 0
+        self.gone = False
+        self.chunked = resp.headers.get("Transfer-Encoding") == "chunked"  # set by prepare
+        self.transport = call.request.transport
+
+    async def run(self) -> int | None:
+        """Tokens sent once the request is finished, or None if the client went away."""
+        stream = self.stream
+        stream.sink = self
+        if stream.pending:  # tokens of steps that ran before the sink was set
+            n, stream.pending = stream.pending, 0
+            self(n, stream.done)
+        while not stream.done and not self.gone:
+            await stream.wait()
+        stream.sink = None
+        return None if self.gone else self.sent
+
+    def __call__(self, n: int, finished: bool) -> None:
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            self.gone = True
+            self.stream.wake()
+            return
+        self.sent += n
+        data = self.w.content(self.words.take(n), self.sent, self.reason if finished else None)
+        if self.chunked:
+            data = b"%x\r\n%b\r\n" % (len(data), data)
+        self.call.tokens(n, streamed=True)
+        transport.write(data)
 
 
 def _label_value(text: str) -> str:

@@ -7,7 +7,10 @@ more than `REANCHOR_S` after a deadline (the process could not keep up), it give
 schedule up and restarts from now; the time given up is the engine lag, exported as
 `specload_sim_engine_lag_seconds_total` and as a ratio of the busy time, and warned
 about on stderr when it exceeds 1% over a window. Tokens reach HTTP handlers through
-one `Stream` mailbox per request; a step wakes only handlers that got tokens.
+one `Stream` mailbox per request: either a synchronous sink that writes the chunk
+inside the step (the hot path: no task wake-up per chunk, and the chunk leaves at the
+moment it is stamped) or, for requests that need to await between chunks, a waiter
+that the step wakes when the request got tokens.
 """
 
 from __future__ import annotations
@@ -25,15 +28,24 @@ LAG_WARN_RATIO = 0.01
 LAG_WINDOW_S = 5.0
 
 
-class Stream:
-    """Mailbox between the engine and the handler of one request."""
+Sink = Callable[[int, bool], None]
 
-    __slots__ = ("done", "pending", "seq", "waiter")
+
+class Stream:
+    """Mailbox between the engine and the handler of one request.
+
+    With a `sink` set, each push hands the new tokens straight to it and the waiter
+    only wakes at the end (or when `wake` is called, e.g. because the client left).
+    A sink must not raise: it runs inside the engine step.
+    """
+
+    __slots__ = ("done", "pending", "seq", "sink", "waiter")
 
     def __init__(self, seq: Seq) -> None:
         self.seq = seq
         self.pending = 0
         self.done = False
+        self.sink: Sink | None = None
         self.waiter: asyncio.Future[None] | None = None
 
     async def wait(self) -> tuple[int, bool]:
@@ -48,8 +60,17 @@ class Stream:
         return n, self.done
 
     def push(self, n: int, finished: bool) -> None:
-        self.pending += n
+        if self.sink is not None:
+            self.sink(n, finished)
+            if not finished:
+                return
+        else:
+            self.pending += n
         self.done = finished
+        self.wake()
+
+    def wake(self) -> None:
+        """Wake the handler waiting in `wait` (no-op if it is not waiting)."""
         w = self.waiter
         if w is not None and not w.done():
             w.set_result(None)

@@ -19,6 +19,7 @@ from aiohttp import web
 
 from specload.sim import SimConfigError
 from specload.sim.api import SimApi
+from specload.sim.arrival import listen_socket
 from specload.sim.core import EngineCore
 from specload.sim.engine import Engine
 from specload.sim.faults import FaultPicker, parse_fault
@@ -48,14 +49,14 @@ async def _serve(api: SimApi, host: str, port: int) -> int:
                            shutdown_timeout=1.0)
     await runner.setup()
     try:
-        site = web.TCPSite(runner, host, port)
-        await site.start()
+        sock = listen_socket(host, port)
     except OSError as exc:
         await runner.cleanup()
-        print(f"specload: error: cannot listen on {host}:{port}: {exc.strerror}",
+        print(f"specload: error: cannot listen on {host}:{port}: {exc.strerror or exc}",
               file=sys.stderr)
         return 2
-    bound = runner.addresses[0][1]
+    await web.SockSite(runner, sock).start()
+    bound = sock.getsockname()[1]
     core = api.engine.core
     print(f"specload-sim: profile model {api.limits.model_name}, spec {core.mode}"
           + (f" k={core.k}" if core.mode == "on" else ""), file=sys.stderr, flush=True)

@@ -18,6 +18,9 @@ DONE = b"data: [DONE]\n\n"
 MALFORMED = b'data: {"id": "malformed", "choices": [{"delta": {"content": "unterminated\n\n'
 
 
+_USAGE_TAIL = b',"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}}\n\n'
+
+
 def frame(obj: Any) -> bytes:
     """One SSE event holding `obj` as JSON."""
     return b"data: " + orjson.dumps(obj) + b"\n\n"
@@ -49,7 +52,8 @@ class ChunkWriter:
     def _usage_tail(self, completion_tokens: int) -> bytes:
         if not self._usage_each:
             return b"}\n\n"
-        return b',"usage":' + orjson.dumps(usage(self._prompt_tokens, completion_tokens)) + b"}\n\n"
+        p = self._prompt_tokens
+        return _USAGE_TAIL % (p, p + completion_tokens, completion_tokens)
 
     def content(self, text: str, completion_tokens: int, finish_reason: str | None) -> bytes:
         """A content chunk; `completion_tokens` counts all tokens sent so far."""

@@ -72,11 +72,14 @@ def output_length(
 class TokenStream:
     """The words a request generates, handed out in order."""
 
-    __slots__ = ("_rng",)
+    __slots__ = ("_random",)
 
     def __init__(self, key: int) -> None:
-        self._rng = random.Random(key)
+        self._random = random.Random(key).random
 
     def take(self, n: int) -> str:
-        """The next n tokens' text."""
-        return "".join(self._rng.choices(VOCAB, k=n))
+        """The next n tokens' text (the words `Random.choices(VOCAB, k=n)` would draw)."""
+        r, size = self._random, len(VOCAB)
+        if n == 1:
+            return VOCAB[int(r() * size)]
+        return "".join([VOCAB[int(r() * size)] for _ in range(n)])
