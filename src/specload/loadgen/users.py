@@ -62,6 +62,7 @@ from specload.records import RequestRecord, encode_chunks
 log = logging.getLogger(__name__)
 keepalive.install()  # no yield between a request's start stamp and its send
 TTFT_TYPE = "TTFT"
+DONE_GRACE_S = 0.25  # covers a Nagle + delayed-ACK round for the body's last bytes
 START_GATE = StartGate()  # one per process: all users share its event loop
 _chunk_count_warned = False
 
@@ -198,8 +199,10 @@ class StreamingUser(FastHttpUser):
                     break
                 for event in decoder.feed(lines):
                     done = done or self._on_event(event.data, stamp, tally, out)
-                if out.error_kind:
+                if out.error_kind or done:
                     break
+            if done and not raw.message_complete:
+                _read_body_end(reader)
             if not done and not out.error_kind:
                 last = decoder.finish()
                 done = last is not None and self._on_event(last.data, reader.last_stamp,
@@ -321,6 +324,18 @@ def _error_body(resp: Any) -> str:
 
 def _elapsed_ms(tally: StreamTally) -> float:
     return (time.time() - tally.t0) * 1e3
+
+
+def _read_body_end(reader: LineReader) -> None:
+    """Read what follows `[DONE]` for a moment, so the connection can be reused.
+
+    The body's end normally arrives with `[DONE]` or right after it. A server that keeps
+    the body open must not keep the user (or its request's `end`) waiting: after
+    `DONE_GRACE_S` the caller releases the half-read connection instead.
+    """
+    with gevent.Timeout(DONE_GRACE_S, False):
+        while reader.readlines()[0]:
+            pass
 
 
 def _release(out: _Outcome) -> None:

@@ -40,6 +40,7 @@ class Server:
         self.trace = open(args.trace, "a", encoding="utf-8") if args.trace else None  # noqa: SIM115
         self.counter = 0
         self.usage = not args.no_usage
+        self.hold_after_done = args.hold_after_done
         key = os.environ[args.api_key_env] if args.api_key_env else None
         self.auth = f"Bearer {key}" if key else None
 
@@ -146,6 +147,8 @@ class Server:
             return resp
         rec["end"] = time.time()
         self.write_trace(rec)
+        if self.hold_after_done:  # a server (or proxy) that keeps the body open
+            await asyncio.sleep(self.hold_after_done)
         await resp.write_eof()
         return resp
 
@@ -158,6 +161,8 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--step-ms", type=float, default=5.0)
     p.add_argument("--no-usage", action="store_true", help="send no usage at all")
+    p.add_argument("--hold-after-done", type=float, default=0.0,
+                   help="seconds to keep the body open after data: [DONE]")
     p.add_argument("--api-key-env", default=None,
                    help="require `Authorization: Bearer <value of this variable>`")
     args = p.parse_args()

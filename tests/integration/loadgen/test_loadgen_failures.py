@@ -96,6 +96,17 @@ def test_bad_prompt_file_stops_the_run_with_one_line(fake_stream_server, locust_
     assert "Traceback" not in run.output
 
 
+def test_a_body_held_open_after_done_does_not_hold_the_user(fake_stream_server, locust_run):
+    """[DONE] ends the request: the user neither waits for the timeout nor fails."""
+    url = fake_stream_server("--hold-after-done", "60")
+    run = locust_run("chat.py", url, users=2, run_time="4s",
+                     extra=["--max-tokens", "6", "--request-timeout", "30"])
+    done = [r for r in run.requests() if r["interrupted"] == "0"]
+    assert len(done) >= 4, run.output[-2000:]
+    assert all(r["error_kind"] == "" and r["output_tokens"] == "6" for r in done)
+    assert max(float(r["end"]) - float(r["start"]) for r in done) < 2.0
+
+
 def test_records_off(fake_stream_server, locust_run):
     url = fake_stream_server()
     run = locust_run("chat.py", url, users=2, run_time="2s", extra=["--no-records"])
