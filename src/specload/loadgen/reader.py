@@ -40,6 +40,31 @@ _KERNEL_STAMPS = sys.platform == "linux" and platform.machine() in {
 _ANC_SIZE = socket.CMSG_SPACE(_TIMESPEC.size) if _KERNEL_STAMPS else 0
 
 
+def _keep_stamping_on() -> socket.socket | None:
+    """A socket holding receive timestamps on for the life of the process.
+
+    Linux switches receive timestamping on for the whole host lazily: when the first
+    socket asks (and none has it), the switch is a deferred work item, and packets that
+    land before it has run carry no stamp, so their lines would get read-time stamps.
+    With one socket keeping the option on, every later `setsockopt` takes effect at once.
+    """
+    if not _KERNEL_STAMPS:
+        return None
+    try:
+        keeper = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    except OSError:
+        return None
+    try:
+        keeper.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+    except OSError:
+        keeper.close()
+        return None
+    return keeper
+
+
+_STAMPING_KEEPER = _keep_stamping_on()
+
+
 class LineReader:
     """Reads LF-terminated lines of one response body with their arrival times."""
 
