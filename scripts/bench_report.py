@@ -116,7 +116,7 @@ def generate(out: Path, rows: int, seed: int = 0) -> int:
             server += [(ts, "vllm:generation_tokens_total", generated + rate * (ts - t))
                        for ts in ticks]
             generated += rate * (run_end - t)
-            client += [(ts, "bench", 40.0, 0.2, 1.0, c) for ts in ticks]
+            client += [(ts, "bench", 40.0, 0.2, 1.0, c, 100, 0) for ts in ticks]
             history += _history(frame, ticks, c, done_n, done_tokens)
             done_n += len(frame)
             done_tokens += float(frame["output_tokens"].sum())

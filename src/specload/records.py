@@ -29,8 +29,12 @@ STEPS_COLUMNS = ("rung", "users", "warmup_start", "measure_start", "measure_end"
 # Long-format server metrics: one row per (sample time, metric name); value is the sum
 # over label sets of that metric at that time.
 SERVER_METRICS_COLUMNS = ("ts", "metric", "value")
-# One row per load process per sample: CPU share of one core and event-loop lag.
-CLIENT_STATS_COLUMNS = ("ts", "client_id", "cpu_percent", "lag_p50_ms", "lag_p99_ms", "users")
+# One row per load process per sample: CPU share of one core and event-loop lag; the
+# last two columns count the lag probe's wake-ups and those later than CLIENT_LAG_LIMIT_MS,
+# so a rung's share of late wake-ups (its lag p99 against the limit) is exact.
+CLIENT_STATS_COLUMNS = ("ts", "client_id", "cpu_percent", "lag_p50_ms", "lag_p99_ms", "users",
+                        "lag_samples", "lag_late")
+CLIENT_LAG_LIMIT_MS = 10.0
 
 # Error kinds recorded in `error_kind`; "" means the request succeeded.
 ERROR_KINDS = (

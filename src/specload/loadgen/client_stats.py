@@ -3,9 +3,10 @@
 A load generator that is itself saturated reports its own limits, not the server's.
 Every Locust process that runs users (the local runner, or each worker) starts a probe
 greenlet that sleeps `PROBE_INTERVAL_S` again and again and records how late it wakes
-(the event-loop lag every chunk's timestamp suffers), and samples its own CPU with
-psutil. Once a second it sends one row of `records.CLIENT_STATS_COLUMNS` through
-Locust's messages; the process that writes CSVs (local runner or master) appends it to
+(the event-loop lag every chunk's timestamp suffers) and how many wake-ups were later
+than `records.CLIENT_LAG_LIMIT_MS`, and samples its own CPU with psutil. Once a second
+it sends one row of `records.CLIENT_STATS_COLUMNS` through Locust's messages; the
+process that writes CSVs (local runner or master) appends it to
 `<csv prefix>_client_stats.csv`. The report warns about rungs run by a saturated client.
 `users.py` imports this module, so every locustfile with specload's users runs the probe.
 """
@@ -24,7 +25,7 @@ from locust import events
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
-from specload.records import CLIENT_STATS_COLUMNS, CLIENT_STATS_SUFFIX
+from specload.records import CLIENT_LAG_LIMIT_MS, CLIENT_STATS_COLUMNS, CLIENT_STATS_SUFFIX
 
 MESSAGE_TYPE = "specload_client_stats"
 PROBE_INTERVAL_S = 0.010
@@ -76,8 +77,9 @@ class ClientProbe:
         p50, p99 = lag_percentiles(lags)
         runner = self.environment.runner
         users = runner.user_count if runner is not None else 0
+        late = sum(1 for lag in lags if lag > CLIENT_LAG_LIMIT_MS)
         row = [round(time.time(), 3), self.client_id, self._process.cpu_percent(None),
-               round(p50, 3), round(p99, 3), users]
+               round(p50, 3), round(p99, 3), users, len(lags), late]
         if runner is not None:
             runner.send_message(MESSAGE_TYPE, row)
 

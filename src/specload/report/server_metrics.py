@@ -110,10 +110,15 @@ def server_row(server: Metrics, w: Window) -> dict[str, float]:
     }
 
 
+CLIENT_COLUMNS = ("client_cpu_max", "client_lag_p99_max_ms", "client_lag_late_share")
+
+
 def client_row(client: pd.DataFrame | None, w: Window) -> dict[str, float]:
-    """Worst load-process CPU (% of one core) and event-loop lag p99 seen in a window."""
+    """Load processes in a window: worst CPU (% of one core), worst per-second lag p99,
+    and the share of all lag-probe wake-ups later than `records.CLIENT_LAG_LIMIT_MS`
+    (NaN for files written before that was counted)."""
     if client is None:
-        return {"client_cpu_max": float("nan"), "client_lag_p99_max_ms": float("nan")}
+        return dict.fromkeys(CLIENT_COLUMNS, float("nan"))
     ts = client["ts"].to_numpy(dtype=float)
     inside = (ts >= w.start) & (ts <= w.end)
     part = client[inside]
@@ -121,7 +126,12 @@ def client_row(client: pd.DataFrame | None, w: Window) -> dict[str, float]:
     def worst(col: str) -> float:
         return float(part[col].max()) if col in part and len(part) else float("nan")
 
-    return {"client_cpu_max": worst("cpu_percent"), "client_lag_p99_max_ms": worst("lag_p99_ms")}
+    late_share = float("nan")
+    if {"lag_samples", "lag_late"} <= set(part.columns):
+        samples = float(part["lag_samples"].sum())
+        late_share = float(part["lag_late"].sum()) / samples if samples else float("nan")
+    return {"client_cpu_max": worst("cpu_percent"), "client_lag_p99_max_ms": worst("lag_p99_ms"),
+            "client_lag_late_share": late_share}
 
 
 def crosscheck(history: pd.DataFrame | None, end: np.ndarray, tokens: np.ndarray,

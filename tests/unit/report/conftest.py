@@ -43,7 +43,7 @@ def request(start: float, arrivals: Sequence[float], tokens: Sequence[int] | Non
 def write_prefix(prefix: Path, reqs: Sequence[records.RequestRecord],
                  steps: Sequence[tuple[int, int, float, float, float]] | None = None,
                  server: Sequence[tuple[float, str, float]] | None = None,
-                 client: Sequence[tuple[float, str, float, float, float, int]] | None = None,
+                 client: Sequence[tuple[Any, ...]] | None = None,
                  history: Sequence[Sequence[Any]] | None = None) -> Path:
     """Write the run files of one Locust prefix; returns the prefix."""
     prefix.parent.mkdir(parents=True, exist_ok=True)

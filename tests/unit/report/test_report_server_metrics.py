@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from specload import records
 from specload.report import server_metrics as sm
 from specload.report.windows import Window
 
@@ -68,12 +69,21 @@ def test_missing_server_metrics_give_nan_not_zero() -> None:
     assert all(math.isnan(v) for v in got.values())
 
 
-def test_client_row_takes_the_worst_sample_in_the_window() -> None:
-    client = pd.DataFrame([(9.0, "a", 99.0, 1.0, 50.0, 4), (12.0, "a", 40.0, 1.0, 3.0, 4),
-                           (15.0, "b", 70.0, 1.0, 12.0, 4)],
+def test_client_row_takes_the_worst_sample_and_the_late_share_in_the_window() -> None:
+    client = pd.DataFrame([(9.0, "a", 99.0, 1.0, 50.0, 4, 90, 30),
+                           (12.0, "a", 40.0, 1.0, 3.0, 4, 95, 0),
+                           (15.0, "b", 70.0, 1.0, 12.0, 4, 105, 2)],
+                          columns=list(records.CLIENT_STATS_COLUMNS))
+    assert sm.client_row(client, W) == {"client_cpu_max": 70.0, "client_lag_p99_max_ms": 12.0,
+                                        "client_lag_late_share": 0.01}
+
+
+def test_client_row_of_files_without_wake_up_counts() -> None:
+    client = pd.DataFrame([(12.0, "a", 40.0, 1.0, 3.0, 4)],
                           columns=["ts", "client_id", "cpu_percent", "lag_p50_ms",
                                    "lag_p99_ms", "users"])
-    assert sm.client_row(client, W) == {"client_cpu_max": 70.0, "client_lag_p99_max_ms": 12.0}
+    got = sm.client_row(client, W)
+    assert got["client_lag_p99_max_ms"] == 3.0 and math.isnan(got["client_lag_late_share"])
 
 
 def _history(sizes: list[float]) -> pd.DataFrame:
