@@ -17,7 +17,7 @@ import sys
 
 from aiohttp import web
 
-from specload.sim import SimConfigError
+from specload.sim import SimConfigError, heap_trim
 from specload.sim.api import SimApi
 from specload.sim.arrival import listen_socket
 from specload.sim.core import EngineCore
@@ -67,6 +67,7 @@ async def _serve(api: SimApi, host: str, port: int) -> int:
         loop.add_signal_handler(sig, stop.set)
     engine_task = asyncio.create_task(api.engine.run())
     stop_task = asyncio.create_task(stop.wait())
+    trim_task = asyncio.create_task(heap_trim.trim_forever())
     status = 0
     try:
         await asyncio.wait({engine_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
@@ -75,7 +76,7 @@ async def _serve(api: SimApi, host: str, port: int) -> int:
             print(f"specload-sim: engine stopped: {exc!r}", file=sys.stderr)
             status = 1
     finally:
-        for task in (engine_task, stop_task):
+        for task in (engine_task, stop_task, trim_task):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
