@@ -20,7 +20,6 @@ from specload.report.crossover import PairResult
 
 CONCURRENCY_SHORTFALL = 0.10
 CLIENT_CPU_LIMIT = 90.0
-CLIENT_LAG_P99_LIMIT_MS = CLIENT_LAG_LIMIT_MS
 CLIENT_LAG_LATE_SHARE = 0.01  # more than 1% of wake-ups late: the rung's lag p99 is over
 FAILURE_LIMIT = 0.01
 MIN_REQUESTS = 10
@@ -41,7 +40,7 @@ def _client_lagged(row: Any) -> bool:
     share = getattr(row, "client_lag_late_share", float("nan"))
     if np.isfinite(share):
         return bool(share > CLIENT_LAG_LATE_SHARE)
-    return bool(row.client_lag_p99_max_ms > CLIENT_LAG_P99_LIMIT_MS)
+    return bool(row.client_lag_p99_max_ms > CLIENT_LAG_LIMIT_MS)
 
 
 def _rung_warnings(row: Any, multi_rep: bool) -> Iterator[dict[str, Any]]:
@@ -59,7 +58,7 @@ def _rung_warnings(row: Any, multi_rep: bool) -> Iterator[dict[str, Any]]:
                        **ctx)
     elif _client_lagged(row):
         share = getattr(row, "client_lag_late_share", float("nan"))
-        how = (f"{100 * share:.1f}% of its wake-ups more than {CLIENT_LAG_P99_LIMIT_MS:g} ms "
+        how = (f"{100 * share:.1f}% of its wake-ups more than {CLIENT_LAG_LIMIT_MS:g} ms "
                f"late" if np.isfinite(share) else "event-loop lag")
         yield _warning("client_starved",
                        f"{where}: the load generator's timestamps ran late ({how}, "

@@ -230,41 +230,34 @@ class SimApi:
                             self.limits.model_name, gen.prompt_tokens, gen.continuous_usage)
         if w.chat:
             await resp.write(w.role())
+        chunks = _ContentChunks(call, w, words, reason)
         if fault is None:
-            sent = await _DirectChunks(call, resp, stream, w, words, reason).run()
-            if sent is None:
+            if not await _DirectChunks(chunks, resp, stream).run():
                 _client_gone(call)
                 return
-        else:
-            sent = await self._stream_faulted(call, resp, stream, w, words, reason, fault)
-            if sent is None:
-                return
+        elif not await self._stream_faulted(chunks, resp, stream, fault):
+            return
         call.completed = True
         call.record["finish_reason"] = reason
-        tail = (w.usage_chunk(sent) if gen.include_usage else b"") + sse.DONE
+        tail = (w.usage_chunk(chunks.sent) if gen.include_usage else b"") + sse.DONE
         await resp.write(tail)
         await resp.write_eof()
 
-    async def _stream_faulted(self, call: _Call, resp: web.StreamResponse, stream: Stream,
-                              w: sse.ChunkWriter, words: TokenStream, reason: str,
-                              fault: Fault) -> int | None:
-        """Stream a request picked for a fault; tokens sent, or None if the fault ended it."""
+    async def _stream_faulted(self, chunks: _ContentChunks, resp: web.StreamResponse,
+                              stream: Stream, fault: Fault) -> bool:
+        """Stream a request picked for a fault; False if the fault ended the stream."""
         kind: str | None = fault.kind
-        sent = 0
         while True:
             n, done = await stream.wait()
             if n:
-                sent += n
-                data = w.content(words.take(n), sent, reason if done else None)
-                call.tokens(n, streamed=True)
-                await resp.write(data)
+                await resp.write(chunks.next(n, done))
                 if kind is not None:
-                    if await self._stream_fault(call, resp, fault, sent):
-                        return None
+                    if await self._stream_fault(chunks.call, resp, fault, chunks.sent):
+                        return False
                     if kind in ("malformed", "stall_between"):
                         kind = None  # once per request
             if done:
-                return sent
+                return True
 
     async def _stream_fault(self, call: _Call, resp: web.StreamResponse, fault: Fault,
                             sent: int) -> bool:
@@ -330,6 +323,31 @@ class SimApi:
                      headers={"X-Request-Id": call.request_id})
 
 
+class _ContentChunks:
+    """A streamed request's content chunks: the bytes of the next one, recorded as sent."""
+
+    __slots__ = ("call", "reason", "w", "words")
+
+    def __init__(self, call: _Call, w: sse.ChunkWriter, words: TokenStream,
+                 reason: str) -> None:
+        self.call = call
+        self.w = w
+        self.words = words
+        self.reason = reason
+
+    @property
+    def sent(self) -> int:
+        """Tokens sent so far."""
+        return int(self.call.record["output_tokens"])
+
+    def next(self, n: int, finished: bool) -> bytes:
+        """The chunk carrying the next n tokens; the trace stamps it as emitted now."""
+        data = self.w.content(self.words.take(n), self.sent + n,
+                              self.reason if finished else None)
+        self.call.tokens(n, streamed=True)
+        return data
+
+
 class _DirectChunks:
     """Writes one request's content chunks from inside the engine step (the stream's sink).
 
@@ -338,23 +356,18 @@ class _DirectChunks:
     sleeps until the request is finished or the client has gone.
     """
 
-    __slots__ = ("call", "chunked", "gone", "reason", "sent", "stream", "transport",
-                 "w", "words")
+    __slots__ = ("chunked", "chunks", "gone", "stream", "transport")
 
-    def __init__(self, call: _Call, resp: web.StreamResponse, stream: Stream,
-                 w: sse.ChunkWriter, words: TokenStream, reason: str) -> None:
-        self.call = call
+    def __init__(self, chunks: _ContentChunks, resp: web.StreamResponse,
+                 stream: Stream) -> None:
+        self.chunks = chunks
         self.stream = stream
-        self.w = w
-        self.words = words
-        self.reason = reason
-        self.sent = 0
         self.gone = False
         self.chunked = resp.headers.get("Transfer-Encoding") == "chunked"  # set by prepare
-        self.transport = call.request.transport
+        self.transport = chunks.call.request.transport
 
-    async def run(self) -> int | None:
-        """Tokens sent once the request is finished, or None if the client went away."""
+    async def run(self) -> bool:
+        """True once the request is finished, False if the client went away."""
         stream = self.stream
         stream.sink = self
         if stream.pending:  # tokens of steps that ran before the sink was set
@@ -363,7 +376,7 @@ class _DirectChunks:
         while not stream.done and not self.gone:
             await stream.wait()
         stream.sink = None
-        return None if self.gone else self.sent
+        return not self.gone
 
     def __call__(self, n: int, finished: bool) -> None:
         transport = self.transport
@@ -371,12 +384,8 @@ class _DirectChunks:
             self.gone = True
             self.stream.wake()
             return
-        self.sent += n
-        data = self.w.content(self.words.take(n), self.sent, self.reason if finished else None)
-        if self.chunked:
-            data = b"%x\r\n%b\r\n" % (len(data), data)
-        self.call.tokens(n, streamed=True)
-        transport.write(data)
+        data = self.chunks.next(n, finished)
+        transport.write(b"%x\r\n%b\r\n" % (len(data), data) if self.chunked else data)
 
 
 def _label_value(text: str) -> str:

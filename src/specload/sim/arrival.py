@@ -52,9 +52,9 @@ class StampingSocket(socket.socket):
 class StampingListener(socket.socket):
     """A listening socket that hands out `StampingSocket` connections.
 
-    The option is set on the listener too: connections inherit it from the moment the
-    kernel creates them, so a request that lands before a busy server accepts its
-    connection is stamped as well.
+    The option is set on the listener (`listen_socket`): connections inherit it from
+    the moment the kernel creates them, so a request that lands before a busy server
+    accepts its connection is stamped as well.
     """
 
     __slots__ = ()
@@ -62,13 +62,7 @@ class StampingListener(socket.socket):
     def accept(self) -> tuple[socket.socket, Any]:
         fd, addr = self._accept()  # type: ignore[attr-defined]
         _received.pop(fd, None)  # a stamp of an earlier connection on this fd
-        conn = StampingSocket(self.family, self.type, self.proto, fileno=fd)
-        try:
-            conn.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-        except OSError:
-            conn.detach()
-            return socket.socket(self.family, self.type, self.proto, fileno=fd), addr
-        return conn, addr
+        return StampingSocket(self.family, self.type, self.proto, fileno=fd), addr
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
