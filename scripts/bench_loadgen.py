@@ -31,7 +31,6 @@ import asyncio
 import csv
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -44,9 +43,10 @@ import numpy as np
 import psutil
 
 from specload.records import CLIENT_STATS_SUFFIX, REQUESTS_SUFFIX, decode_chunks
+from specload.runner.processes import free_port
+from specload.runner.sim_launcher import LaunchError, SimOptions, launch
 
 REPO = Path(__file__).resolve().parents[1]
-READY = "specload-sim listening on "
 PROMPTS = REPO / "src/specload/loadgen/data/prompts.jsonl"
 TTFT_BOUND_MS = 5.0
 ARRIVAL_BOUND_MS = 2.0
@@ -61,16 +61,13 @@ class Sim:
 
     def __init__(self, profile: str, spec: str, trace: Path) -> None:
         self.trace = trace
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "specload.cli", "sim", "--port", "0", "--profile", profile,
-             "--spec", spec, "--trace", str(trace)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line.startswith(READY):
-            self.proc.kill()
-            raise SystemExit(f"simulator did not start: {line!r}")
-        self.url = line[len(READY):].strip()
+        try:
+            self.process = launch(SimOptions(profile=profile, spec=spec, trace_path=trace),
+                                  trace.with_suffix(".log"))
+        except LaunchError as exc:
+            raise SystemExit(str(exc)) from None
+        self.proc = self.process.proc
+        self.url = self.process.url
 
     def lag_busy(self) -> tuple[float, float]:
         with urllib.request.urlopen(self.url + "/metrics", timeout=10) as resp:
@@ -90,8 +87,7 @@ class Sim:
         return out
 
     def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=20)
+        self.process.stop(timeout=20)
 
 
 # --- CPU sampling --------------------------------------------------------------------
@@ -168,12 +164,6 @@ def locust_cmd(url: str, users: int, processes: int, prefix: Path,
         cmd += ["--processes", str(processes), "--master-bind-host", "127.0.0.1",
                 "--master-bind-port", port, "--master-host", "127.0.0.1", "--master-port", port]
     return cmd
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def run_locust(sim: Sim, users: int, processes: int, tmp: Path,

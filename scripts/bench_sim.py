@@ -16,14 +16,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
+from pathlib import Path
 
 import psutil
 
+from specload.runner.sim_launcher import LaunchError, SimOptions, SimProcess, launch
 from specload.sim.curve import predict
 from specload.sim.probe import closed_loop
 from specload.sim.profile import load_profile
@@ -43,16 +45,11 @@ def scrape(url: str) -> dict[str, float]:
     return out
 
 
-def start_server(profile: str, spec: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "specload.cli", "sim", "--port", "0", "--profile", profile,
-         "--spec", spec], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith("specload-sim listening on "):
-        proc.kill()
-        raise SystemExit(f"server did not start: {line!r}")
-    return proc, line.split()[-1]
+def start_server(profile: str, spec: str, log: Path) -> SimProcess:
+    try:
+        return launch(SimOptions(profile=profile, spec=spec), log)
+    except LaunchError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def client_main(url: str, users: int, warmup: float, measure: float, prompt: int,
@@ -99,8 +96,10 @@ def main() -> int:
     profile = load_profile(args.profile)
     prompt = profile.workload.prompt_tokens
     output = args.max_tokens or profile.workload.output_tokens
-    proc, url = start_server(args.profile, args.spec)
-    server = psutil.Process(proc.pid)
+    log = Path(tempfile.mkdtemp(prefix="bench-sim-")) / "sim.log"
+    sim = start_server(args.profile, args.spec, log)
+    url = sim.url
+    server = psutil.Process(sim.proc.pid)
     print(f"# {args.profile} spec={args.spec} prompt={prompt} output={output} "
           f"warmup={args.warmup:g}s measure={args.measure:g}s cpus={os.cpu_count()}")
     print(f"{'C':>5} {'tok/s':>9} {'predicted':>9} {'ratio':>6} {'chunks/s':>9} "
@@ -115,8 +114,7 @@ def main() -> int:
                   f"{r['tok_s'] / pred.output_tok_s:>6.3f} {r['chunks_s']:>9.0f} "
                   f"{100 * r['lag']:>6.2f} {r['cpu']:>9.0f} {r['errors']:>6.0f}", flush=True)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        sim.stop(timeout=30)
     print(f"# worst engine lag {100 * worst:.2f}% ({'OK' if worst < 0.01 else 'TOO SLOW'}: "
           "limit 1%)")
     return 0 if worst < 0.01 else 1

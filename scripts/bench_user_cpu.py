@@ -26,22 +26,17 @@ from pathlib import Path
 import psutil
 
 from specload.records import RequestRecord, encode_chunks
+from specload.runner.sim_launcher import LaunchError, SimOptions, SimProcess, launch
 
 REPO = Path(__file__).resolve().parents[1]
-READY = "specload-sim listening on "
 
 
-def start_sim(trace: Path) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "specload.cli", "sim", "--port", "0", "--profile",
-         "h100-llama8b-eagle3", "--spec", "on", "--trace", str(trace)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith(READY):
-        proc.kill()
-        raise SystemExit(f"simulator did not start: {line!r}")
-    return proc, line[len(READY):].strip()
+def start_sim(trace: Path) -> SimProcess:
+    options = SimOptions(profile="h100-llama8b-eagle3", spec="on", trace_path=trace)
+    try:
+        return launch(options, trace.with_suffix(".log"))
+    except LaunchError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def chunks_between(trace: Path, t0: float, t1: float) -> int:
@@ -85,13 +80,12 @@ def main() -> None:
         for i in range(args.repeats):
             for records in (True, False):
                 trace = Path(tmp) / f"trace-{i}-{records}.jsonl"
-                sim, url = start_sim(trace)
+                sim = start_sim(trace)
                 try:
                     run = Path(tmp) / f"run-{i}-{records}"
-                    results[records].append(measure(url, trace, run, records, args))
+                    results[records].append(measure(sim.url, trace, run, records, args))
                 finally:
-                    sim.terminate()
-                    sim.wait()
+                    sim.stop()
     on, off = statistics.median(results[True]), statistics.median(results[False])
     print(f"median cpu/chunk: records on {on:.1f} us, off {off:.1f} us, ratio {on / off:.3f}")
     print(f"record row alone: {record_cost_us():.2f} us per chunk (85-chunk requests)")

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import csv
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -29,8 +28,9 @@ from pathlib import Path
 
 import psutil
 
+from specload.runner.sim_launcher import LaunchError, SimOptions, SimProcess, launch
+
 REPO = Path(__file__).resolve().parents[1]
-READY = re.compile(r"specload-sim listening on (http://\S+)")
 MIB = 1024 * 1024
 
 
@@ -72,22 +72,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def start_sim(profile: str, log: Path) -> tuple[subprocess.Popen, str]:
-    cmd = [sys.executable, "-m", "specload.cli", "sim", "--profile", profile, "--spec", "on",
-           "--host", "127.0.0.1", "--port", "0"]
-    with log.open("wb") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        match = READY.search(log.read_text(errors="replace"))
-        if match:
-            return proc, match.group(1)
-        if proc.poll() is not None:
-            break
-        time.sleep(0.1)
-    stop(proc)
-    sys.exit(f"soak: the simulated server did not start: {log.read_text()[-500:]}")
+def start_sim(profile: str, log: Path) -> SimProcess:
+    try:
+        return launch(SimOptions(profile=profile, spec="on"), log)
+    except LaunchError as exc:
+        sys.exit(f"soak: the simulated server did not start: {exc}")
 
 
 def start_locust(args: argparse.Namespace, url: str, out: Path) -> subprocess.Popen:
@@ -159,13 +148,14 @@ def table(samples: list[Sample]) -> str:
 
 
 def run(args: argparse.Namespace, out: Path) -> int:
-    sim, url = start_sim(args.profile, out / "sim.log")
+    sim = start_sim(args.profile, out / "sim.log")
+    url = sim.url
     locust: subprocess.Popen | None = None
     try:
         t0 = time.monotonic()
         locust = start_locust(args, url, out)
         time.sleep(args.settle)
-        watched = processes(sim, locust)
+        watched = processes(sim.proc, locust)
         # a process listed a moment ago may already be gone (a forked helper): skip it
         samples = [Sample(role, pid, r) for pid, role in watched.items()
                    if (r := rss(pid)) is not None]
@@ -176,7 +166,7 @@ def run(args: argparse.Namespace, out: Path) -> int:
     finally:
         if locust is not None:
             stop(locust)
-        stop(sim)
+        sim.stop(timeout=30)
     total, failures = request_totals(out)
     print(f"soak: {args.users} users, {args.duration:.0f} s, {args.processes} Locust "
           f"process(es), profile {args.profile}, max_tokens {args.max_tokens}; RSS sampled "

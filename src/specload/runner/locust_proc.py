@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import specload
-from specload.runner.servers import stop_process_group
+from specload.runner.processes import free_port, stop_process_group
 from specload.scenario import RequestSettings, Scenario
 
 LOCUSTFILE = Path(specload.__file__).resolve().parent / "loadgen" / "locustfile_ladder.py"
@@ -84,12 +84,6 @@ def load_mode_args(mode: LoadMode) -> list[str]:
         return ["--processes", str(mode.processes), "--master-bind-host", "127.0.0.1",
                 "--master-bind-port", port, "--master-port", port]
     return []
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def locust_command(

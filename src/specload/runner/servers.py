@@ -12,23 +12,18 @@ which then shuts children down in order. Failures raise `ServerError` with one l
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
-import signal
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 from abc import ABC, abstractmethod
 from pathlib import Path
 
+from specload.runner.processes import log_tail, stop_process_group
+from specload.runner.sim_launcher import LaunchError, SimOptions, SimProcess, launch
 from specload.scenario import Arm
 
-READY_LINE = re.compile(r"specload-sim listening on (http://\S+)")
-# The simulator's start-up banner names the draft length it uses (`spec on k=4`).
-DRAFT_K = re.compile(r"spec (?:on|adaptive) k=(\d+)")
 SIM_READY_TIMEOUT_S = 60.0
 
 
@@ -46,29 +41,6 @@ def http_ok(url: str, timeout: float = 2.0, api_key: str | None = None) -> bool:
             return 200 <= resp.status < 300
     except (urllib.error.URLError, OSError, ValueError):
         return False
-
-
-def stop_process_group(proc: subprocess.Popen, timeout: float = 10.0) -> None:
-    """SIGTERM the process group led by `proc`, then SIGKILL whatever is left."""
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, sig)
-        try:
-            proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
-        # The leader is gone; sweep up any member of its group still running.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        return
-
-
-def _tail(path: Path, lines: int = 5) -> str:
-    try:
-        text = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return ""
-    return " | ".join(text[-lines:])
 
 
 def _spawn(args: list[str] | str, log_path: Path, shell: bool = False) -> subprocess.Popen:
@@ -113,60 +85,32 @@ class SimServer(ArmServer):
 
     def __init__(self, arm: Arm, trace_path: Path | None = None) -> None:
         super().__init__(arm)
-        self.trace_path = trace_path
-        self.proc: subprocess.Popen | None = None
-        self.log_path: Path | None = None
+        sim = arm.sim
+        assert sim is not None
+        self.options = SimOptions(profile=sim.profile, spec=sim.spec, k=sim.k, seed=sim.seed,
+                                  faults=tuple(sim.faults), trace_path=trace_path)
+        self.process: SimProcess | None = None
         self.draft_k: int | None = None
 
     def command(self) -> list[str]:
-        sim = self.arm.sim
-        assert sim is not None
-        cmd = [sys.executable, "-m", "specload.cli", "sim", "--profile", sim.profile,
-               "--spec", sim.spec, "--host", "127.0.0.1", "--port", "0",
-               "--seed", str(sim.seed)]
-        if sim.k is not None:
-            cmd += ["-k", str(sim.k)]
-        if self.trace_path is not None:
-            cmd += ["--trace", str(self.trace_path)]
-        for fault in sim.faults:
-            cmd += ["--fault", fault]
-        return cmd
+        return self.options.command()
 
     def start(self, log_path: Path) -> str:
-        self.log_path = log_path
-        # The log is appended to across resumed attempts: read only this start's output.
-        offset = log_path.stat().st_size if log_path.exists() else 0
-        self.proc = _spawn(self.command(), log_path)
-        deadline = time.monotonic() + SIM_READY_TIMEOUT_S
-        while time.monotonic() < deadline:
-            with log_path.open("rb") as fh:
-                fh.seek(offset)
-                text = fh.read().decode(errors="replace")
-            match = READY_LINE.search(text)
-            if match:
-                self.base_url = match.group(1).rstrip("/")
-                k = DRAFT_K.search(text)
-                self.draft_k = int(k.group(1)) if k else None
-                return self.base_url
-            if self.proc.poll() is not None:
-                raise ServerError(
-                    f"simulated server exited with status {self.proc.returncode} before it "
-                    f"was ready: {_tail(log_path)}"
-                )
-            time.sleep(0.05)
-        self.stop()
-        raise ServerError(f"simulated server not ready after {SIM_READY_TIMEOUT_S:.0f} s")
+        try:
+            self.process = launch(self.options, log_path, ready_timeout_s=SIM_READY_TIMEOUT_S)
+        except LaunchError as exc:
+            raise ServerError(str(exc)) from None
+        self.base_url = self.process.url
+        self.draft_k = self.process.draft_k
+        return self.base_url
 
     def problem(self) -> str | None:
-        if self.proc is not None and self.proc.poll() is not None:
-            tail = _tail(self.log_path) if self.log_path else ""
-            return f"simulated server exited with status {self.proc.returncode}: {tail}"
-        return None
+        return self.process.problem() if self.process is not None else None
 
     def stop(self) -> None:
-        if self.proc is not None:
-            stop_process_group(self.proc)
-            self.proc = None
+        if self.process is not None:
+            self.process.stop()
+            self.process = None
 
 
 class CommandServer(ArmServer):
@@ -196,7 +140,7 @@ class CommandServer(ArmServer):
             if code not in (None, 0):
                 raise ServerError(
                     f"start command exited with status {code} before {self.ready_url} "
-                    f"was ready: {_tail(log_path)}"
+                    f"was ready: {log_tail(log_path)}"
                 )
             time.sleep(0.5)
         self.stop()

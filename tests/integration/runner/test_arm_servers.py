@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 from pathlib import Path
 
 import pytest
 
+from specload.runner.processes import free_port
 from specload.runner.servers import CommandServer, ServerError, SimServer, UrlServer
 from specload.scenario import Arm
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def command_arm(start: str, port: int, **extra) -> Arm:

@@ -12,27 +12,28 @@ import pytest
 from specload.report.crossover import find_crossover
 from specload.sim.curve import predict
 from specload.sim.profile import load_profile
+from tests.support.sweeps import counter_rate, read_csv, read_manifest, run_dir_of
 
 REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.slow
-def test_quickstart_sweep_and_report(tmp_path: Path, run_sweep, tools) -> None:
+def test_quickstart_sweep_and_report(tmp_path: Path, run_sweep) -> None:
     t0 = time.monotonic()
     res = run_sweep(str(REPO / "scenarios" / "quickstart.yaml"), "--out", "out", timeout=480)
     print(f"quickstart sweep + report took {time.monotonic() - t0:.0f} s")
     assert res.returncode == 0, res.stdout + res.stderr
-    run_dir = tmp_path / tools.run_dir_of(res.stdout)
-    manifest = tools.read_manifest(run_dir)
+    run_dir = tmp_path / run_dir_of(res.stdout)
+    manifest = read_manifest(run_dir)
     assert manifest["status"] == "done"
     assert {a["role"] for a in manifest["arms"]} == {"spec_on", "spec_off"}
     for name in ("report.html", "summary.csv", "summary.json"):
         assert (run_dir / name).stat().st_size > 0
     rates = {}
     for arm in ("spec-on", "spec-off"):
-        steps = tools.read_csv(run_dir / arm / "locust_steps.csv")
+        steps = read_csv(run_dir / arm / "locust_steps.csv")
         assert [int(s["users"]) for s in steps] == manifest["scenario"]["ladder"]
-        rates[arm] = {int(s["users"]): tools.counter_rate(run_dir / arm, s,
+        rates[arm] = {int(s["users"]): counter_rate(run_dir / arm, s,
                                                           "vllm:generation_tokens_total")
                       for s in steps}
     low, high = min(rates["spec-on"]), max(rates["spec-on"])
@@ -44,7 +45,7 @@ def test_quickstart_sweep_and_report(tmp_path: Path, run_sweep, tools) -> None:
     # prediction for the workload the sweep actually sent (mean prompt, fixed output).
     prompt_tokens = statistics.mean(
         int(r["prompt_tokens"])
-        for r in tools.read_csv(run_dir / "spec-on" / "locust_requests.csv")
+        for r in read_csv(run_dir / "spec-on" / "locust_requests.csv")
         if r["prompt_tokens"])
     ladder = manifest["scenario"]["ladder"]
     max_tokens = manifest["scenario"]["request"]["max_tokens"]

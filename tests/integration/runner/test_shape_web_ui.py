@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,13 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from specload.runner.processes import free_port
+from tests.support.sweeps import read_csv
+
 REPO = Path(__file__).resolve().parents[3]
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(url: str) -> str:
@@ -40,7 +37,7 @@ def wait_for_ui(url: str, proc: subprocess.Popen, timeout: float = 30) -> str:
     pytest.fail("locust web UI did not come up")
 
 
-def test_web_ui_runs_the_ladder_from_its_form_fields(tmp_path: Path, sim_server, tools):
+def test_web_ui_runs_the_ladder_from_its_form_fields(tmp_path: Path, sim_server):
     sim = sim_server(profile="seed-glm", spec="on", trace=False)
     port = free_port()
     prefix = tmp_path / "ui"
@@ -64,9 +61,9 @@ def test_web_ui_runs_the_ladder_from_its_form_fields(tmp_path: Path, sim_server,
         steps = Path(f"{prefix}_steps.csv")
         deadline = time.monotonic() + 40
         while time.monotonic() < deadline and len(
-                tools.read_csv(steps) if steps.exists() else []) < 2:
+                read_csv(steps) if steps.exists() else []) < 2:
             time.sleep(0.3)
-        rows = tools.read_csv(steps)
+        rows = read_csv(steps)
         assert [(r["rung"], r["users"]) for r in rows] == [("0", "2"), ("1", "3")]
         deadline = time.monotonic() + 20
         while json.loads(get(base + "/stats/requests"))["state"] != "stopped":

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections import Counter
@@ -13,13 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from specload.runner.processes import free_port
+from tests.support.sweeps import ARM_FILES, read_csv, read_manifest, run_dir_of
+
 REPO = Path(__file__).resolve().parents[3]
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def scenario(distributed: dict | None) -> dict:
@@ -36,11 +33,11 @@ def scenario(distributed: dict | None) -> dict:
     return data
 
 
-def arm_summary(run_dir: Path, tools) -> tuple[set[str], list[tuple[str, str]], Counter]:
+def arm_summary(run_dir: Path) -> tuple[set[str], list[tuple[str, str]], Counter]:
     arm = run_dir / "spec-on"
-    steps = tools.read_csv(arm / "locust_steps.csv")
+    steps = read_csv(arm / "locust_steps.csv")
     top_start = float(steps[-1]["warmup_start"])
-    rows = tools.read_csv(arm / "locust_requests.csv")
+    rows = read_csv(arm / "locust_requests.csv")
     users_at_top = Counter(
         r["client_id"] for r in {(r["client_id"], r["user_id"]): r for r in rows
                                  if float(r["start"]) >= top_start}.values()
@@ -50,7 +47,7 @@ def arm_summary(run_dir: Path, tools) -> tuple[set[str], list[tuple[str, str]], 
 
 
 @pytest.mark.slow
-def test_distributed_sweep_matches_single_process_files(tmp_path, run_sweep, tools) -> None:
+def test_distributed_sweep_matches_single_process_files(tmp_path, run_sweep) -> None:
     port = free_port()
     dist = {"workers": 2, "master_bind_host": "127.0.0.1", "master_bind_port": port,
             "workers_wait_s": 60}
@@ -72,22 +69,22 @@ def test_distributed_sweep_matches_single_process_files(tmp_path, run_sweep, too
             os.killpg(workers.pid, signal.SIGKILL)
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"MASTER_PORT={port} scripts/start-worker.sh 127.0.0.1 N" in res.stdout
-    dist_dir = tmp_path / tools.run_dir_of(res.stdout)
-    assert tools.read_manifest(dist_dir)["status"] == "done"
+    dist_dir = tmp_path / run_dir_of(res.stdout)
+    assert read_manifest(dist_dir)["status"] == "done"
 
     res = run_sweep("single.yaml", "--out", "out", timeout=240)
     assert res.returncode == 0, res.stdout + res.stderr
-    single_dir = tmp_path / tools.run_dir_of(res.stdout)
+    single_dir = tmp_path / run_dir_of(res.stdout)
 
-    d_files, d_steps, d_users = arm_summary(dist_dir, tools)
-    s_files, s_steps, s_users = arm_summary(single_dir, tools)
-    assert d_files == s_files and d_files >= tools.ARM_FILES
+    d_files, d_steps, d_users = arm_summary(dist_dir)
+    s_files, s_steps, s_users = arm_summary(single_dir)
+    assert d_files == s_files and d_files >= ARM_FILES
     assert d_steps == s_steps == [("0", "5"), ("1", "250")]
     # every one of the 250 users has its rows in the master's file, from both workers
     assert sum(d_users.values()) == sum(s_users.values()) == 250
     assert len(d_users) == 2 and len(s_users) == 1
-    history = tools.read_csv(dist_dir / "spec-on" / "locust_stats_history.csv")
+    history = read_csv(dist_dir / "spec-on" / "locust_stats_history.csv")
     assert max(int(r["User Count"]) for r in history) == 250
-    metrics = tools.read_csv(dist_dir / "spec-on" / "locust_server_metrics.csv")
+    metrics = read_csv(dist_dir / "spec-on" / "locust_server_metrics.csv")
     assert {"vllm:generation_tokens_total", "vllm:num_requests_running"} <= {
         r["metric"] for r in metrics}

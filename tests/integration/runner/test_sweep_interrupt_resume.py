@@ -12,6 +12,8 @@ import psutil
 import pytest
 import yaml
 
+from tests.support.sweeps import read_csv, read_manifest, run_dir_of, sweep_cmd
+
 PROFILE = "h100-llama8b-eagle3"
 
 
@@ -36,7 +38,7 @@ def wait_for(predicate, timeout: float, what: str) -> None:
 
 
 @pytest.mark.slow
-def test_ctrl_c_then_resume_runs_only_the_missing_rungs(tmp_path: Path, run_sweep, tools) -> None:
+def test_ctrl_c_then_resume_runs_only_the_missing_rungs(tmp_path: Path, run_sweep) -> None:
     scenario = {
         "name": "resumable",
         "ladder": [1, 2, 3],
@@ -52,13 +54,13 @@ def test_ctrl_c_then_resume_runs_only_the_missing_rungs(tmp_path: Path, run_swee
     path.write_text(yaml.safe_dump(scenario))
     out = tmp_path / "sweep.out"
     with out.open("w") as fh:
-        proc = subprocess.Popen(tools.sweep_cmd(str(path), "--out", "out"), cwd=tmp_path,
+        proc = subprocess.Popen(sweep_cmd(str(path), "--out", "out"), cwd=tmp_path,
                                 stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         wait_for(lambda: "run folder: " in out.read_text(), 30, "the run folder")
-        run_dir = tmp_path / tools.run_dir_of(out.read_text())
+        run_dir = tmp_path / run_dir_of(out.read_text())
         steps = run_dir / "a" / "locust_steps.csv"
-        wait_for(lambda: steps.exists() and len(tools.read_csv(steps)) >= 2, 90,
+        wait_for(lambda: steps.exists() and len(read_csv(steps)) >= 2, 90,
                  "two finished rungs")
         os.killpg(proc.pid, signal.SIGINT)
         assert proc.wait(timeout=60) == 130, out.read_text()
@@ -66,12 +68,12 @@ def test_ctrl_c_then_resume_runs_only_the_missing_rungs(tmp_path: Path, run_swee
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     text = out.read_text()
-    assert f"resume with: specload sweep --resume {tools.run_dir_of(text)}" in text
-    m = tools.read_manifest(run_dir)
+    assert f"resume with: specload sweep --resume {run_dir_of(text)}" in text
+    m = read_manifest(run_dir)
     assert m["status"] == "interrupted"
     assert [(a["name"], a["status"]) for a in m["arms"]] == [("a", "interrupted"),
                                                              ("b", "pending")]
-    kept = [r["users"] for r in tools.read_csv(steps)]
+    kept = [r["users"] for r in read_csv(steps)]
     assert kept == ["1", "2"]
     # Locust and the simulated server were stopped (their command lines name the run dir)
     wait_for(lambda: not processes_mentioning(str(run_dir)), 15, "children to exit")
@@ -79,17 +81,17 @@ def test_ctrl_c_then_resume_runs_only_the_missing_rungs(tmp_path: Path, run_swee
     res = run_sweep("--resume", str(run_dir))
     assert res.returncode == 0, res.stdout + res.stderr
     assert "resuming 1 missing rungs" in res.stdout
-    m = tools.read_manifest(run_dir)
+    m = read_manifest(run_dir)
     assert m["status"] == "done"
     assert all(a["status"] == "done" for a in m["arms"])
     for arm in ("a", "b"):
-        rows = tools.read_csv(run_dir / arm / "locust_steps.csv")
+        rows = read_csv(run_dir / arm / "locust_steps.csv")
         assert [(r["rung"], r["users"]) for r in rows] == [("0", "1"), ("1", "2"), ("2", "3")]
         ends = [float(r["measure_end"]) for r in rows]
         assert ends == sorted(ends)
     part = run_dir / "a" / "part-2"
     assert (part / "locust_stats.csv").exists()
-    resumed_start = float(tools.read_csv(run_dir / "a" / "locust_steps.csv")[2]["warmup_start"])
-    starts = [float(r["start"]) for r in tools.read_csv(run_dir / "a" / "locust_requests.csv")]
+    resumed_start = float(read_csv(run_dir / "a" / "locust_steps.csv")[2]["warmup_start"])
+    starts = [float(r["start"]) for r in read_csv(run_dir / "a" / "locust_requests.csv")]
     assert min(starts) < resumed_start - 5 < resumed_start <= max(starts)
     assert not (run_dir / "b" / "part-2").exists()

@@ -61,7 +61,7 @@ def test_cut_closes_the_stream_without_done(sim_server) -> None:
     assert 5 <= tokens < 30
     rec = srv.read_trace()[0]
     assert rec["fault"] == "cut" and rec["finish_reason"] == "cut"
-    assert "Traceback" not in srv.stderr_text()
+    assert "Traceback" not in srv.log_text()
 
 
 def test_malformed_and_stream_error_chunks(sim_server) -> None:

@@ -44,5 +44,5 @@ def test_measured_throughput_matches_sim_curve(sim_server, spec: str) -> None:
         if spec == "on":
             assert got.tokens / got.chunks > 1.5  # several tokens per chunk
     assert lag_ratio(srv.url) < 0.05  # the strict 1% is scripts/bench_sim.py's job
-    err = srv.stderr_text()
+    err = srv.log_text()
     assert "Traceback" not in err, err[-3000:]  # clients leaving mid-stream are quiet

@@ -21,7 +21,7 @@ def test_signal_stops_server_with_status_zero(sim_server, sig: signal.Signals) -
         assert resp.status == 200
     srv.proc.send_signal(sig)
     assert srv.proc.wait(timeout=15) == 0
-    assert "Traceback" not in srv.stderr_text()
+    assert "Traceback" not in srv.log_text()
 
 
 def test_signal_during_open_streams_still_exits_zero(sim_server) -> None:

@@ -18,10 +18,11 @@ import pytest
 
 from specload.report import chunks, client_metrics, load
 from specload.report.windows import rung_windows
+from tests.support import run_files as make
 
 
 @pytest.fixture
-def table(make: Any, tmp_path: Path) -> Any:
+def table(tmp_path: Path) -> Any:
     reqs = [
         make.request(101.0, [102.0, 104.0, 106.0], [1, 2, 3], rid="A"),
         make.request(108.0, [109.0, 111.0, 121.0], [2, 3, 4], rid="B"),
@@ -67,7 +68,7 @@ def test_achieved_concurrency_is_time_average_of_in_flight(table: Any) -> None:
     assert table["concurrency"].tolist() == [1, 2]
 
 
-def test_even_split_when_server_sent_no_per_chunk_tokens(make: Any, tmp_path: Path) -> None:
+def test_even_split_when_server_sent_no_per_chunk_tokens(tmp_path: Path) -> None:
     reqs = [make.request(0.0, [1.0, 2.0, 3.0, 4.0], None, output_tokens=8)]
     prefix = make.write_prefix(tmp_path / "even", reqs, steps=[(0, 1, 0.0, 0.0, 2.5)])
     data = load.read_rep(prefix)

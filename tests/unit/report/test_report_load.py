@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from specload.errors import UserError
 from specload.report import load
+from tests.support import run_files as make
 
 
-def _one(make: Any, prefix: Path) -> Path:
+def _one(prefix: Path) -> Path:
     return make.write_prefix(prefix, [make.request(1.0, [2.0], [1])])
 
 
-def test_manifest_names_arms_roles_k_and_missing_reps(make: Any, tmp_path: Path) -> None:
-    _one(make, tmp_path / "fast" / "rep-1" / "locust")
-    _one(make, tmp_path / "base" / "locust")
+def test_manifest_names_arms_roles_k_and_missing_reps(tmp_path: Path) -> None:
+    _one(tmp_path / "fast" / "rep-1" / "locust")
+    _one(tmp_path / "base" / "locust")
     make.write_manifest(tmp_path, [make.arm_entry("fast", "spec_on", reps=2, k=4),
                                    make.arm_entry("base", "spec_off", k=None)])
     run = load.discover(tmp_path)
@@ -27,16 +27,16 @@ def test_manifest_names_arms_roles_k_and_missing_reps(make: Any, tmp_path: Path)
     assert len(run.notes) == 1 and "fast rep 2" in run.notes[0]
 
 
-def test_folder_without_manifest_groups_rep_folders(make: Any, tmp_path: Path) -> None:
+def test_folder_without_manifest_groups_rep_folders(tmp_path: Path) -> None:
     for rel in ("spec-on/rep-1/locust", "spec-on/rep-2/locust", "spec-off/locust"):
-        _one(make, tmp_path / rel)
+        _one(tmp_path / rel)
     run = load.discover(tmp_path)
     got = {a.name: (a.role, sorted(r.rep for r in a.reps)) for a in run.arms}
     assert got == {"spec-on": ("spec_on", [1, 2]), "spec-off": ("spec_off", [1])}
 
 
-def test_single_prefix_and_requests_file_path(make: Any, tmp_path: Path) -> None:
-    prefix = _one(make, tmp_path / "webui")
+def test_single_prefix_and_requests_file_path(tmp_path: Path) -> None:
+    prefix = _one(tmp_path / "webui")
     for given in (prefix, f"{prefix}_requests.csv"):
         run = load.discover(given)
         assert run.out_dir == tmp_path
@@ -64,8 +64,8 @@ def test_requests_file_without_needed_columns(tmp_path: Path) -> None:
         load.read_requests(tmp_path / "x")
 
 
-def test_zero_byte_requests_file_counts_as_missing(make: Any, tmp_path: Path) -> None:
-    _one(make, tmp_path / "on" / "locust")
+def test_zero_byte_requests_file_counts_as_missing(tmp_path: Path) -> None:
+    _one(tmp_path / "on" / "locust")
     (tmp_path / "off").mkdir()
     (tmp_path / "off" / "locust_requests.csv").write_text("", encoding="utf-8")
     make.write_manifest(tmp_path, [make.arm_entry("on", "spec_on"),
@@ -75,9 +75,9 @@ def test_zero_byte_requests_file_counts_as_missing(make: Any, tmp_path: Path) ->
     assert "arm off rep 1 has no request records" in run.notes[0]
 
 
-def test_scenario_folder_reports_its_latest_run(make: Any, tmp_path: Path) -> None:
+def test_scenario_folder_reports_its_latest_run(tmp_path: Path) -> None:
     for stamp in ("20260101T000000Z", "20260102T000000Z"):
         run = tmp_path / stamp
-        _one(make, run / "on" / "locust")
+        _one(run / "on" / "locust")
         make.write_manifest(run, [make.arm_entry("on", "spec_on")])
     assert load.discover(tmp_path).out_dir == tmp_path / "20260102T000000Z"

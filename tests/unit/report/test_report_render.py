@@ -17,21 +17,22 @@ import pytest
 
 from specload.cli import main as cli_main
 from specload.report import aggregate, load, render
+from tests.support import run_files as make
 
 STEPS = [(0, 1, 95.0, 100.05, 130.05), (1, 4, 135.0, 140.05, 170.05)]
 
 
-def _arm(make: Any, prefix: Path, periods: tuple[float, float], chunks: int, tpc: int) -> None:
+def _arm(prefix: Path, periods: tuple[float, float], chunks: int, tpc: int) -> None:
     reqs = make.steady_requests(95.0, 132.0, 1, periods[0], chunks, tpc)
     reqs += make.steady_requests(135.0, 172.0, 4, periods[1], chunks, tpc)
     make.write_prefix(prefix, reqs, steps=STEPS)
 
 
 @pytest.fixture
-def sweep(make: Any, tmp_path: Path) -> Path:
+def sweep(tmp_path: Path) -> Path:
     for rep, on_period in ((1, 2.0), (2, 2.5)):
-        _arm(make, tmp_path / "on" / f"rep-{rep}" / "locust", (1.0, on_period), 10, 3)
-        _arm(make, tmp_path / "off" / f"rep-{rep}" / "locust", (0.5, 0.5), 10, 1)
+        _arm(tmp_path / "on" / f"rep-{rep}" / "locust", (1.0, on_period), 10, 3)
+        _arm(tmp_path / "off" / f"rep-{rep}" / "locust", (0.5, 0.5), 10, 1)
     make.write_manifest(tmp_path, [make.arm_entry("on", "spec_on", reps=2, k=3),
                                    make.arm_entry("off", "spec_off", reps=2, k=None)])
     return tmp_path
@@ -68,7 +69,7 @@ def test_sweep_summary_speedup_and_c_star(sweep: Path, capsys: Any) -> None:
     assert "<script src=" not in page and "<link " not in page  # self-contained
 
 
-def test_web_ui_prefix_uses_history_segments(make: Any, tmp_path: Path, capsys: Any) -> None:
+def test_web_ui_prefix_uses_history_segments(tmp_path: Path, capsys: Any) -> None:
     reqs = make.steady_requests(1000.1, 1062.0, 2, 1.0, 4, 2)
     history = [make.history_row(1000 + i, 2, i, 8.0) for i in range(60)]
     prefix = make.write_prefix(tmp_path / "ui", reqs, history=history)
@@ -82,7 +83,7 @@ def test_web_ui_prefix_uses_history_segments(make: Any, tmp_path: Path, capsys: 
     assert "no spec-on/spec-off pair" in capsys.readouterr().out
 
 
-def test_report_without_history_or_steps_is_one_rung(make: Any, tmp_path: Path) -> None:
+def test_report_without_history_or_steps_is_one_rung(tmp_path: Path) -> None:
     prefix = make.write_prefix(tmp_path / "plain",
                                make.steady_requests(0.0, 50.0, 3, 1.0, 5, 1))
     report = render.build(prefix)

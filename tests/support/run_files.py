@@ -1,14 +1,13 @@
-"""Builders for small hand-made run files with known answers (report unit tests)."""
+"""Builders for small hand-made run files with known answers (report tests)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pytest
 
 from specload import records
 
@@ -92,18 +91,3 @@ def arm_entry(name: str, role: str, reps: int = 1, k: int | None = 3) -> dict[st
                       "status": "done", "started": None, "finished": None, "error": None}
                      for r in range(1, reps + 1)],
             "ladder": [1, 2], "warmup_s": 1, "measure_s": 10}
-
-
-@pytest.fixture
-def make() -> Callable[..., Any]:
-    """Access to the builders above from tests (conftest modules are not importable)."""
-
-    class Builders:
-        request = staticmethod(request)
-        write_prefix = staticmethod(write_prefix)
-        history_row = staticmethod(history_row)
-        steady_requests = staticmethod(steady_requests)
-        write_manifest = staticmethod(write_manifest)
-        arm_entry = staticmethod(arm_entry)
-
-    return Builders

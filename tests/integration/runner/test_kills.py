@@ -22,11 +22,19 @@ from pathlib import Path
 import psutil
 import pytest
 
+from specload.runner.processes import free_port
+from tests.support.sweeps import (
+    arm_processes,
+    read_csv,
+    read_manifest,
+    read_trace,
+    run_dir_of,
+    steps_done,
+    sweep_cmd,
+    wait_for,
+)
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+PROFILE = "h100-llama8b-eagle3"
 
 
 def summary_rungs(run_dir: Path) -> list[tuple[str, int]]:
@@ -34,13 +42,13 @@ def summary_rungs(run_dir: Path) -> list[tuple[str, int]]:
     return sorted((row["arm"], row["concurrency"]) for row in summary)
 
 
-def check_nothing_lost(arm_dir: Path, rel, tools, only: str = "") -> None:
+def check_nothing_lost(arm_dir: Path, only: str = "") -> None:
     """Every request in the simulator's trace (whose id starts with `only`) is in the
     records exactly once, and every successful record is in the trace (across resumes)."""
-    rows = tools.read_csv(arm_dir / "locust_requests.csv")
+    rows = read_csv(arm_dir / "locust_requests.csv")
     ids = Counter(r["request_id"] for r in rows)
     assert max(ids.values()) == 1
-    traced = [t["request_id"] for t in rel.read_trace(arm_dir / "sim_trace.jsonl")
+    traced = [t["request_id"] for t in read_trace(arm_dir / "sim_trace.jsonl")
               if t["request_id"].startswith(only)]
     assert traced and len(traced) == len(set(traced))
     assert set(traced) <= set(ids), sorted(set(traced) - set(ids))[:5]
@@ -51,16 +59,16 @@ def check_nothing_lost(arm_dir: Path, rel, tools, only: str = "") -> None:
 
 @pytest.mark.slow
 def test_server_killed_mid_rung_and_servers_not_ready_then_resume(
-    tmp_path: Path, write_scenario, run_sweep, background_sweep, sim_server, rel, tools
+    tmp_path: Path, write_scenario, run_sweep, background_sweep, sim_server
 ) -> None:
     late_port, slow_port = free_port(), free_port()
-    slow_start = (f"sleep 2; exec {sys.executable} -m specload.cli sim --profile {rel.PROFILE} "
+    slow_start = (f"sleep 2; exec {sys.executable} -m specload.cli sim --profile {PROFILE} "
                   f"--spec off --port {slow_port}")
     scenario = write_scenario({
         "name": "kills", "ladder": [2, 4], "warmup_s": 1, "measure_s": 3,
         "request": {"max_tokens": 16, "ignore_eos": True},
         "arms": [
-            {"name": "killed", "sim": {"profile": rel.PROFILE, "spec": "on", "trace": True}},
+            {"name": "killed", "sim": {"profile": PROFILE, "spec": "on", "trace": True}},
             {"name": "late", "url": f"http://127.0.0.1:{late_port}", "spec": "off"},
             {"name": "slow", "spec": "off", "command": {
                 "start": slow_start, "base_url": f"http://127.0.0.1:{slow_port}",
@@ -70,14 +78,14 @@ def test_server_killed_mid_rung_and_servers_not_ready_then_resume(
     sweep = background_sweep(str(scenario), "--out", "out")
     run_dir = sweep.run_dir()
     killed = run_dir / "killed"
-    rel.wait_for(lambda: rel.steps_done(killed) >= 1, 90, "the first rung")
-    (sim,) = rel.wait_for(lambda: rel.arm_processes(killed, "sim"), 10, "the sim process")
+    wait_for(lambda: steps_done(killed) >= 1, 90, "the first rung")
+    (sim,) = wait_for(lambda: arm_processes(killed, "sim"), 10, "the sim process")
     time.sleep(1.0)  # into the next rung, with requests in flight
     sim.send_signal(signal.SIGKILL)
     assert sweep.wait() == 1, sweep.text()
     text = sweep.text()
     assert "Traceback" not in text
-    m = tools.read_manifest(run_dir)
+    m = read_manifest(run_dir)
     status = {a["name"]: (a["status"], a["reps"][0]["error"]) for a in m["arms"]}
     assert status["killed"][0] == "failed" and "\n" not in status["killed"][1]
     assert status["killed"][1].startswith(
@@ -89,41 +97,41 @@ def test_server_killed_mid_rung_and_servers_not_ready_then_resume(
     assert "[killed] FAILED: server failed during the run" in text
     assert "failed arm(s): killed, late" in text
     # the rung finished before the kill is on disk and in the report
-    assert [r["users"] for r in tools.read_csv(killed / "locust_steps.csv")] == ["2"]
+    assert [r["users"] for r in read_csv(killed / "locust_steps.csv")] == ["2"]
     assert summary_rungs(run_dir) == [("killed", 2), ("slow", 2), ("slow", 4)]
-    kinds = Counter(r["error_kind"] for r in tools.read_csv(killed / "locust_requests.csv"))
+    kinds = Counter(r["error_kind"] for r in read_csv(killed / "locust_requests.csv"))
     assert set(kinds) - {""} <= {"connection", "stream_cut", "interrupted"}
     assert kinds["connection"] + kinds["stream_cut"] >= 1, kinds
-    check_nothing_lost(killed, rel, tools)
+    check_nothing_lost(killed)
 
     sim_server(extra_args=["--port", str(late_port)], trace=False)
     res = run_sweep("--resume", str(run_dir))
     assert res.returncode == 0, res.stdout + res.stderr
     assert "[killed] " in res.stdout and "resuming 1 missing rungs" in res.stdout
     assert "[slow]" not in res.stdout
-    m = tools.read_manifest(run_dir)
+    m = read_manifest(run_dir)
     assert m["status"] == "done" and all(a["status"] == "done" for a in m["arms"])
-    assert [r["users"] for r in tools.read_csv(killed / "locust_steps.csv")] == ["2", "4"]
+    assert [r["users"] for r in read_csv(killed / "locust_steps.csv")] == ["2", "4"]
     assert summary_rungs(run_dir) == [(arm, c) for arm in ("killed", "late", "slow")
                                       for c in (2, 4)]
-    check_nothing_lost(killed, rel, tools)
+    check_nothing_lost(killed)
     assert (killed / "part-2" / "sim_trace.jsonl").exists()
 
 
 @pytest.mark.slow
 def test_worker_killed_then_ctrl_c_then_resume(
-    tmp_path: Path, write_scenario, run_sweep, background_sweep, rel, tools
+    tmp_path: Path, write_scenario, run_sweep, background_sweep
 ) -> None:
     scenario = write_scenario({
         "name": "workers", "ladder": [2, 4, 6], "warmup_s": 1, "measure_s": 3,
         "processes": 2, "request": {"max_tokens": 16, "ignore_eos": True},
-        "arms": [{"name": "arm", "sim": {"profile": rel.PROFILE, "spec": "on", "trace": True}}],
+        "arms": [{"name": "arm", "sim": {"profile": PROFILE, "spec": "on", "trace": True}}],
     })
     sweep = background_sweep(str(scenario), "--out", "out")
     run_dir = sweep.run_dir()
     arm = run_dir / "arm"
-    rel.wait_for(lambda: rel.steps_done(arm) >= 1, 90, "the first rung")
-    locust = rel.arm_processes(arm, "--headless")  # forked workers share the command line
+    wait_for(lambda: steps_done(arm) >= 1, 90, "the first rung")
+    locust = arm_processes(arm, "--headless")  # forked workers share the command line
     (master,) = [p for p in locust if p.ppid() not in {q.pid for q in locust}]
     workers = master.children()
     assert len(workers) == 2
@@ -134,25 +142,25 @@ def test_worker_killed_then_ctrl_c_then_resume(
     killed_at = time.time()
     killed_client = f"{socket.gethostname()}-{workers[0].pid}"
     # the run goes on with the other worker: the next rungs still finish
-    rel.wait_for(lambda: rel.steps_done(arm) >= 2, 60, "the rung after the kill")
+    wait_for(lambda: steps_done(arm) >= 2, 60, "the rung after the kill")
     time.sleep(1.5)  # into the third rung
     os.killpg(sweep.proc.pid, signal.SIGINT)
     assert sweep.wait() == 130, sweep.text()
-    assert f"resume with: specload sweep --resume {tools.run_dir_of(sweep.text())}" in (
+    assert f"resume with: specload sweep --resume {run_dir_of(sweep.text())}" in (
         sweep.text())
-    assert tools.read_manifest(run_dir)["status"] == "interrupted"
-    assert [r["users"] for r in tools.read_csv(arm / "locust_steps.csv")] == ["2", "4"]
-    rows = tools.read_csv(arm / "locust_requests.csv")
+    assert read_manifest(run_dir)["status"] == "interrupted"
+    assert [r["users"] for r in read_csv(arm / "locust_steps.csv")] == ["2", "4"]
+    rows = read_csv(arm / "locust_requests.csv")
     (survivor,) = {r["client_id"] for r in rows} - {killed_client}
     assert not [r for r in rows if r["client_id"] == killed_client
                 and float(r["start"]) > killed_at]
-    rung2_end = float(tools.read_csv(arm / "locust_steps.csv")[1]["measure_end"])
+    rung2_end = float(read_csv(arm / "locust_steps.csv")[1]["measure_end"])
     assert {r["client_id"] for r in rows if float(r["start"]) > rung2_end} == {survivor}
     # The rows a SIGKILLed worker had not yet sent die with it; the survivor's requests,
     # also those in flight at Ctrl-C, are all recorded exactly once.
-    check_nothing_lost(arm, rel, tools, only=f"{survivor}-")
+    check_nothing_lost(arm, only=f"{survivor}-")
     # the finished rungs are in a report built from the interrupted folder
-    res = subprocess.run([*tools.sweep_cmd()[:-1], "report", str(run_dir)], cwd=tmp_path,
+    res = subprocess.run([*sweep_cmd()[:-1], "report", str(run_dir)], cwd=tmp_path,
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
     assert summary_rungs(run_dir) == [("arm", 2), ("arm", 4)]
@@ -160,6 +168,6 @@ def test_worker_killed_then_ctrl_c_then_resume(
     res = run_sweep("--resume", str(run_dir))
     assert res.returncode == 0, res.stdout + res.stderr
     assert "resuming 1 missing rungs" in res.stdout
-    assert [r["users"] for r in tools.read_csv(arm / "locust_steps.csv")] == ["2", "4", "6"]
+    assert [r["users"] for r in read_csv(arm / "locust_steps.csv")] == ["2", "4", "6"]
     assert summary_rungs(run_dir) == [("arm", 2), ("arm", 4), ("arm", 6)]
-    assert tools.read_manifest(run_dir)["status"] == "done"
+    assert read_manifest(run_dir)["status"] == "done"

@@ -72,6 +72,6 @@ def test_authorization_header_is_never_logged(server) -> None:
     send(server.url, "POST", CHAT, raw=b"{broken")
     send(server.url, "GET", "/v2/unknown")
     server.stop()  # flushes and closes everything it writes
-    written = server.stderr_text() + server.trace_path.read_text()
+    written = server.log_text() + server.trace_path.read_text()
     assert "rel-sim-1" in written  # the trace saw our requests ...
     assert SECRET not in written and "Bearer" not in written  # ... but not the header

@@ -16,6 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.sweeps import read_csv, read_manifest, read_trace, run_dir_of
+
+PROFILE = "h100-llama8b-eagle3"
+
 CUSTOM_KEY = "sk-specload-secret-custom-7d1c0b"
 OPENAI_KEY = "sk-specload-secret-openai-42af9e"
 FAULTS = ["error500:0.05", "error429:0.05:7", "cut:0.05:3", "stall_first_byte:0.05:1.5",
@@ -29,7 +33,7 @@ KIND_OF_FAULT = {
 
 @pytest.mark.slow
 def test_every_fault_kind_counted_nothing_lost_no_key_leaked(
-    tmp_path: Path, monkeypatch, write_scenario, run_sweep, rel, tools
+    tmp_path: Path, monkeypatch, write_scenario, run_sweep
 ) -> None:
     monkeypatch.setenv("SPECLOAD_REL_KEY", CUSTOM_KEY)
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
@@ -37,16 +41,16 @@ def test_every_fault_kind_counted_nothing_lost_no_key_leaked(
         "name": "faults", "ladder": [2, 4], "warmup_s": 1, "measure_s": 4, "processes": 2,
         "request": {"max_tokens": 16, "ignore_eos": True, "request_timeout_s": 0.5,
                     "api_key_env": "SPECLOAD_REL_KEY"},
-        "arms": [{"name": "faulty", "sim": {"profile": rel.PROFILE, "spec": "on",
+        "arms": [{"name": "faulty", "sim": {"profile": PROFILE, "spec": "on",
                                             "trace": True, "faults": FAULTS}}],
     })
     res = run_sweep(str(scenario), "--out", "out")
     assert res.returncode == 0, res.stdout + res.stderr
-    run_dir = tmp_path / tools.run_dir_of(res.stdout)
+    run_dir = tmp_path / run_dir_of(res.stdout)
     arm = run_dir / "faulty"
-    assert tools.read_manifest(run_dir)["status"] == "done"
-    rows = tools.read_csv(arm / "locust_requests.csv")
-    trace = rel.read_trace(arm / "sim_trace.jsonl")
+    assert read_manifest(run_dir)["status"] == "done"
+    rows = read_csv(arm / "locust_requests.csv")
+    trace = read_trace(arm / "sim_trace.jsonl")
 
     # nothing lost, nothing twice: server trace and client records hold the same requests
     ids = Counter(r["request_id"] for r in rows)
@@ -66,7 +70,7 @@ def test_every_fault_kind_counted_nothing_lost_no_key_leaked(
 
     # the report groups them by kind, per rung, exactly as the records say
     summary = json.loads((run_dir / "summary.json").read_text())["summary"]
-    steps = tools.read_csv(arm / "locust_steps.csv")
+    steps = read_csv(arm / "locust_steps.csv")
     assert [s["concurrency"] for s in summary] == [2, 4]
     for row, step in zip(summary, steps, strict=True):
         t0, t1 = float(step["measure_start"]), float(step["measure_end"])

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,13 +20,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from specload.runner.processes import free_port
+from tests.support.sweeps import wait_for
+
 REPO = Path(__file__).resolve().parents[3]
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def listening(pid: int) -> dict[int, str]:
@@ -48,7 +45,7 @@ def listening(pid: int) -> dict[int, str]:
 
 
 @pytest.fixture
-def start(tmp_path: Path, rel) -> Iterator:
+def start(tmp_path: Path) -> Iterator:
     procs: list[subprocess.Popen] = []
 
     def run(cmd: list[str], ports: set[int], env: dict[str, str] | None = None) -> dict:
@@ -56,7 +53,7 @@ def start(tmp_path: Path, rel) -> Iterator:
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
         procs.append(proc)
-        return rel.wait_for(lambda: (lambda s: s if ports <= set(s) else None)(
+        return wait_for(lambda: (lambda s: s if ports <= set(s) else None)(
             listening(proc.pid)), 60, f"ports {ports}")
 
     yield run

@@ -1,0 +1,44 @@
+"""The shared end-to-end sweep (tests/support/e2e.py): folders, manifest, progress, files."""
+
+from __future__ import annotations
+
+import itertools
+
+from tests.support.e2e import ARMS, LADDER, SCENARIO, SweepResult
+from tests.support.sweeps import ARM_FILES, counter_rate, read_csv
+
+
+def test_run_folder_and_manifest(e2e_sweep: SweepResult) -> None:
+    run_dir = e2e_sweep.run_dir
+    assert run_dir.parent.name == "e2e" and run_dir.parent.parent.name == "out"
+    m = e2e_sweep.manifest
+    assert m["status"] == "done" and m["scenario_name"] == "e2e"
+    assert [(a["name"], a["role"], a["status"]) for a in m["arms"]] == [
+        ("spec-on", "spec_on", "done"), ("spec-off", "spec_off", "done")]
+    # the profile's draft length, announced by the simulator, is recorded
+    assert m["arms"][0]["k"] == 3 and m["arms"][0]["reps"][0]["dir"] == "spec-on"
+
+
+def test_one_progress_line_per_rung_with_server_tok_s(e2e_sweep: SweepResult) -> None:
+    progress = [ln for ln in e2e_sweep.stdout.splitlines() if " done | elapsed " in ln]
+    assert len(progress) == len(ARMS) * len(LADDER)
+    assert all("tok/s (server)" in ln for ln in progress), progress
+    assert progress[0].startswith(f"[spec-on] rung 1/{len(LADDER)} C=1 done")
+
+
+def test_every_arm_folder_holds_its_files_and_windows(e2e_sweep: SweepResult) -> None:
+    measure = SCENARIO["measure_s"]
+    for arm in ARMS:
+        arm_dir = e2e_sweep.arm_dir(arm)
+        assert {p.name for p in arm_dir.iterdir()} >= ARM_FILES | {"sim_trace.jsonl"}
+        steps = read_csv(arm_dir / "locust_steps.csv")
+        assert [(int(s["rung"]), int(s["users"])) for s in steps] == list(enumerate(LADDER))
+        for s in steps:
+            ws, ms, me = (float(s[k]) for k in ("warmup_start", "measure_start", "measure_end"))
+            assert ws < ms < me and abs(me - ms - measure) < 1.01
+        for prev, nxt in itertools.pairwise(steps):
+            assert float(nxt["warmup_start"]) >= float(prev["measure_end"])
+        rows = read_csv(arm_dir / "locust_requests.csv")
+        assert len(rows) >= 10
+        assert all(float(steps[0]["warmup_start"]) - 1 <= float(r["start"]) for r in rows)
+        assert counter_rate(arm_dir, steps[-1], "vllm:generation_tokens_total") > 0

@@ -1,0 +1,11 @@
+"""Helpers the tests import: start simulated servers, run Locust and sweeps, read run files.
+
+`sims` starts `specload sim` through the project's own launcher, `locust_runs` runs
+headless Locust against a server, `sweeps` writes scenarios and runs `specload sweep`
+in the foreground or the background, `e2e` holds the one shared end-to-end sweep, and
+`fixtures` turns these into pytest fixtures (registered by tests/conftest.py).
+"""
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]

@@ -1,0 +1,55 @@
+"""The one shared end-to-end sweep: two simulated arms through a short ladder, reported.
+
+Many tests need a finished sweep folder (files, manifest, progress lines, the report, the
+report in a browser, the report against the simulator's trace); they all read this one,
+run once per test session. Its ladder brackets seed-glm's crossover, its windows are
+short but long enough for the report to match the trace within a few percent.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.support.sweeps import read_manifest, run_dir_of, run_sweep, write_scenario
+
+LADDER = [1, 8, 40]
+ARMS = ("spec-on", "spec-off")
+SCENARIO: dict[str, Any] = {
+    "name": "e2e",
+    "ladder": LADDER,
+    "warmup_s": 1.5,
+    "measure_s": 4.5,
+    "request": {"max_tokens": 32, "ignore_eos": True, "temperature": 0, "seed": 0},
+    "arms": [{"name": "spec-on", "sim": {"profile": "seed-glm", "spec": "on", "trace": True}},
+             {"name": "spec-off", "sim": {"profile": "seed-glm", "spec": "off",
+                                          "trace": True}}],
+}
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """A finished sweep: its command's outcome and its run folder."""
+
+    result: subprocess.CompletedProcess[str]
+    run_dir: Path
+
+    @property
+    def stdout(self) -> str:
+        return self.result.stdout
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        return read_manifest(self.run_dir)
+
+    def arm_dir(self, arm: str) -> Path:
+        return self.run_dir / arm
+
+
+def run_e2e(folder: Path) -> SweepResult:
+    scenario = write_scenario(folder, SCENARIO, "e2e.yaml")
+    res = run_sweep(folder, str(scenario), "--out", "out", timeout=300)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return SweepResult(res, folder / run_dir_of(res.stdout))
