@@ -124,8 +124,8 @@ def generate(out: Path, rows: int, seed: int = 0) -> int:
         requests = pd.concat(frames, ignore_index=True)
         total += len(requests)
         requests.to_csv(f"{prefix}{records.REQUESTS_SUFFIX}", index=False)
-        pd.DataFrame(steps, columns=records.STEPS_COLUMNS).to_csv(
-            f"{prefix}{records.STEPS_SUFFIX}", index=False)
+        pd.DataFrame(steps, columns=records.RUNGS_COLUMNS).to_csv(
+            f"{prefix}{records.RUNGS_SUFFIX}", index=False)
         pd.DataFrame(server, columns=records.SERVER_METRICS_COLUMNS).to_csv(
             f"{prefix}{records.SERVER_METRICS_SUFFIX}", index=False)
         pd.DataFrame(client, columns=records.CLIENT_STATS_COLUMNS).to_csv(

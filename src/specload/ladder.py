@@ -1,4 +1,4 @@
-"""The concurrency ladder as pure data: a ladder spec becomes a list of timed steps.
+"""The concurrency ladder as pure data: a ladder spec becomes a list of timed rungs.
 
 Like a k6 executor plan, the whole load plan is computed before the run starts. Each
 rung holds a fixed number of users for a warmup window (not counted) followed by a
@@ -22,10 +22,10 @@ class LadderError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Step:
+class Rung:
     """One rung of the ladder; offsets are seconds from the start of the run."""
 
-    rung: int
+    index: int  # position in the ladder, from 0
     users: int
     warmup_start: float
     measure_start: float
@@ -64,8 +64,8 @@ def plan(
     users: Sequence[int] = DEFAULT_LADDER,
     warmup_s: float = DEFAULT_WARMUP_S,
     measure_s: float = DEFAULT_MEASURE_S,
-) -> list[Step]:
-    """The timed steps for a ladder, validated; raises `LadderError` with every problem."""
+) -> list[Rung]:
+    """The timed rungs of a ladder, validated; raises `LadderError` with every problem."""
     problems = validate_ladder(users)
     if not (warmup_s >= 0):
         problems.append(f"warmup window {warmup_s!r} s must be 0 or more")
@@ -73,32 +73,32 @@ def plan(
         problems.append(f"measure window {measure_s!r} s must be more than 0")
     if problems:
         raise LadderError("; ".join(problems))
-    steps: list[Step] = []
+    rungs: list[Rung] = []
     t = 0.0
-    for rung, u in enumerate(users):
-        steps.append(Step(rung, int(u), t, t + warmup_s, t + warmup_s + measure_s))
+    for index, u in enumerate(users):
+        rungs.append(Rung(index, int(u), t, t + warmup_s, t + warmup_s + measure_s))
         t += warmup_s + measure_s
-    return steps
+    return rungs
 
 
-def total_duration(steps: Sequence[Step]) -> float:
+def total_duration(rungs: Sequence[Rung]) -> float:
     """Seconds from the first warmup start to the last measure end."""
-    return steps[-1].measure_end if steps else 0.0
+    return rungs[-1].measure_end if rungs else 0.0
 
 
-def step_at(steps: Sequence[Step], elapsed: float) -> Step | None:
-    """The step running `elapsed` seconds into the run, or None once the plan is over."""
-    if elapsed < 0 or not steps or elapsed >= steps[-1].measure_end:
+def rung_at(rungs: Sequence[Rung], elapsed: float) -> Rung | None:
+    """The rung running `elapsed` seconds into the run, or None once the plan is over."""
+    if elapsed < 0 or not rungs or elapsed >= rungs[-1].measure_end:
         return None
-    ends = [s.measure_end for s in steps]
-    return steps[bisect.bisect_right(ends, elapsed)]
+    ends = [s.measure_end for s in rungs]
+    return rungs[bisect.bisect_right(ends, elapsed)]
 
 
-def spawn_rate(steps: Sequence[Step]) -> float:
+def spawn_rate(rungs: Sequence[Rung]) -> float:
     """A spawn rate that reaches every rung's user count at once (the largest jump)."""
     prev = 0
     jump = 1
-    for s in steps:
+    for s in rungs:
         jump = max(jump, s.users - prev)
         prev = s.users
     return float(jump)

@@ -13,19 +13,21 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 # Suffixes appended to a Locust `--csv` prefix. Locust itself writes `_stats.csv`,
 # `_stats_history.csv`, `_failures.csv` and `_exceptions.csv`.
 REQUESTS_SUFFIX = "_requests.csv"
-STEPS_SUFFIX = "_steps.csv"
+RUNGS_SUFFIX = "_rungs.csv"
+LEGACY_RUNGS_SUFFIX = "_steps.csv"  # the same file, as specload 0.1 named it
 SERVER_METRICS_SUFFIX = "_server_metrics.csv"
 CLIENT_STATS_SUFFIX = "_client_stats.csv"
 LOCUST_STATS_SUFFIX = "_stats.csv"
 LOCUST_HISTORY_SUFFIX = "_stats_history.csv"
 LOCUST_FAILURES_SUFFIX = "_failures.csv"
 
-# Columns of the steps file written by the ladder shape (times are UTC epoch seconds).
-STEPS_COLUMNS = ("rung", "users", "warmup_start", "measure_start", "measure_end")
+# Columns of the rungs file written by the ladder shape (times are UTC epoch seconds).
+RUNGS_COLUMNS = ("rung", "users", "warmup_start", "measure_start", "measure_end")
 # Long-format server metrics: one row per (sample time, metric name); value is the sum
 # over label sets of that metric at that time.
 SERVER_METRICS_COLUMNS = ("ts", "metric", "value")
@@ -96,6 +98,13 @@ def _cell(value: object) -> object:
     if isinstance(value, float):
         return round(value, 3)
     return value
+
+
+def rungs_path(prefix: str | Path) -> Path:
+    """The rungs file of a prefix; a run written by specload 0.1 has it under its old name."""
+    path = Path(f"{prefix}{RUNGS_SUFFIX}")
+    legacy = Path(f"{prefix}{LEGACY_RUNGS_SUFFIX}")
+    return legacy if not path.exists() and legacy.exists() else path
 
 
 def encode_chunks(

@@ -40,7 +40,7 @@ def request(start: float, arrivals: Sequence[float], tokens: Sequence[int] | Non
 
 
 def write_prefix(prefix: Path, reqs: Sequence[records.RequestRecord],
-                 steps: Sequence[tuple[int, int, float, float, float]] | None = None,
+                 rungs: Sequence[tuple[int, int, float, float, float]] | None = None,
                  server: Sequence[tuple[float, str, float]] | None = None,
                  client: Sequence[tuple[Any, ...]] | None = None,
                  history: Sequence[Sequence[Any]] | None = None) -> Path:
@@ -49,7 +49,7 @@ def write_prefix(prefix: Path, reqs: Sequence[records.RequestRecord],
     pd.DataFrame([r.row() for r in reqs], columns=list(records.REQUEST_COLUMNS)).to_csv(
         f"{prefix}{records.REQUESTS_SUFFIX}", index=False)
     for rows, suffix, columns in (
-        (steps, records.STEPS_SUFFIX, records.STEPS_COLUMNS),
+        (rungs, records.RUNGS_SUFFIX, records.RUNGS_COLUMNS),
         (server, records.SERVER_METRICS_SUFFIX, records.SERVER_METRICS_COLUMNS),
         (client, records.CLIENT_STATS_SUFFIX, records.CLIENT_STATS_COLUMNS),
         (history, records.LOCUST_HISTORY_SUFFIX, HISTORY_COLUMNS),

@@ -25,7 +25,7 @@ import yaml
 # Files every arm folder holds after a sweep, whatever the load mode.
 ARM_FILES = {
     "locust_stats.csv", "locust_stats_history.csv", "locust_failures.csv",
-    "locust_requests.csv", "locust_steps.csv", "locust_server_metrics.csv", "locust.log",
+    "locust_requests.csv", "locust_rungs.csv", "locust_server_metrics.csv", "locust.log",
     "server.log", "locust_client_stats.csv",
 }
 
@@ -113,8 +113,8 @@ def arm_processes(arm_dir: Path, word: str) -> list[psutil.Process]:
 
 
 def steps_done(arm_dir: Path) -> int:
-    """Rungs finished so far according to the arm's steps file."""
-    path = arm_dir / "locust_steps.csv"
+    """Rungs finished so far according to the arm's rungs file."""
+    path = arm_dir / "locust_rungs.csv"
     return max(0, len(path.read_text().splitlines()) - 1) if path.exists() else 0
 
 

@@ -7,11 +7,11 @@ import pytest
 from specload.ladder import (
     DEFAULT_LADDER,
     LadderError,
-    Step,
+    Rung,
     parse_ladder,
     plan,
+    rung_at,
     spawn_rate,
-    step_at,
     total_duration,
     validate_ladder,
 )
@@ -28,7 +28,7 @@ def test_default_plan_has_contiguous_rungs() -> None:
 
 def test_windows_are_respected() -> None:
     steps = plan([1, 4], warmup_s=2.5, measure_s=7.0)
-    assert steps == [Step(0, 1, 0.0, 2.5, 9.5), Step(1, 4, 9.5, 12.0, 19.0)]
+    assert steps == [Rung(0, 1, 0.0, 2.5, 9.5), Rung(1, 4, 9.5, 12.0, 19.0)]
     assert steps[1].warmup_s == 2.5
     assert steps[1].measure_s == 7.0
 
@@ -42,10 +42,10 @@ def test_zero_warmup_is_allowed() -> None:
     ("elapsed", "rung"),
     [(0.0, 0), (9.49, 0), (9.5, 1), (18.99, 1), (19.0, None), (-1.0, None)],
 )
-def test_step_at(elapsed: float, rung: int | None) -> None:
+def test_rung_at(elapsed: float, rung: int | None) -> None:
     steps = plan([1, 4], warmup_s=2.5, measure_s=7.0)
-    got = step_at(steps, elapsed)
-    assert (got.rung if got else None) == rung
+    got = rung_at(steps, elapsed)
+    assert (got.index if got else None) == rung
 
 
 def test_spawn_rate_is_the_largest_jump() -> None:

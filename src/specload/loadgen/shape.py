@@ -1,13 +1,13 @@
-"""`LadderShape`: the concurrency ladder as a Locust load shape, plus its steps file.
+"""`LadderShape`: the concurrency ladder as a Locust load shape, plus its rungs file.
 
-The shape steps through the plan from `specload.ladder`: each rung holds its user
+The shape walks through the plan from `specload.ladder`: each rung holds its user
 count for a warmup window and then a measure window, and every new user count is
 reached at once (the spawn rate is the largest jump in the ladder). The ladder and the
 two windows are Locust custom arguments (`--ladder 1,2,5,10 --warmup 10 --measure 30`),
 so they show up as fields in the web UI and travel to workers in spawn messages; the
 shape itself runs only where Locust runs shapes (the master, or the single process).
 
-Rung boundaries are written to `<csv prefix>_steps.csv` (`records.STEPS_COLUMNS`, UTC
+Rung boundaries are written to `<csv prefix>_rungs.csv` (`records.RUNGS_COLUMNS`, UTC
 epoch seconds), one row appended as each rung's measure window ends. Only rungs whose
 measure window completed are written, so a run stopped mid-rung keeps exactly its
 finished rungs. Locust ticks shapes about once a second, so a rung can begin up to a
@@ -15,9 +15,9 @@ second after the plan; the rest of the plan then shifts by that delay, so every 
 keeps its full warmup and measure windows: `warmup_start` is when the shape actually
 asked for the rung's user count, `measure_start` = warmup_start + warmup and
 `measure_end` = measure_start + measure, at which the users are still at its count.
-Without `--csv` (a plain web-UI session) there is no run folder, so no steps file is
+Without `--csv` (a plain web-UI session) there is no run folder, so no rungs file is
 written and the report falls back to segmenting Locust's own history by user count.
-A new start (e.g. pressing Start again in the web UI) begins a fresh steps file.
+A new start (e.g. pressing Start again in the web UI) begins a fresh rungs file.
 """
 
 from __future__ import annotations
@@ -36,13 +36,13 @@ from specload.ladder import (
     DEFAULT_MEASURE_S,
     DEFAULT_WARMUP_S,
     LadderError,
-    Step,
+    Rung,
     parse_ladder,
     plan,
+    rung_at,
     spawn_rate,
-    step_at,
 )
-from specload.records import STEPS_COLUMNS, STEPS_SUFFIX
+from specload.records import RUNGS_COLUMNS, RUNGS_SUFFIX
 
 log = logging.getLogger(__name__)
 
@@ -69,15 +69,15 @@ def add_ladder_arguments(parser: Any) -> None:
     )
 
 
-class StepsFile:
-    """Appends one steps row per finished rung; a new run starts a new file."""
+class RungsFile:
+    """Appends one rungs row per finished rung; a new run starts a new file."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("w", newline="") as fh:
-                csv.writer(fh).writerow(STEPS_COLUMNS)
+                csv.writer(fh).writerow(RUNGS_COLUMNS)
 
     def append(self, rung: int, users: int, warmup: float, start: float, end: float) -> None:
         if self.path is None:
@@ -93,24 +93,24 @@ class LadderShape(LoadTestShape):
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._now = clock
-        self._steps: list[Step] | None = None
+        self._rungs: list[Rung] | None = None
         self._rate = 1.0
         self._t0_epoch = clock()
-        self._current: Step | None = None
+        self._current: Rung | None = None
         self._shift = 0.0  # how far the plan has slipped behind the clock, seconds
-        self._steps_file = StepsFile(None)
+        self._rungs_file = RungsFile(None)
         super().__init__()
 
     def reset_time(self) -> None:
         """Start the clock and re-read the options: called by Locust at each test start."""
         super().reset_time()
         self._t0_epoch = self._now()
-        self._steps = None
+        self._rungs = None
         self._current = None
         self._shift = 0.0
 
     def get_run_time(self) -> float:
-        """Seconds since the test started, on the same clock as the steps file."""
+        """Seconds since the test started, on the same clock as the rungs file."""
         return self._now() - self._t0_epoch
 
     def _options(self) -> tuple[list[int], float, float, Path | None]:
@@ -120,43 +120,43 @@ class LadderShape(LoadTestShape):
         warmup = float(getattr(opts, "warmup", DEFAULT_WARMUP_S))
         measure = float(getattr(opts, "measure", DEFAULT_MEASURE_S))
         prefix = getattr(opts, "csv_prefix", None)
-        return users, warmup, measure, Path(prefix + STEPS_SUFFIX) if prefix else None
+        return users, warmup, measure, Path(prefix + RUNGS_SUFFIX) if prefix else None
 
     def _begin(self) -> bool:
         try:
-            users, warmup, measure, steps_path = self._options()
-            self._steps = plan(users, warmup, measure)
+            users, warmup, measure, rungs_path = self._options()
+            self._rungs = plan(users, warmup, measure)
         except LadderError as exc:
             log.error("ladder shape: %s; stopping", exc)
             return False
-        self._rate = spawn_rate(self._steps)
-        self._steps_file = StepsFile(steps_path)
+        self._rate = spawn_rate(self._rungs)
+        self._rungs_file = RungsFile(rungs_path)
         log.info(
             "ladder shape: %s users, %.0f s warmup + %.0f s measure per rung, spawn rate %.0f",
-            ",".join(str(s.users) for s in self._steps), warmup, measure, self._rate,
+            ",".join(str(s.users) for s in self._rungs), warmup, measure, self._rate,
         )
         return True
 
     def _finish_current(self, plan_time: float) -> None:
-        step = self._current
-        if step is None or plan_time < step.measure_end:
+        rung = self._current
+        if rung is None or plan_time < rung.measure_end:
             return
         origin = self._t0_epoch + self._shift
-        self._steps_file.append(step.rung, step.users, origin + step.warmup_start,
-                                origin + step.measure_start, origin + step.measure_end)
+        self._rungs_file.append(rung.index, rung.users, origin + rung.warmup_start,
+                                origin + rung.measure_start, origin + rung.measure_end)
         self._current = None
 
     def tick(self) -> tuple[int, float] | None:
-        if self._steps is None and not self._begin():
+        if self._rungs is None and not self._begin():
             return None
-        assert self._steps is not None
+        assert self._rungs is not None
         plan_time = self.get_run_time() - self._shift
         self._finish_current(plan_time)
-        step = step_at(self._steps, plan_time)
-        if step is None:
+        rung = rung_at(self._rungs, plan_time)
+        if rung is None:
             return None
-        if self._current is None or step.rung != self._current.rung:
+        if self._current is None or rung.index != self._current.index:
             # the rung starts now, not when planned: slide the rest of the plan
-            self._shift += plan_time - step.warmup_start
-            self._current = step
-        return step.users, self._rate
+            self._shift += plan_time - rung.warmup_start
+            self._current = rung
+        return rung.users, self._rate

@@ -48,7 +48,7 @@ class RepJob:
 def measure_rep(job: RepJob) -> pd.DataFrame:
     """One row per rung of one repeat with every metric the summary needs."""
     data = read_rep(job.rep.prefix)
-    windows, source = rung_windows(data.steps, data.history, data.requests)
+    windows, source = rung_windows(data.rungs, data.history, data.requests)
     if not windows:
         return pd.DataFrame()
     ch = chunks.build(data.requests)

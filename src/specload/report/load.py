@@ -75,7 +75,7 @@ class RepData:
     """The files of one prefix; optional files are None when absent or empty."""
 
     requests: pd.DataFrame
-    steps: pd.DataFrame | None
+    rungs: pd.DataFrame | None
     server: pd.DataFrame | None
     client: pd.DataFrame | None
     history: pd.DataFrame | None
@@ -241,7 +241,7 @@ def read_rep(prefix: Path) -> RepData:
     """Read every file a prefix has; only the requests file is required."""
     return RepData(
         requests=read_requests(prefix),
-        steps=_read_optional(Path(f"{prefix}{records.STEPS_SUFFIX}")),
+        rungs=_read_optional(records.rungs_path(prefix)),
         server=_read_optional(Path(f"{prefix}{records.SERVER_METRICS_SUFFIX}")),
         client=_read_optional(Path(f"{prefix}{records.CLIENT_STATS_SUFFIX}")),
         history=_read_optional(Path(f"{prefix}{records.LOCUST_HISTORY_SUFFIX}")),

@@ -142,16 +142,16 @@ def token_mismatch_warnings(
 
 
 def source_warnings(per_rep: pd.DataFrame) -> list[dict[str, Any]]:
-    """Notes on where rung windows came from when no steps file existed."""
+    """Notes on where rung windows came from when no rungs file existed."""
     out = []
     for (arm, rep), part in per_rep.groupby(["arm", "rep"], sort=False):
         source = part["window_source"].iloc[0]
         if source == "history":
-            out.append(_warning("no_steps", f"{arm}: no steps file; each constant user count "
+            out.append(_warning("no_rungs", f"{arm}: no rungs file; each constant user count "
                                 "in Locust's stats history is a rung (first 20% as warmup)",
                                 arm=arm, rep=int(rep)))
         elif source == "run":
-            out.append(_warning("no_steps", f"{arm}: no steps file or stats history; the "
+            out.append(_warning("no_rungs", f"{arm}: no rungs file or stats history; the "
                                 "whole run is one rung", arm=arm, rep=int(rep)))
     return out
 

@@ -1,7 +1,7 @@
 """The measure window of every rung: which seconds of a run count, and at what concurrency.
 
-A sweep's ladder shape writes `_steps.csv` with each rung's measure window in epoch
-seconds; that is the authority. A web-UI or plain Locust run has no steps file, so each
+A sweep's ladder shape writes `_rungs.csv` with each rung's measure window in epoch
+seconds; that is the authority. A web-UI or plain Locust run has no rungs file, so each
 stretch of constant user count in `_stats_history.csv` becomes a rung, minus a warmup
 at its start; without either file the whole run is one rung.
 """
@@ -37,9 +37,9 @@ class Window:
         return self.end - self.start
 
 
-def from_steps(steps: pd.DataFrame) -> list[Window]:
-    """Windows from a `_steps.csv` (records.STEPS_COLUMNS)."""
-    rows = steps.dropna(subset=["measure_start", "measure_end"])
+def from_rungs_file(rungs: pd.DataFrame) -> list[Window]:
+    """Windows from a `_rungs.csv` (records.RUNGS_COLUMNS)."""
+    rows = rungs.dropna(subset=["measure_start", "measure_end"])
     rows = rows[rows["measure_end"] > rows["measure_start"]].sort_values("measure_start")
     return [
         Window(int(r.rung), int(r.users), float(r.measure_start), float(r.measure_end))
@@ -102,13 +102,13 @@ def ordered(windows: list[Window]) -> list[Window]:
 
 
 def rung_windows(
-    steps: pd.DataFrame | None, history: pd.DataFrame | None, requests: pd.DataFrame
+    rungs: pd.DataFrame | None, history: pd.DataFrame | None, requests: pd.DataFrame
 ) -> tuple[list[Window], str]:
-    """The windows for one repeat and where they came from ("steps", "history", "run")."""
-    if steps is not None:
-        found = ordered(from_steps(steps))
+    """The windows for one repeat and where they came from ("rungs", "history", "run")."""
+    if rungs is not None:
+        found = ordered(from_rungs_file(rungs))
         if found:
-            return found, "steps"
+            return found, "rungs"
     if history is not None:
         found = ordered(from_history(history))
         if found:

@@ -1,9 +1,9 @@
 """Finished rungs of a repeat, and folding a resumed part's files into the repeat's files.
 
-An interrupted repeat keeps the rungs it finished (its steps file lists exactly those).
+An interrupted repeat keeps the rungs it finished (its rungs file lists exactly those).
 `--resume` runs only the missing rungs, as a separate Locust run writing to
 `<rep dir>/part-N/locust_*`, and then appends that part's rows to the repeat's own
-files so the report sees one complete set: steps (rungs renumbered to their index in
+files so the report sees one complete set: rungs (renumbered to their index in
 the full ladder, which the increasing ladder makes unambiguous), per-request rows,
 client stats and Locust's stats history are appended; Locust's failure table is merged
 by summing occurrences; the simulator's trace (when the arm has one) is appended to the
@@ -24,7 +24,8 @@ from specload.records import (
     LOCUST_FAILURES_SUFFIX,
     LOCUST_HISTORY_SUFFIX,
     REQUESTS_SUFFIX,
-    STEPS_SUFFIX,
+    RUNGS_SUFFIX,
+    rungs_path,
 )
 
 APPENDED_SUFFIXES = (REQUESTS_SUFFIX, CLIENT_STATS_SUFFIX, LOCUST_HISTORY_SUFFIX)
@@ -42,8 +43,8 @@ def _read_rows(path: Path) -> tuple[list[str], list[list[str]]]:
 
 
 def finished_users(prefix: Path) -> list[int]:
-    """User counts of the rungs a run (prefix) completed, from its steps file."""
-    header, rows = _read_rows(Path(str(prefix) + STEPS_SUFFIX))
+    """User counts of the rungs a run (prefix) completed, from its rungs file."""
+    header, rows = _read_rows(rungs_path(prefix))
     if "users" not in header:
         return []
     col = header.index("users")
@@ -99,7 +100,7 @@ def merge_part(part_prefix: Path, main_prefix: Path, ladder: Sequence[int]) -> N
     def files(suffix: str) -> tuple[Path, Path]:
         return Path(str(part_prefix) + suffix), Path(str(main_prefix) + suffix)
 
-    _append(*files(STEPS_SUFFIX), transform=renumber)
+    _append(*files(RUNGS_SUFFIX), transform=renumber)
     for suffix in APPENDED_SUFFIXES:
         _append(*files(suffix))
     _merge_failures(*files(LOCUST_FAILURES_SUFFIX))

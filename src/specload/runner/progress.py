@@ -1,6 +1,6 @@
 """The sweep's progress lines: one per finished rung, with elapsed time, ETA and live tok/s.
 
-Rungs are detected from the steps file the ladder shape appends to as each rung ends.
+Rungs are detected from the rungs file the ladder shape appends to as each rung ends.
 Live tok/s comes from the server's generated-tokens counter over the rung's measure
 window when the server exposes one (vLLM, SGLang, the simulator), otherwise from the
 per-request rows that ended inside the window (an approximation: the report counts
@@ -13,7 +13,7 @@ import csv
 from collections.abc import Sequence
 from pathlib import Path
 
-from specload.records import REQUESTS_SUFFIX, STEPS_SUFFIX
+from specload.records import REQUESTS_SUFFIX, RUNGS_SUFFIX
 from specload.runner.metrics_scrape import MetricsSampler
 
 
@@ -23,10 +23,10 @@ def fmt_s(seconds: float) -> str:
     return f"{m}m{s:02d}s" if m else f"{s}s"
 
 
-def steps_rows(prefix: Path) -> list[dict[str, str]]:
-    """Rows of `<prefix>_steps.csv` so far (none before the first rung ends)."""
+def rungs_rows(prefix: Path) -> list[dict[str, str]]:
+    """Rows of `<prefix>_rungs.csv` so far (none before the first rung ends)."""
     try:
-        with Path(str(prefix) + STEPS_SUFFIX).open(newline="") as fh:
+        with Path(str(prefix) + RUNGS_SUFFIX).open(newline="") as fh:
             return list(csv.DictReader(fh))
     except FileNotFoundError:
         return []
@@ -51,7 +51,7 @@ def client_tok_s(prefix: Path, t0: float, t1: float) -> float | None:
 def live_tok_s(
     row: dict[str, str], sampler: MetricsSampler | None, prefix: Path
 ) -> tuple[float | None, str]:
-    """Output tok/s over a steps row's measure window, and where the number came from."""
+    """Output tok/s over a rungs row's measure window, and where the number came from."""
     t0, t1 = float(row["measure_start"]), float(row["measure_end"])
     rate = sampler.generated_tok_s(t0, t1) if sampler else None
     if rate is not None:

@@ -37,7 +37,7 @@ from specload.runner.locust_proc import (
 )
 from specload.runner.metrics_scrape import MetricsSampler
 from specload.runner.parts import SIM_TRACE_NAME, finished_users, merge_part
-from specload.runner.progress import fmt_s, live_tok_s, progress_line, steps_rows
+from specload.runner.progress import fmt_s, live_tok_s, progress_line, rungs_rows
 from specload.runner.servers import ArmServer, ServerError, server_for
 from specload.scenario import Arm, Scenario, load_scenario, parse_scenario
 
@@ -131,7 +131,7 @@ def _watch(
     next_health = time.monotonic() + HEALTH_EVERY_S
     while True:
         code = locust.poll()
-        rows = steps_rows(run_prefix)
+        rows = rungs_rows(run_prefix)
         for row in rows[reported:]:
             rate, source = live_tok_s(row, sampler, run_prefix)
             say(progress_line(label, row, sweep.scenario.ladder,

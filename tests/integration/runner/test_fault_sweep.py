@@ -70,7 +70,7 @@ def test_every_fault_kind_counted_nothing_lost_no_key_leaked(
 
     # the report groups them by kind, per rung, exactly as the records say
     summary = json.loads((run_dir / "summary.json").read_text())["summary"]
-    steps = read_csv(arm / "locust_steps.csv")
+    steps = read_csv(arm / "locust_rungs.csv")
     assert [s["concurrency"] for s in summary] == [2, 4]
     for row, step in zip(summary, steps, strict=True):
         t0, t1 = float(step["measure_start"]), float(step["measure_end"])

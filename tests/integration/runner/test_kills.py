@@ -97,7 +97,7 @@ def test_server_killed_mid_rung_and_servers_not_ready_then_resume(
     assert "[killed] FAILED: server failed during the run" in text
     assert "failed arm(s): killed, late" in text
     # the rung finished before the kill is on disk and in the report
-    assert [r["users"] for r in read_csv(killed / "locust_steps.csv")] == ["2"]
+    assert [r["users"] for r in read_csv(killed / "locust_rungs.csv")] == ["2"]
     assert summary_rungs(run_dir) == [("killed", 2), ("slow", 2), ("slow", 4)]
     kinds = Counter(r["error_kind"] for r in read_csv(killed / "locust_requests.csv"))
     assert set(kinds) - {""} <= {"connection", "stream_cut", "interrupted"}
@@ -111,7 +111,7 @@ def test_server_killed_mid_rung_and_servers_not_ready_then_resume(
     assert "[slow]" not in res.stdout
     m = read_manifest(run_dir)
     assert m["status"] == "done" and all(a["status"] == "done" for a in m["arms"])
-    assert [r["users"] for r in read_csv(killed / "locust_steps.csv")] == ["2", "4"]
+    assert [r["users"] for r in read_csv(killed / "locust_rungs.csv")] == ["2", "4"]
     assert summary_rungs(run_dir) == [(arm, c) for arm in ("killed", "late", "slow")
                                       for c in (2, 4)]
     check_nothing_lost(killed)
@@ -149,12 +149,12 @@ def test_worker_killed_then_ctrl_c_then_resume(
     assert f"resume with: specload sweep --resume {run_dir_of(sweep.text())}" in (
         sweep.text())
     assert read_manifest(run_dir)["status"] == "interrupted"
-    assert [r["users"] for r in read_csv(arm / "locust_steps.csv")] == ["2", "4"]
+    assert [r["users"] for r in read_csv(arm / "locust_rungs.csv")] == ["2", "4"]
     rows = read_csv(arm / "locust_requests.csv")
     (survivor,) = {r["client_id"] for r in rows} - {killed_client}
     assert not [r for r in rows if r["client_id"] == killed_client
                 and float(r["start"]) > killed_at]
-    rung2_end = float(read_csv(arm / "locust_steps.csv")[1]["measure_end"])
+    rung2_end = float(read_csv(arm / "locust_rungs.csv")[1]["measure_end"])
     assert {r["client_id"] for r in rows if float(r["start"]) > rung2_end} == {survivor}
     # The rows a SIGKILLed worker had not yet sent die with it; the survivor's requests,
     # also those in flight at Ctrl-C, are all recorded exactly once.
@@ -168,6 +168,6 @@ def test_worker_killed_then_ctrl_c_then_resume(
     res = run_sweep("--resume", str(run_dir))
     assert res.returncode == 0, res.stdout + res.stderr
     assert "resuming 1 missing rungs" in res.stdout
-    assert [r["users"] for r in read_csv(arm / "locust_steps.csv")] == ["2", "4", "6"]
+    assert [r["users"] for r in read_csv(arm / "locust_rungs.csv")] == ["2", "4", "6"]
     assert summary_rungs(run_dir) == [("arm", 2), ("arm", 4), ("arm", 6)]
     assert read_manifest(run_dir)["status"] == "done"

@@ -31,7 +31,7 @@ def test_quickstart_sweep_and_report(tmp_path: Path, run_sweep) -> None:
         assert (run_dir / name).stat().st_size > 0
     rates = {}
     for arm in ("spec-on", "spec-off"):
-        steps = read_csv(run_dir / arm / "locust_steps.csv")
+        steps = read_csv(run_dir / arm / "locust_rungs.csv")
         assert [int(s["users"]) for s in steps] == manifest["scenario"]["ladder"]
         rates[arm] = {int(s["users"]): counter_rate(run_dir / arm, s,
                                                           "vllm:generation_tokens_total")

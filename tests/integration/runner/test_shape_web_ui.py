@@ -58,7 +58,7 @@ def test_web_ui_runs_the_ladder_from_its_form_fields(tmp_path: Path, sim_server)
                                      data=urllib.parse.urlencode(form).encode())
         with urllib.request.urlopen(req, timeout=10) as resp:
             assert json.loads(resp.read())["success"] is True
-        steps = Path(f"{prefix}_steps.csv")
+        steps = Path(f"{prefix}_rungs.csv")
         deadline = time.monotonic() + 40
         while time.monotonic() < deadline and len(
                 read_csv(steps) if steps.exists() else []) < 2:

@@ -35,7 +35,7 @@ def scenario(distributed: dict | None) -> dict:
 
 def arm_summary(run_dir: Path) -> tuple[set[str], list[tuple[str, str]], Counter]:
     arm = run_dir / "spec-on"
-    steps = read_csv(arm / "locust_steps.csv")
+    steps = read_csv(arm / "locust_rungs.csv")
     top_start = float(steps[-1]["warmup_start"])
     rows = read_csv(arm / "locust_requests.csv")
     users_at_top = Counter(

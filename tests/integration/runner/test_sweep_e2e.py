@@ -31,7 +31,7 @@ def test_every_arm_folder_holds_its_files_and_windows(e2e_sweep: SweepResult) ->
     for arm in ARMS:
         arm_dir = e2e_sweep.arm_dir(arm)
         assert {p.name for p in arm_dir.iterdir()} >= ARM_FILES | {"sim_trace.jsonl"}
-        steps = read_csv(arm_dir / "locust_steps.csv")
+        steps = read_csv(arm_dir / "locust_rungs.csv")
         assert [(int(s["rung"]), int(s["users"])) for s in steps] == list(enumerate(LADDER))
         for s in steps:
             ws, ms, me = (float(s[k]) for k in ("warmup_start", "measure_start", "measure_end"))

@@ -59,7 +59,7 @@ def test_ctrl_c_then_resume_runs_only_the_missing_rungs(tmp_path: Path, run_swee
     try:
         wait_for(lambda: "run folder: " in out.read_text(), 30, "the run folder")
         run_dir = tmp_path / run_dir_of(out.read_text())
-        steps = run_dir / "a" / "locust_steps.csv"
+        steps = run_dir / "a" / "locust_rungs.csv"
         wait_for(lambda: steps.exists() and len(read_csv(steps)) >= 2, 90,
                  "two finished rungs")
         os.killpg(proc.pid, signal.SIGINT)
@@ -85,13 +85,13 @@ def test_ctrl_c_then_resume_runs_only_the_missing_rungs(tmp_path: Path, run_swee
     assert m["status"] == "done"
     assert all(a["status"] == "done" for a in m["arms"])
     for arm in ("a", "b"):
-        rows = read_csv(run_dir / arm / "locust_steps.csv")
+        rows = read_csv(run_dir / arm / "locust_rungs.csv")
         assert [(r["rung"], r["users"]) for r in rows] == [("0", "1"), ("1", "2"), ("2", "3")]
         ends = [float(r["measure_end"]) for r in rows]
         assert ends == sorted(ends)
     part = run_dir / "a" / "part-2"
     assert (part / "locust_stats.csv").exists()
-    resumed_start = float(read_csv(run_dir / "a" / "locust_steps.csv")[2]["warmup_start"])
+    resumed_start = float(read_csv(run_dir / "a" / "locust_rungs.csv")[2]["warmup_start"])
     starts = [float(r["start"]) for r in read_csv(run_dir / "a" / "locust_requests.csv")]
     assert min(starts) < resumed_start - 5 < resumed_start <= max(starts)
     assert not (run_dir / "b" / "part-2").exists()

@@ -92,7 +92,7 @@ def test_processes_and_repeats(tmp_path: Path, write_scenario, run_sweep) -> Non
         assert {p.name for p in rep_dir.iterdir()} >= ARM_FILES
         rows = read_csv(rep_dir / "locust_requests.csv")
         assert len({r["client_id"] for r in rows}) == 2
-        assert [s["users"] for s in read_csv(rep_dir / "locust_steps.csv")] == ["2", "4"]
+        assert [s["users"] for s in read_csv(rep_dir / "locust_rungs.csv")] == ["2", "4"]
 
 
 def test_locust_failure_marks_the_arm_failed(tmp_path: Path, write_scenario, run_sweep):

@@ -1,4 +1,4 @@
-"""LadderShape's tick sequence and steps file, driven by a fake clock (no Locust run)."""
+"""LadderShape's tick sequence and rungs file, driven by a fake clock (no Locust run)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from specload.loadgen.shape import LadderShape
-from specload.records import STEPS_COLUMNS
+from specload.records import RUNGS_COLUMNS
 
 T0 = 1_700_000_000.0
 
@@ -42,7 +42,7 @@ def run_ticks(shape: LadderShape, clock: FakeClock, times: list[float]) -> list[
 
 
 def read_steps(tmp_path: Path) -> list[dict[str, str]]:
-    with (tmp_path / "run_steps.csv").open() as fh:
+    with (tmp_path / "run_rungs.csv").open() as fh:
         return list(csv.DictReader(fh))
 
 
@@ -58,7 +58,7 @@ def test_steps_file_has_one_row_per_finished_rung_with_epoch_times(tmp_path: Pat
     shape, clock = make_shape(tmp_path)
     run_ticks(shape, clock, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10.5, 12, 15.2, 15.6])
     rows = read_steps(tmp_path)
-    assert list(rows[0].keys()) == list(STEPS_COLUMNS)
+    assert list(rows[0].keys()) == list(RUNGS_COLUMNS)
     assert [(int(r["rung"]), int(r["users"])) for r in rows] == [(0, 1), (1, 2), (2, 5)]
     got = [(float(r["warmup_start"]) - T0, float(r["measure_start"]) - T0,
             float(r["measure_end"]) - T0) for r in rows]

@@ -25,7 +25,7 @@ STEPS = [(0, 1, 95.0, 100.05, 130.05), (1, 4, 135.0, 140.05, 170.05)]
 def _arm(prefix: Path, periods: tuple[float, float], chunks: int, tpc: int) -> None:
     reqs = make.steady_requests(95.0, 132.0, 1, periods[0], chunks, tpc)
     reqs += make.steady_requests(135.0, 172.0, 4, periods[1], chunks, tpc)
-    make.write_prefix(prefix, reqs, steps=STEPS)
+    make.write_prefix(prefix, reqs, rungs=STEPS)
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def test_web_ui_prefix_uses_history_segments(tmp_path: Path, capsys: Any) -> Non
     assert summary["concurrency"].tolist() == [2]
     assert summary["output_tok_s"][0] == pytest.approx(16.0)
     data = json.loads((tmp_path / "summary.json").read_text())
-    assert "no_steps" in {w["kind"] for w in data["warnings"]}
+    assert "no_rungs" in {w["kind"] for w in data["warnings"]}
     assert data["pairs"] == [] and data["c_star"] is None
     assert "no spec-on/spec-off pair" in capsys.readouterr().out
 

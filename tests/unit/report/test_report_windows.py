@@ -1,4 +1,4 @@
-"""Rung windows from the steps file, from Locust's history segments, or the whole run."""
+"""Rung windows from the rungs file, from Locust's history segments, or the whole run."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ def _history(rows: list[tuple[int, int]]) -> pd.DataFrame:
                          for ts, u in rows])
 
 
-def test_from_steps_uses_measure_windows() -> None:
+def test_from_rungs_file_uses_measure_windows() -> None:
     steps = pd.DataFrame([(0, 1, 100.0, 110.0, 140.0), (1, 5, 140.0, 150.0, 180.0)],
-                         columns=list(records.STEPS_COLUMNS))
-    got = windows.from_steps(steps)
+                         columns=list(records.RUNGS_COLUMNS))
+    got = windows.from_rungs_file(steps)
     assert got == [Window(0, 1, 110.0, 140.0), Window(1, 5, 150.0, 180.0)]
 
 
@@ -50,9 +50,9 @@ def test_whole_run_is_one_rung_at_mean_concurrency() -> None:
 
 def test_rung_windows_prefers_steps_then_history_then_run() -> None:
     req = pd.DataFrame({"start": [0.0], "end": [10.0]})
-    steps = pd.DataFrame([(0, 2, 0.0, 1.0, 9.0)], columns=list(records.STEPS_COLUMNS))
+    steps = pd.DataFrame([(0, 2, 0.0, 1.0, 9.0)], columns=list(records.RUNGS_COLUMNS))
     hist = _history([(i, 3) for i in range(10)])
-    assert windows.rung_windows(steps, hist, req)[1] == "steps"
+    assert windows.rung_windows(steps, hist, req)[1] == "rungs"
     assert windows.rung_windows(None, hist, req)[1] == "history"
     assert windows.rung_windows(None, None, req)[1] == "run"
 

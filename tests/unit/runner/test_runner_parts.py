@@ -25,14 +25,14 @@ FAIL = ["Method", "Name", "Error", "Occurrences"]
 
 def test_finished_users_reads_the_steps_file(tmp_path: Path) -> None:
     assert finished_users(tmp_path / "locust") == []
-    write_csv(tmp_path / "locust_steps.csv", STEPS, [[0, 1, 1, 2, 3], [1, 2, 3, 4, 5]])
+    write_csv(tmp_path / "locust_rungs.csv", STEPS, [[0, 1, 1, 2, 3], [1, 2, 3, 4, 5]])
     assert finished_users(tmp_path / "locust") == [1, 2]
 
 
 def test_merge_appends_rows_renumbers_rungs_and_sums_failures(tmp_path: Path) -> None:
     main, part = tmp_path / "locust", tmp_path / "part-2" / "locust"
-    write_csv(Path(f"{main}_steps.csv"), STEPS, [[0, 1, 10, 12, 15]])
-    write_csv(Path(f"{part}_steps.csv"), STEPS, [[0, 5, 20, 22, 25], [1, 10, 25, 27, 30]])
+    write_csv(Path(f"{main}_rungs.csv"), STEPS, [[0, 1, 10, 12, 15]])
+    write_csv(Path(f"{part}_rungs.csv"), STEPS, [[0, 5, 20, 22, 25], [1, 10, 25, 27, 30]])
     write_csv(Path(f"{main}_requests.csv"), ["request_id", "end"], [["a-1", 13]])
     write_csv(Path(f"{part}_requests.csv"), ["request_id", "end"], [["b-1", 23], ["b-2", 28]])
     write_csv(Path(f"{main}_failures.csv"), FAIL, [["POST", "chat", "cut", 2]])
@@ -42,7 +42,7 @@ def test_merge_appends_rows_renumbers_rungs_and_sums_failures(tmp_path: Path) ->
 
     merge_part(part, main, [1, 2, 5, 10])
 
-    assert [r[:2] for r in read_csv(Path(f"{main}_steps.csv"))] == [
+    assert [r[:2] for r in read_csv(Path(f"{main}_rungs.csv"))] == [
         ["rung", "users"], ["0", "1"], ["2", "5"], ["3", "10"]]
     assert [r[0] for r in read_csv(Path(f"{main}_requests.csv"))] == [
         "request_id", "a-1", "b-1", "b-2"]

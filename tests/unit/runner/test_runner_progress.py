@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specload.runner.progress import client_tok_s, fmt_s, live_tok_s, progress_line, steps_rows
+from specload.runner.progress import client_tok_s, fmt_s, live_tok_s, progress_line, rungs_rows
 
 
 def test_fmt_s() -> None:
@@ -22,7 +22,7 @@ def test_progress_line_names_arm_rung_users_times_and_rate() -> None:
 
 def test_client_fallback_counts_tokens_of_requests_ending_in_the_window(tmp_path: Path) -> None:
     prefix = tmp_path / "locust"
-    assert steps_rows(prefix) == [] and client_tok_s(prefix, 0, 10) is None
+    assert rungs_rows(prefix) == [] and client_tok_s(prefix, 0, 10) is None
     Path(f"{prefix}_requests.csv").write_text(
         "request_id,end,output_tokens\na,5,100\nb,9.5,60\nc,11,500\nd,bad,7\n")
     assert client_tok_s(prefix, 0, 10) == 16.0
