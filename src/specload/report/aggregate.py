@@ -21,8 +21,8 @@ from pathlib import Path
 import pandas as pd
 
 from specload import records
-from specload.report import chunks, client_metrics, server_metrics
-from specload.report.load import ArmSource, RepSource, RunSource, read_rep
+from specload.report import chunks, client_metrics, client_stats, locust_history, server_metrics
+from specload.report.run_files import ArmSource, RepSource, RunSource, read_rep
 from specload.report.windows import rung_windows
 
 SUMMARY_COLUMNS = (
@@ -60,8 +60,8 @@ def measure_rep(job: RepJob) -> pd.DataFrame:
     for w in windows:
         row: dict[str, object] = {}
         row.update(server_metrics.server_row(server, w))
-        row.update(server_metrics.client_row(data.client, w))
-        rate, diff = server_metrics.crosscheck(data.history, end, out_tokens, w)
+        row.update(client_stats.client_row(data.client, w))
+        rate, diff = locust_history.crosscheck(data.history, end, out_tokens, w)
         row["locust_completed_tok_s"], row["crosscheck_diff"] = rate, diff
         extra.append(row)
     table = pd.concat([table, pd.DataFrame(extra)], axis=1)

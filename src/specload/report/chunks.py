@@ -46,7 +46,7 @@ def _row_sums(values: np.ndarray, counts: np.ndarray, first_index: np.ndarray) -
 
 
 def build(requests: pd.DataFrame) -> Chunks:
-    """Per-chunk arrays for every row of a requests frame (see load.read_requests)."""
+    """Per-chunk arrays for every row of a requests frame (see run_files.read_requests)."""
     gaps, counts = intlists.parse(requests["chunk_gaps_us"])
     first_index = np.cumsum(counts) - counts
     start = requests["start"].to_numpy(dtype=float)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from specload.report.load import ArmSource
+from specload.report.run_files import ArmSource
 
 ALWAYS = "always"  # spec-on ahead at every measured concurrency
 NEVER = "never"  # spec-on behind already at the lowest concurrency

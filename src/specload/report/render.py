@@ -25,8 +25,8 @@ from specload.errors import UserError
 from specload.report import figures, quality
 from specload.report.aggregate import combine_reps, measure_all
 from specload.report.crossover import CROSSES, PairResult, analyse_pair, pair_arms
-from specload.report.load import RunSource, discover
 from specload.report.recommend import recommend
+from specload.report.run_files import RunSource, discover
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_JSON = "summary.json"

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from specload.report import chunks, client_metrics, load
+from specload.report import chunks, client_metrics, run_files
 from specload.report.windows import rung_windows
 from tests.support import run_files as make
 
@@ -33,7 +33,7 @@ def table(tmp_path: Path) -> Any:
     ]
     steps = [(0, 1, 95.0, 100.0, 110.0), (1, 2, 110.0, 120.0, 130.0)]
     prefix = make.write_prefix(tmp_path / "run", reqs, rungs=steps)
-    data = load.read_rep(prefix)
+    data = run_files.read_rep(prefix)
     windows, _ = rung_windows(data.rungs, data.history, data.requests)
     return client_metrics.rung_metrics(data.requests, chunks.build(data.requests), windows)
 
@@ -71,7 +71,7 @@ def test_achieved_concurrency_is_time_average_of_in_flight(table: Any) -> None:
 def test_even_split_when_server_sent_no_per_chunk_tokens(tmp_path: Path) -> None:
     reqs = [make.request(0.0, [1.0, 2.0, 3.0, 4.0], None, output_tokens=8)]
     prefix = make.write_prefix(tmp_path / "even", reqs, rungs=[(0, 1, 0.0, 0.0, 2.5)])
-    data = load.read_rep(prefix)
+    data = run_files.read_rep(prefix)
     windows, _ = rung_windows(data.rungs, data.history, data.requests)
     got = client_metrics.rung_metrics(data.requests, chunks.build(data.requests), windows)
     assert got["output_tok_s"][0] == pytest.approx(4 / 2.5)  # chunks at 1 and 2 s, 2 each

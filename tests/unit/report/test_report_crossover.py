@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from specload.report import crossover as cx
-from specload.report.load import ArmSource
+from specload.report.run_files import ArmSource
 
 
 def test_crossing_interpolates_in_log_c() -> None:

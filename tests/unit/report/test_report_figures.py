@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 
 from specload.report import figures
 from specload.report.crossover import CROSSES, Crossover, PairResult
-from specload.report.load import ArmSource
+from specload.report.run_files import ArmSource
 
 
 def _summary() -> pd.DataFrame:

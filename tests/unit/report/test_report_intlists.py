@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specload import records
-from specload.report import chunks, intlists, load
+from specload.report import chunks, intlists, run_files
 
 # Rows (gaps, tokens) that a writer or a hand-edited file can produce.
 AWKWARD_ROWS = [
@@ -52,7 +52,7 @@ def _write(path: Path, rows: list[tuple[str, str]], with_tokens: bool) -> None:
 @pytest.mark.parametrize("with_tokens", [True, False], ids=["tokens", "no-token-column"])
 def test_chunk_arrays_match_decode_chunks(tmp_path: Path, with_tokens: bool) -> None:
     _write(tmp_path / f"x{records.REQUESTS_SUFFIX}", AWKWARD_ROWS, with_tokens)
-    req = load.read_requests(tmp_path / "x")
+    req = run_files.read_requests(tmp_path / "x")
     ch = chunks.build(req)
     for i, (gaps, tokens) in enumerate(AWKWARD_ROWS):
         offsets, counts = records.decode_chunks(gaps, tokens if with_tokens else "")

@@ -6,7 +6,7 @@ import pandas as pd
 
 from specload.report import quality
 from specload.report.crossover import Crossover, PairResult
-from specload.report.load import ArmSource
+from specload.report.run_files import ArmSource
 
 GOOD = {"arm": "on", "rep": 1, "concurrency": 10, "achieved_concurrency": 9.5,
         "client_cpu_max": 50.0, "client_lag_p99_max_ms": 2.0, "requests": 100, "failures": 0,

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from specload.cli import main as cli_main
-from specload.report import aggregate, load, render
+from specload.report import aggregate, render, run_files
 from tests.support import run_files as make
 
 STEPS = [(0, 1, 95.0, 100.05, 130.05), (1, 4, 135.0, 140.05, 170.05)]
@@ -99,7 +99,7 @@ def test_missing_folder_is_a_one_line_error(tmp_path: Path, capsys: Any) -> None
 
 
 def test_parallel_measurement_matches_serial(sweep: Path, monkeypatch: Any) -> None:
-    run = load.discover(sweep)
+    run = run_files.discover(sweep)
     serial = aggregate.measure_all(run, processes=1)
     monkeypatch.setattr(aggregate, "PARALLEL_MIN_BYTES", 0)
     parallel = aggregate.measure_all(run, processes=2)

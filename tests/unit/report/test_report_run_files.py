@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from specload.errors import UserError
-from specload.report import load
+from specload.report import run_files
 from tests.support import run_files as make
 
 
@@ -20,7 +20,7 @@ def test_manifest_names_arms_roles_k_and_missing_reps(tmp_path: Path) -> None:
     _one(tmp_path / "base" / "locust")
     make.write_manifest(tmp_path, [make.arm_entry("fast", "spec_on", reps=2, k=4),
                                    make.arm_entry("base", "spec_off", k=None)])
-    run = load.discover(tmp_path)
+    run = run_files.discover(tmp_path)
     assert [(a.name, a.role, a.k, [r.rep for r in a.reps]) for a in run.arms] == [
         ("fast", "spec_on", 4, [1]), ("base", "spec_off", None, [1])]
     assert run.out_dir == tmp_path and run.manifest is not None
@@ -30,7 +30,7 @@ def test_manifest_names_arms_roles_k_and_missing_reps(tmp_path: Path) -> None:
 def test_folder_without_manifest_groups_rep_folders(tmp_path: Path) -> None:
     for rel in ("spec-on/rep-1/locust", "spec-on/rep-2/locust", "spec-off/locust"):
         _one(tmp_path / rel)
-    run = load.discover(tmp_path)
+    run = run_files.discover(tmp_path)
     got = {a.name: (a.role, sorted(r.rep for r in a.reps)) for a in run.arms}
     assert got == {"spec-on": ("spec_on", [1, 2]), "spec-off": ("spec_off", [1])}
 
@@ -38,7 +38,7 @@ def test_folder_without_manifest_groups_rep_folders(tmp_path: Path) -> None:
 def test_single_prefix_and_requests_file_path(tmp_path: Path) -> None:
     prefix = _one(tmp_path / "webui")
     for given in (prefix, f"{prefix}_requests.csv"):
-        run = load.discover(given)
+        run = run_files.discover(given)
         assert run.out_dir == tmp_path
         assert [(a.name, a.reps[0].prefix) for a in run.arms] == [("webui", prefix)]
 
@@ -46,22 +46,22 @@ def test_single_prefix_and_requests_file_path(tmp_path: Path) -> None:
 @pytest.mark.parametrize("role,name", [("spec_on", "eagle3-on"), ("spec_off", "spec_off"),
                                        ("spec_off", "baseline"), ("other", "arm-a")])
 def test_role_from_name(role: str, name: str) -> None:
-    assert load.role_from_name(name) == role
+    assert run_files.role_from_name(name) == role
 
 
 def test_missing_and_empty_paths_are_user_errors(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no such folder"):
-        load.discover(tmp_path / "nope" / "deeper")
+        run_files.discover(tmp_path / "nope" / "deeper")
     with pytest.raises(UserError, match="empty run folder"):
-        load.discover(tmp_path)
+        run_files.discover(tmp_path)
     with pytest.raises(UserError, match="no run data"):
-        load.discover(tmp_path / "prefix")
+        run_files.discover(tmp_path / "prefix")
 
 
 def test_requests_file_without_needed_columns(tmp_path: Path) -> None:
     (tmp_path / "x_requests.csv").write_text("a,b\n1,2\n", encoding="utf-8")
     with pytest.raises(UserError, match="lacks the column"):
-        load.read_requests(tmp_path / "x")
+        run_files.read_requests(tmp_path / "x")
 
 
 def test_zero_byte_requests_file_counts_as_missing(tmp_path: Path) -> None:
@@ -70,7 +70,7 @@ def test_zero_byte_requests_file_counts_as_missing(tmp_path: Path) -> None:
     (tmp_path / "off" / "locust_requests.csv").write_text("", encoding="utf-8")
     make.write_manifest(tmp_path, [make.arm_entry("on", "spec_on"),
                                    make.arm_entry("off", "spec_off")])
-    run = load.discover(tmp_path)
+    run = run_files.discover(tmp_path)
     assert [a.name for a in run.arms] == ["on"]
     assert "arm off rep 1 has no request records" in run.notes[0]
 
@@ -80,4 +80,4 @@ def test_scenario_folder_reports_its_latest_run(tmp_path: Path) -> None:
         run = tmp_path / stamp
         _one(run / "on" / "locust")
         make.write_manifest(run, [make.arm_entry("on", "spec_on")])
-    assert load.discover(tmp_path).out_dir == tmp_path / "20260102T000000Z"
+    assert run_files.discover(tmp_path).out_dir == tmp_path / "20260102T000000Z"
