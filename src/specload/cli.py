@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 from specload import __version__
 from specload.errors import UserError
+from specload.ladder import DEFAULT_LADDER, LadderError, parse_ladder, validate_ladder
 
 
 def _add_engine_args(p: argparse.ArgumentParser) -> None:
@@ -46,13 +47,26 @@ def _add_sim(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run_sim)
 
 
+def _ladder(text: str) -> list[int]:
+    """`--ladder 1,2,5`: increasing positive whole numbers, else an argparse error."""
+    try:
+        users = parse_ladder(text)
+    except LadderError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    problems = validate_ladder(users)
+    if problems:
+        raise argparse.ArgumentTypeError("; ".join(problems))
+    return users
+
+
 def _add_sim_curve(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sim-curve",
         help="predict a simulated server's steady-state tok/s per concurrency (no sleeping)",
     )
     _add_engine_args(p)
-    p.add_argument("--ladder", default="1,2,5,10,30,70,100,250")
+    p.add_argument("--ladder", type=_ladder, default=list(DEFAULT_LADDER),
+                   help="comma-separated increasing concurrencies (default: %(default)s)")
     p.add_argument("--max-tokens", type=int, default=None,
                    help="output tokens per request (default: the profile's workload)")
     p.add_argument("--prompt-tokens", type=int, default=None,

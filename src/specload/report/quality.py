@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from specload.manifest import Manifest
 from specload.records import CLIENT_LAG_LIMIT_MS
 from specload.report.crossover import PairResult
 
@@ -108,9 +109,9 @@ def _any_key_true(obj: Any, key: str) -> bool:
     return False
 
 
-def ignore_eos_in(manifest: dict[str, Any] | None) -> bool:
+def ignore_eos_in(manifest: Manifest | None) -> bool:
     """Whether the scenario in a manifest sets ignore_eos anywhere."""
-    return manifest is not None and _any_key_true(manifest.get("scenario"), "ignore_eos")
+    return manifest is not None and _any_key_true(manifest.scenario, "ignore_eos")
 
 
 def token_mismatch_warnings(
@@ -157,7 +158,7 @@ def source_warnings(per_rep: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def all_warnings(per_rep: pd.DataFrame, summary: pd.DataFrame, pairs: Sequence[PairResult],
-                 manifest: dict[str, Any] | None, notes: Sequence[str]) -> list[dict[str, Any]]:
+                 manifest: Manifest | None, notes: Sequence[str]) -> list[dict[str, Any]]:
     found = [_warning("missing_data", n) for n in notes]
     found += source_warnings(per_rep)
     found += rung_warnings(per_rep)

@@ -89,7 +89,7 @@ def _speedup_column(report: Report) -> pd.Series:
 
 
 def summary_json(report: Report) -> dict[str, Any]:
-    manifest = report.source.manifest or {}
+    manifest = report.source.manifest
     pairs = []
     for pair, rec in zip(report.pairs, report.recommendations(), strict=True):
         pairs.append({
@@ -104,8 +104,8 @@ def summary_json(report: Report) -> dict[str, Any]:
     return _clean({
         "specload_version": __version__,
         "source": str(report.source.out_dir),
-        "scenario_name": manifest.get("scenario_name"),
-        "created": manifest.get("created"),
+        "scenario_name": manifest.scenario_name if manifest else None,
+        "created": manifest.created if manifest else None,
         "arms": [{"name": a.name, "role": a.role, "spec": a.spec, "kind": a.kind, "k": a.k,
                   "reps": [r.rep for r in a.reps]} for a in report.source.arms],
         "summary": report.summary.to_dict(orient="records"),
@@ -148,8 +148,9 @@ def _format_table(table: pd.DataFrame) -> str:
 
 def _html(report: Report) -> str:
     esc = html.escape
-    manifest = report.source.manifest or {}
-    title = f"specload report — {manifest.get('scenario_name') or report.source.out_dir.name}"
+    manifest = report.source.manifest
+    name = manifest.scenario_name if manifest else None
+    title = f"specload report — {name or report.source.out_dir.name}"
     crossover = "".join(f"<li>{esc(line)}</li>"
                         for line in _crossover_lines(report, with_advice=False))
     recs = "".join(

@@ -11,7 +11,6 @@ Discovery returns a `RunSource` (what to read); `read_rep` reads one prefix's fi
 from __future__ import annotations
 
 import csv
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +23,8 @@ import pyarrow.csv as pa_csv
 
 from specload import records
 from specload.errors import UserError
+from specload.manifest import MANIFEST, Manifest, read_manifest
 
-MANIFEST = "manifest.json"
 SWEEP_PREFIX_NAME = "locust"
 _REP_DIR = re.compile(r"^rep-(\d+)$")
 
@@ -66,7 +65,7 @@ class RunSource:
 
     out_dir: Path
     arms: list[ArmSource]
-    manifest: dict[str, Any] | None = None
+    manifest: Manifest | None = None
     notes: list[str] = field(default_factory=list)  # reps that have no data, etc.
 
 
@@ -123,31 +122,19 @@ def discover(path: str | Path) -> RunSource:
 
 
 def _from_manifest(run_dir: Path) -> RunSource:
-    try:
-        manifest = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise UserError(f"{run_dir / MANIFEST} cannot be read: {exc}") from exc
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("arms"), list):
-        raise UserError(f"{run_dir / MANIFEST} is not a specload manifest (no arms list)")
+    manifest = read_manifest(run_dir)
     arms: list[ArmSource] = []
     notes: list[str] = []
-    for entry in manifest["arms"]:
-        name = str(entry.get("name", f"arm{len(arms) + 1}"))
-        k = entry.get("k")
-        arm = ArmSource(
-            name=name,
-            role=entry.get("role") or role_from_name(name),
-            spec=entry.get("spec"),
-            kind=entry.get("kind"),
-            k=int(k) if isinstance(k, int) and not isinstance(k, bool) else None,
-        )
-        for i, rep in enumerate(entry.get("reps") or [], start=1):
-            prefix = run_dir / str(rep.get("dir", name)) / SWEEP_PREFIX_NAME
+    for entry in manifest.arms:
+        arm = ArmSource(name=entry.name, role=entry.role or role_from_name(entry.name),
+                        spec=entry.spec, kind=entry.kind, k=entry.k)
+        for rep in entry.reps:
+            prefix = run_dir / rep.dir / SWEEP_PREFIX_NAME
             if has_requests(prefix):
-                arm.reps.append(RepSource(int(rep.get("rep", i)), prefix))
+                arm.reps.append(RepSource(rep.rep, prefix))
             else:
-                why = rep.get("error") or rep.get("status", "no status")
-                notes.append(f"arm {name} rep {rep.get('rep', i)} has no request records ({why})")
+                why = rep.error or rep.status
+                notes.append(f"arm {entry.name} rep {rep.rep} has no request records ({why})")
         if arm.reps:
             arms.append(arm)
     if not arms:

@@ -27,14 +27,23 @@ from pathlib import Path
 from typing import Any
 
 from specload.errors import UserError
+from specload.manifest import (
+    MANIFEST,
+    ArmEntry,
+    Manifest,
+    RepEntry,
+    read_manifest,
+    utc_now,
+    write_manifest,
+)
 from specload.records import SERVER_METRICS_SUFFIX
-from specload.runner import manifest as mf
 from specload.runner.locust_proc import (
     LoadMode,
     LocustProcess,
     locust_command,
     worker_command,
 )
+from specload.runner.manifest import new_manifest
 from specload.runner.metrics_scrape import MetricsSampler
 from specload.runner.parts import SIM_TRACE_NAME, finished_users, merge_part
 from specload.runner.progress import fmt_s, live_tok_s, progress_line, rungs_rows
@@ -61,7 +70,7 @@ class Sweep:
 
     scenario: Scenario
     run_dir: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
     mode: LoadMode
     selected: list[str]
     api_key: str | None = None
@@ -73,22 +82,18 @@ class Sweep:
         return self.scenario.warmup_s + self.scenario.measure_s
 
     def save(self) -> None:
-        for arm in self.manifest["arms"]:
-            arm["status"] = mf.arm_status(arm["reps"])
-        self.manifest["status"] = mf.run_status(
-            [a for a in self.manifest["arms"] if a["name"] in self.selected]
-        )
-        mf.write_manifest(self.run_dir, self.manifest)
+        self.manifest.refresh_status(self.selected)
+        write_manifest(self.run_dir, self.manifest)
 
     def remaining_s(self) -> float:
         """Planned seconds of every rung not finished yet in the selected arms."""
         total = 0
-        for arm in self.manifest["arms"]:
-            if arm["name"] not in self.selected:
+        for arm in self.manifest.arms:
+            if arm.name not in self.selected:
                 continue
-            for rep in arm["reps"]:
-                if rep["status"] != "done":
-                    done = len(finished_users(self.run_dir / rep["dir"] / "locust"))
+            for rep in arm.reps:
+                if rep.status != "done":
+                    done = len(finished_users(self.run_dir / rep.dir / "locust"))
                     total += len(self.scenario.ladder) - done
         return total * self.rung_s
 
@@ -157,10 +162,10 @@ def _watch(
         time.sleep(POLL_S)
 
 
-def run_rep(sweep: Sweep, arm_entry: dict[str, Any], rep: dict[str, Any]) -> None:
+def run_rep(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> None:
     """Run the missing rungs of one repeat; raises RepFailed or KeyboardInterrupt."""
-    arm = sweep.arm(arm_entry["name"])
-    rep_dir = sweep.run_dir / rep["dir"]
+    arm = sweep.arm(arm_entry.name)
+    rep_dir = sweep.run_dir / rep.dir
     rep_dir.mkdir(parents=True, exist_ok=True)
     prefix = rep_dir / "locust"
     done = finished_users(prefix)
@@ -173,7 +178,7 @@ def run_rep(sweep: Sweep, arm_entry: dict[str, Any], rep: dict[str, Any]) -> Non
     else:
         _fresh_start(rep_dir)
         run_prefix = prefix
-    label = arm.name if sweep.scenario.repeats == 1 else f"{arm.name} rep {rep['rep']}"
+    label = arm.name if sweep.scenario.repeats == 1 else f"{arm.name} rep {rep.rep}"
     # The trace sits next to this attempt's Locust files: the simulator truncates it.
     server = server_for(arm, run_prefix.parent / SIM_TRACE_NAME, sweep.api_key)
     locust: LocustProcess | None = None
@@ -184,9 +189,9 @@ def run_rep(sweep: Sweep, arm_entry: dict[str, Any], rep: dict[str, Any]) -> Non
             url = server.start(rep_dir / "server.log")
         except ServerError as exc:
             raise RepFailed(str(exc)) from exc
-        arm_entry["base_url"] = url
-        if arm_entry.get("k") is None:
-            arm_entry["k"] = getattr(server, "draft_k", None)
+        arm_entry.base_url = url
+        if arm_entry.k is None:
+            arm_entry.k = getattr(server, "draft_k", None)
         sampler = MetricsSampler(
             server.metrics_url, Path(str(prefix) + SERVER_METRICS_SUFFIX), api_key=sweep.api_key
         ).start()
@@ -209,24 +214,24 @@ def run_rep(sweep: Sweep, arm_entry: dict[str, Any], rep: dict[str, Any]) -> Non
             merge_part(run_prefix, prefix, sweep.scenario.ladder)
 
 
-def run_arm(sweep: Sweep, arm_entry: dict[str, Any]) -> None:
-    for rep in arm_entry["reps"]:
-        if rep["status"] == "done":
+def run_arm(sweep: Sweep, arm_entry: ArmEntry) -> None:
+    for rep in arm_entry.reps:
+        if rep.status == "done":
             continue
-        rep.update(status="running", started=mf.utc_now(), finished=None, error=None)
+        rep.status, rep.started, rep.finished, rep.error = "running", utc_now(), None, None
         sweep.save()
         try:
             run_rep(sweep, arm_entry, rep)
         except RepFailed as exc:
-            rep.update(status="failed", error=str(exc))
-            say(f"[{arm_entry['name']}] FAILED: {exc}")
+            rep.status, rep.error = "failed", str(exc)
+            say(f"[{arm_entry.name}] FAILED: {exc}")
         except KeyboardInterrupt:
-            rep.update(status="interrupted", error="interrupted by the user")
+            rep.status, rep.error = "interrupted", "interrupted by the user"
             raise
         else:
-            rep["status"] = "done"
+            rep.status = "done"
         finally:
-            rep["finished"] = mf.utc_now()
+            rep.finished = utc_now()
             sweep.save()
 
 
@@ -307,22 +312,14 @@ def print_plan(scenario: Scenario, mode: LoadMode, out: Path) -> None:
 
 
 def _build_report(run_dir: Path) -> int:
-    """Build the report with `build_report`, or `specload report`'s entry point."""
+    """`specload report RUN_DIR` on the finished (or interrupted) run; 1 if it fails."""
+    from specload.report import render  # only now: pandas and plotly load slowly
+
     try:
-        from specload.report import render
-    except ImportError as exc:
-        say(f"report not built: the report module is unavailable ({exc}); "
-            f"run `specload report {run_dir}` once it is installed")
-        return 0
-    try:
-        build_report = getattr(render, "build_report", None)
-        if build_report is None:
-            return int(render.main(argparse.Namespace(run_dir=str(run_dir), processes=None)))
-        say(f"report: {build_report(run_dir)}")
+        return render.main(argparse.Namespace(run_dir=str(run_dir), processes=None))
     except UserError as exc:
         say(f"report not built: {exc}")
         return 1
-    return 0
 
 
 @contextmanager
@@ -343,11 +340,11 @@ def _interrupts(sweep: Sweep) -> Iterator[None]:
             signal.signal(s, h)
 
 
-def _prepare(args: argparse.Namespace) -> tuple[Scenario, Path, dict[str, Any] | None]:
+def _prepare(args: argparse.Namespace) -> tuple[Scenario, Path, Manifest | None]:
     if args.resume:
         run_dir = Path(args.resume)
-        manifest = mf.read_manifest(run_dir)
-        scenario = parse_scenario(manifest["scenario"], run_dir, source=f"{run_dir}/manifest.json")
+        manifest = read_manifest(run_dir)
+        scenario = parse_scenario(manifest.scenario, run_dir, source=f"{run_dir}/{MANIFEST}")
         if args.repeats is not None:
             raise UserError("--repeats cannot change a run being resumed")
         return scenario, run_dir, manifest
@@ -368,7 +365,7 @@ def main(args: argparse.Namespace) -> int:
         return 0
     if manifest is None:
         run_dir = _new_run_dir(where, scenario)
-        manifest = mf.new_manifest(scenario)
+        manifest = new_manifest(scenario)
     else:
         run_dir = where
     sweep = Sweep(scenario, run_dir, manifest, mode, selected, _api_key(scenario))
@@ -376,14 +373,14 @@ def main(args: argparse.Namespace) -> int:
     say(f"run folder: {run_dir} (planned {fmt_s(sweep.remaining_s())})")
     try:
         with _interrupts(sweep):
-            for arm_entry in manifest["arms"]:
-                if arm_entry["name"] in selected and arm_entry["status"] != "done":
+            for arm_entry in manifest.arms:
+                if arm_entry.name in selected and arm_entry.status != "done":
                     run_arm(sweep, arm_entry)
     except KeyboardInterrupt:
         sweep.save()
         say(f"interrupted: finished rungs kept; resume with: specload sweep --resume {run_dir}")
         return 130
-    failed = [a["name"] for a in manifest["arms"] if a["status"] == "failed"]
+    failed = [a.name for a in manifest.arms if a.status == "failed"]
     if failed:
         say(f"failed arm(s): {', '.join(failed)} (see their locust.log / server.log)")
     report_status = _build_report(run_dir)

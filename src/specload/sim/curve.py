@@ -18,17 +18,6 @@ from specload.sim.profile import Profile, load_profile
 from specload.sim.virtual import CurvePoint, run_closed_loop
 
 
-def parse_ladder(text: str) -> list[int]:
-    """'1,2,5' -> [1, 2, 5]; SimConfigError unless positive integers."""
-    try:
-        users = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise SimConfigError(f"--ladder {text!r}: expected comma-separated integers") from None
-    if not users or min(users) < 1:
-        raise SimConfigError(f"--ladder {text!r}: expected positive integers")
-    return users
-
-
 def check_lengths(profile: Profile, prompt_tokens: int | None, max_tokens: int | None) -> None:
     """SimConfigError unless one request of the workload fits the model."""
     prompt = profile.workload.prompt_tokens if prompt_tokens is None else prompt_tokens
@@ -66,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
     """Entry point of `specload sim-curve`."""
     try:
         profile = load_profile(args.profile)
-        ladder = parse_ladder(args.ladder)
+        ladder = list(args.ladder)  # parsed and checked by the CLI
         prompt_tokens = getattr(args, "prompt_tokens", None)
         check_lengths(profile, prompt_tokens, args.max_tokens)
         points = predict(profile, args.spec, args.k, ladder, seed=args.seed,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from specload.manifest import Manifest
 from specload.report import quality
 from specload.report.crossover import Crossover, PairResult
 from specload.report.run_files import ArmSource
@@ -56,9 +57,12 @@ def test_token_mismatch_only_when_ignoring_eos() -> None:
 
 
 def test_ignore_eos_found_anywhere_in_the_scenario() -> None:
-    assert quality.ignore_eos_in({"scenario": {"request": {"ignore_eos": True}}})
-    assert quality.ignore_eos_in({"scenario": {"arms": [{"extra_body": {"ignore_eos": True}}]}})
-    assert not quality.ignore_eos_in({"scenario": {"ignore_eos": False}})
+    def manifest(scenario: dict) -> Manifest:
+        return Manifest(scenario=scenario, arms=[])
+
+    assert quality.ignore_eos_in(manifest({"request": {"ignore_eos": True}}))
+    assert quality.ignore_eos_in(manifest({"arms": [{"extra_body": {"ignore_eos": True}}]}))
+    assert not quality.ignore_eos_in(manifest({"ignore_eos": False}))
     assert not quality.ignore_eos_in(None)
 
 

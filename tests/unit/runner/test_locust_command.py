@@ -1,10 +1,9 @@
-"""The locust command line built for an arm, and the manifest's status rules."""
+"""The locust command line built for an arm."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from specload.runner import manifest as mf
 from specload.runner.locust_proc import (
     LOCUSTFILE,
     LoadMode,
@@ -73,26 +72,3 @@ def test_processes_and_master_modes() -> None:
     assert "--expect-workers-max-wait 300" in joined
     assert worker_command(mode).startswith("MASTER_PORT=6000 scripts/start-worker.sh ")
     assert "0.0.0.0" not in worker_command(mode)
-
-
-def test_manifest_entries_and_statuses() -> None:
-    m = mf.new_manifest(scenario())
-    assert m["scenario_name"] == "t" and m["status"] == "pending"
-    on, off = m["arms"]
-    assert (on["role"], on["spec"], on["k"], on["kind"]) == ("spec_on", "on", 3, "sim")
-    assert off["role"] == "spec_off"
-    assert [r["dir"] for r in on["reps"]] == ["on/rep-1", "on/rep-2"]
-    assert m["scenario"]["request"]["api_key_env"] == "MY_KEY"
-    assert mf.arm_status([{"status": "done"}, {"status": "failed"}]) == "failed"
-    assert mf.arm_status([{"status": "done"}, {"status": "pending"}]) == "pending"
-    assert mf.arm_status([{"status": "done"}, {"status": "interrupted"}]) == "interrupted"
-    assert mf.run_status([{"status": "done"}, {"status": "failed"}]) == "failed"
-    assert mf.run_status([{"status": "done"}, {"status": "done"}]) == "done"
-    assert mf.run_status([{"status": "interrupted"}, {"status": "pending"}]) == "interrupted"
-
-
-def test_manifest_round_trip_is_atomic(tmp_path: Path) -> None:
-    m = mf.new_manifest(scenario())
-    mf.write_manifest(tmp_path, m)
-    assert mf.read_manifest(tmp_path) == m
-    assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]

@@ -1,0 +1,129 @@
+"""`manifest.json` of a sweep's run folder: one typed model for its writer and its readers.
+
+The runner writes the manifest (what was planned, what ran, how each repeat ended) and
+rewrites it atomically after every state change; `--resume` and the report read it.
+Both sides use these models, as `records.py` does for the request rows, so a field
+cannot be spelled one way by the writer and another by the reader. Readers accept
+unknown fields (a newer specload may add some) and manifests of older versions, whose
+arms may lack the newer fields. The manifest never holds secrets: API keys are named
+by their environment variable only.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from specload.errors import UserError
+
+MANIFEST = "manifest.json"
+
+Status = Literal["pending", "running", "done", "failed", "interrupted"]
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class RepEntry(_Entry):
+    """One repeat of one arm: its folder (relative to the run folder) and how it ended."""
+
+    rep: int = 1
+    dir: str
+    status: Status = "pending"
+    started: str | None = None
+    finished: str | None = None
+    error: str | None = None
+
+
+class ArmEntry(_Entry):
+    """One arm: how it is served, its role in the comparison, and its repeats."""
+
+    name: str
+    kind: str | None = None  # "sim", "command" or "url"
+    spec: str | None = None  # "on", "off" or "adaptive"
+    role: str | None = None  # "spec_on", "spec_off" or "other"
+    k: int | None = None
+    profile: str | None = None
+    base_url: str | None = None
+    status: Status = "pending"
+    reps: list[RepEntry] = Field(default_factory=list)
+    ladder: list[int] = Field(default_factory=list)
+    warmup_s: float | None = None
+    measure_s: float | None = None
+
+    def refresh_status(self) -> None:
+        """The arm's status from its repeats' statuses."""
+        states = {r.status for r in self.reps}
+        found = next((s for s in ("interrupted", "failed", "running") if s in states), None)
+        self.status = found or ("done" if states == {"done"} else "pending")
+
+
+class Manifest(_Entry):
+    """The whole manifest."""
+
+    scenario: dict[str, Any]
+    scenario_name: str | None = None
+    created: str | None = None
+    specload_version: str | None = None
+    locust_version: str | None = None
+    host: str | None = None
+    arms: list[ArmEntry]
+    status: Status = "pending"
+
+    def arm(self, name: str) -> ArmEntry:
+        return next(a for a in self.arms if a.name == name)
+
+    def refresh_status(self, selected: list[str]) -> None:
+        """Arm statuses from their repeats, the run's from the selected arms'."""
+        for arm in self.arms:
+            arm.refresh_status()
+        states = {a.status for a in self.arms if a.name in selected}
+        if "interrupted" in states:
+            self.status = "interrupted"
+        elif states == {"done"}:
+            self.status = "done"
+        elif "failed" in states and states <= {"done", "failed"}:
+            self.status = "failed"
+        else:
+            self.status = "running" if "running" in states else "pending"
+
+
+def write_manifest(run_dir: Path, manifest: Manifest) -> None:
+    """Write atomically: readers see the old or the new manifest, never half of one."""
+    fd, tmp = tempfile.mkstemp(prefix=".manifest-", suffix=".json", dir=run_dir)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(manifest.model_dump_json(indent=2, exclude_none=False))
+            fh.write("\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, run_dir / MANIFEST)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_manifest(run_dir: Path) -> Manifest:
+    """The run folder's manifest; UserError with a one-line reason if it is not one."""
+    path = run_dir / MANIFEST
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise UserError(f"{run_dir} is not a sweep folder: {MANIFEST} not found") from exc
+    except OSError as exc:
+        raise UserError(f"{path} cannot be read: {exc.strerror or exc}") from exc
+    try:
+        return Manifest.model_validate_json(text)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise UserError(f"{path} is not a specload manifest ({where}: {first['msg']})") from None
