@@ -47,7 +47,7 @@ from specload.runner.processes import free_port
 from specload.runner.sim_launcher import LaunchError, SimOptions, launch
 
 REPO = Path(__file__).resolve().parents[1]
-PROMPTS = REPO / "src/specload/loadgen/data/prompts.jsonl"
+PROMPTS = REPO / "src/specload/data/prompts.jsonl"
 TTFT_BOUND_MS = 5.0
 ARRIVAL_BOUND_MS = 2.0
 LAG_METRIC = "specload_sim_engine_lag_seconds_total"

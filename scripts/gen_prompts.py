@@ -1,4 +1,4 @@
-"""Regenerate the built-in prompt set `src/specload/loadgen/data/prompts.jsonl`.
+"""Regenerate the built-in prompt set `src/specload/data/prompts.jsonl`.
 
 Deterministic (fixed seed): five categories (chat, code, summarisation, reasoning,
 extraction), 45 prompts each, short one-liners to multi-paragraph inputs, some with a
@@ -13,7 +13,7 @@ import json
 import random
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[1] / "src/specload/loadgen/data/prompts.jsonl"
+OUT = Path(__file__).resolve().parents[1] / "src/specload/data/prompts.jsonl"
 PER_CATEGORY = 45
 
 CHAT_TOPICS = [

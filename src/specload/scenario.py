@@ -32,7 +32,7 @@ from pydantic import (
 
 from specload.errors import UserError
 from specload.ladder import DEFAULT_LADDER, parse_ladder, validate_ladder
-from specload.loadgen.prompts import load_prompts
+from specload.prompts import load_prompts
 from specload.sim import SimConfigError
 from specload.sim.faults import DEFAULT_PARAMS as FAULT_KINDS
 from specload.sim.faults import parse_fault

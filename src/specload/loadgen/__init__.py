@@ -1,4 +1,4 @@
-"""The Locust side of specload: streaming users, SSE decoding, per-request records, prompts.
+"""The Locust side of specload: streaming users, SSE decoding, per-request records, the ladder.
 
 Modules here are imported only inside Locust processes (locustfiles and the runner's
 Locust subprocesses); the report never imports them.

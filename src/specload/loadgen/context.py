@@ -30,7 +30,7 @@ from locust.runners import LocalRunner, WorkerRunner
 
 from specload.errors import UserError
 from specload.loadgen.options import RunOptions
-from specload.loadgen.prompts import Prompt, PromptOrder, load_prompts
+from specload.prompts import Prompt, PromptOrder, load_prompts
 
 MODELS_PATH = "/v1/models"
 log = logging.getLogger(__name__)

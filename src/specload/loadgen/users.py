@@ -52,11 +52,11 @@ from specload.loadgen.chunks import DONE, MalformedChunk, error_message_from_bod
 from specload.loadgen.context import ModelDiscoveryError, ProcessContext
 from specload.loadgen.measure import Measured, StreamTally
 from specload.loadgen.options import DEFAULT_REQUEST_TIMEOUT_S, RunOptions
-from specload.loadgen.prompts import Prompt
 from specload.loadgen.reader import LineReader
 from specload.loadgen.recorder import Recorder
 from specload.loadgen.sse import SSEDecoder
 from specload.loadgen.start_gate import StartGate
+from specload.prompts import Prompt
 from specload.records import RequestRecord, encode_chunks
 
 log = logging.getLogger(__name__)

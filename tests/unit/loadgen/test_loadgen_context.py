@@ -11,7 +11,7 @@ from locust.argument_parser import get_parser
 from locust.env import Environment
 
 from specload.loadgen.context import ModelDiscoveryError, ProcessContext, fetch_first_model
-from specload.loadgen.prompts import PromptOrder, load_prompts
+from specload.prompts import PromptOrder, load_prompts
 
 
 def make_env(*args: str) -> Environment:

@@ -1,7 +1,7 @@
 """Prompt files that are broken, the wrong shape, empty or enormous: a one-line `UserError`
 naming the file (and line), or the prompts intact; never another exception.
 
-Complements tests/unit/loadgen/test_loadgen_prompts.py (per-field JSONL and ShareGPT
+Complements tests/unit/test_prompts.py (per-field JSONL and ShareGPT
 errors) with whole-file cases and a fuzz test of both parsers.
 """
 
@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specload.errors import UserError
-from specload.loadgen.prompts import load_prompts, parse_jsonl, parse_sharegpt
+from specload.prompts import load_prompts, parse_jsonl, parse_sharegpt
 
 BIG = 8 * 1024 * 1024
 

@@ -41,7 +41,7 @@ class Prompt:
 def load_prompts(path: str | None) -> list[Prompt]:
     """The built-in set for None/"" /"builtin", else the file at `path` by its suffix."""
     if not path or path == BUILTIN_NAME:
-        text = resources.files("specload.loadgen").joinpath("data/prompts.jsonl")
+        text = resources.files("specload").joinpath("data/prompts.jsonl")
         return parse_jsonl(text.read_text(encoding="utf-8"), "built-in prompts")
     file = Path(path)
     try:

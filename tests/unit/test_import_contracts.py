@@ -1,0 +1,85 @@
+"""The layering rules, read from every module's imports (function-level ones included).
+
+- `sim` is an island: it imports nothing from specload outside `specload.sim`.
+- `report` reads files only: nothing from locust, gevent, `loadgen` or `runner`.
+- `scenario` and the other top-level modules the report and runner share import nothing
+  from `loadgen` (imported only inside Locust processes), locust or gevent.
+And at run time, importing the report and the CLI does not load Locust.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import specload
+
+SRC = Path(specload.__file__).resolve().parent
+
+
+def _imports(path: Path) -> Iterator[str]:
+    """Every module a file imports, absolute (relative imports resolved)."""
+    package = ".".join(path.relative_to(SRC.parent).with_suffix("").parts[:-1])
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            yield base
+            yield from (f"{base}.{alias.name}" for alias in node.names)
+
+
+def _files(pattern: str) -> list[Path]:
+    return sorted(SRC.glob(pattern))
+
+
+def _violations(files: list[Path], forbidden: tuple[str, ...]) -> list[str]:
+    return [f"{f.relative_to(SRC)} imports {name}" for f in files for name in _imports(f)
+            if name in forbidden or name.startswith(tuple(p + "." for p in forbidden))]
+
+
+def test_sim_is_an_island() -> None:
+    outside = [f"{f.relative_to(SRC)} imports {name}" for f in _files("sim/**/*.py")
+               for name in _imports(f)
+               if name.startswith("specload") and not name.startswith("specload.sim")]
+    assert outside == []
+
+
+def test_report_reads_files_only() -> None:
+    forbidden = ("locust", "gevent", "geventhttpclient", "specload.loadgen", "specload.runner")
+    assert _violations(_files("report/**/*.py"), forbidden) == []
+
+
+@pytest.mark.parametrize("module", ["scenario", "ladder", "records", "manifest", "prompts",
+                                    "errors"])
+def test_shared_top_level_modules_stay_out_of_locust(module: str) -> None:
+    forbidden = ("locust", "gevent", "geventhttpclient", "specload.loadgen", "specload.runner")
+    assert _violations([SRC / f"{module}.py"], forbidden) == []
+
+
+def test_the_rules_see_imports() -> None:
+    # the checker itself: a file with each kind of import
+    found = set(_imports(SRC / "report" / "render.py"))
+    assert {"pandas", "specload.report.figures", "specload.report.aggregate.combine_reps"} <= found
+
+
+def test_report_and_cli_load_no_locust_at_run_time() -> None:
+    code = (
+        "import json, sys\n"
+        "import specload.cli\n"
+        "import specload.report.render, specload.report.figures, specload.report.aggregate\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m == 'locust' or m.startswith("
+        "('locust.', 'gevent', 'specload.loadgen', 'specload.runner')))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120)
+    assert json.loads(out.stdout) == []
