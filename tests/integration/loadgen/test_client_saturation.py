@@ -2,10 +2,10 @@
 
 Every shipped locustfile must run the client-stats probe (CPU share and event-loop lag
 of each load process -> `<prefix>_client_stats.csv`). A load process starved on purpose
-(a greenlet burning the CPU in 40 ms bursts, `cpu_burner.py`) must make the report flag
-its rung: as a saturated client, with the advice to add processes or workers, or, when
-the machine is so busy that the process could not even use a whole core, as a client
-short of CPU.
+(a greenlet burning the CPU in 40 ms bursts, `tests/support/cpu_burner.py`) must make the
+report flag its rung: as a saturated client, with the advice to add processes or
+workers, or, when the machine is so busy that the process could not even use a whole
+core, as a client short of CPU.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from specload.records import CLIENT_STATS_COLUMNS, CLIENT_STATS_SUFFIX
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[3]
-BURNER = Path(__file__).with_name("cpu_burner.py")
+BURNER = REPO / "tests" / "support" / "cpu_burner.py"
 
 pytestmark = pytest.mark.slow
 

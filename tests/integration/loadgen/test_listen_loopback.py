@@ -21,10 +21,8 @@ import psutil
 import pytest
 
 from specload.runner.processes import free_port
+from tests.support import REPO
 from tests.support.sweeps import wait_for
-
-REPO = Path(__file__).resolve().parents[3]
-
 
 
 def listening(pid: int) -> dict[int, str]:

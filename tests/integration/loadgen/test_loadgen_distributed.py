@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from specload.records import REQUESTS_SUFFIX
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[3]
 # Requests of ~2-3 s, and users spawned 1/3 s apart so that their requests do not end
 # in step: with all six started at once (identical requests), a rung change that fell
 # into the moment the whole round ended (a starved machine shifts it) found no user

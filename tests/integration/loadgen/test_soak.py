@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-SOAK = Path(__file__).resolve().parents[3] / "scripts" / "soak.py"
+SOAK = REPO / "scripts" / "soak.py"
 
 
 @pytest.mark.slow

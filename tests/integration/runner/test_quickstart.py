@@ -12,9 +12,8 @@ import pytest
 from specload.report.crossover import find_crossover
 from specload.sim.curve import predict
 from specload.sim.profile import load_profile
+from tests.support import REPO
 from tests.support.sweeps import counter_rate, read_csv, read_manifest, run_dir_of
-
-REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.slow

@@ -14,10 +14,8 @@ from pathlib import Path
 import pytest
 
 from specload.runner.processes import free_port
+from tests.support import REPO
 from tests.support.sweeps import read_csv
-
-REPO = Path(__file__).resolve().parents[3]
-
 
 
 def get(url: str) -> str:

@@ -13,10 +13,8 @@ import pytest
 import yaml
 
 from specload.runner.processes import free_port
+from tests.support import REPO
 from tests.support.sweeps import ARM_FILES, read_csv, read_manifest, run_dir_of
-
-REPO = Path(__file__).resolve().parents[3]
-
 
 
 def scenario(distributed: dict | None) -> dict:
