@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import REPO
+
 SOAK = REPO / "scripts" / "soak.py"
 
 
