@@ -12,10 +12,20 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from specload import __version__
 from specload.errors import UserError
 from specload.ladder import DEFAULT_LADDER, LadderError, parse_ladder, validate_ladder
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes are one line too (with where to find the usage), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sub = self.prog.removeprefix("specload").strip()
+        where = f"{sub}: " if sub else ""
+        self.exit(2, f"specload: error: {where}{message} (see {self.prog} --help)\n")
 
 
 def _add_engine_args(p: argparse.ArgumentParser) -> None:
@@ -39,6 +49,22 @@ def _add_sim(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--model-name", default=None, help="model id served (default: profile's)")
     p.add_argument("--trace", default=None, help="write ground-truth JSON lines to FILE")
+    p.add_argument("--flavor", default="vllm",
+                   choices=("vllm", "sglang", "llamacpp", "llama-cpp-python", "tgi", "ollama"),
+                   help="whose streaming, health and metrics conventions to follow "
+                   "(default: %(default)s)")
+    p.add_argument("--data-parallel", type=int, default=1, metavar="N",
+                   help="engine ranks behind the API, each with the profile's resources")
+    p.add_argument("--slots", type=int, default=None, metavar="N",
+                   help="running-request cap, like llama.cpp's -np (default: the flavor's, "
+                   "else the profile's)")
+    p.add_argument("--interrupt", action=argparse.BooleanOptionalAction, default=None,
+                   help="llama-cpp-python: a waiting request ends the running stream "
+                   "(its interrupt_requests; on by default there)")
+    p.add_argument("--reasoning-tokens", type=int, default=0, metavar="N",
+                   help="stream each request's first N tokens in the flavor's reasoning field")
+    p.add_argument("--tls-cert", default=None, metavar="FILE", help="serve HTTPS: certificate")
+    p.add_argument("--tls-key", default=None, metavar="FILE", help="serve HTTPS: private key")
     p.add_argument("--fault", action="append", default=[], metavar="KIND:FRACTION[:PARAM]",
                    help="inject a fault into a seeded fraction of requests (repeatable): "
                    "error500, error429[:retry_after_s], cut[:after_tokens], "
@@ -119,7 +145,7 @@ _run_report = _entry("specload.report.render")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="specload",
         description="Load-test OpenAI-compatible LLM servers through a concurrency ladder "
         "and find where speculative decoding stops paying off.",

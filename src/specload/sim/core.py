@@ -60,14 +60,15 @@ def resolve_k(profile: Profile, mode: SpecMode, k: int | None) -> int:
 class EngineCore:
     """Scheduler + cost model + acceptance sampling for one simulated server."""
 
-    def __init__(self, profile: Profile, mode: SpecMode, k: int | None, seed: int) -> None:
+    def __init__(self, profile: Profile, mode: SpecMode, k: int | None, seed: int,
+                 max_num_seqs: int | None = None) -> None:
         if mode == "adaptive" and not profile.speculative.adaptive:
             raise SimConfigError("--spec adaptive needs speculative.adaptive in the profile")
         self.profile = profile
         self.mode = mode
         self.k = resolve_k(profile, mode, k)
         drafter = mode != "off"  # adaptive keeps the drafter loaded even when k = 0
-        self.former = BatchFormer(profile.max_num_seqs(mode == "on"),
+        self.former = BatchFormer(max_num_seqs or profile.max_num_seqs(mode == "on"),
                                   profile.scheduler.max_num_batched_tokens,
                                   profile.kv_capacity(drafter))
         self.cost_model = CostModel(profile)

@@ -17,15 +17,18 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections import deque
 from collections.abc import Callable
 
 from specload.sim.core import EngineCore
-from specload.sim.metrics import E2E_BUCKETS, TTFT_BUCKETS, Histogram
+from specload.sim.metrics import RankStats
 from specload.sim.scheduler import Seq
 
 REANCHOR_S = 0.02
 LAG_WARN_RATIO = 0.01
 LAG_WINDOW_S = 5.0
+# Steps behind the "recent" gauges (SGLang logs its acceptance gauges every 40 batches).
+RECENT_STEPS = 40
 
 
 Sink = Callable[[int, bool], None]
@@ -48,14 +51,18 @@ class Stream:
         self.sink: Sink | None = None
         self.waiter: asyncio.Future[None] | None = None
 
-    async def wait(self) -> tuple[int, bool]:
-        """Wait for tokens or the end; returns (new tokens, finished) and clears them."""
+    async def ready(self) -> None:
+        """Wait until tokens are pending or the request is done (nothing is taken)."""
         if not self.pending and not self.done:
             self.waiter = asyncio.get_running_loop().create_future()
             try:
                 await self.waiter
             finally:
                 self.waiter = None
+
+    async def wait(self) -> tuple[int, bool]:
+        """Wait for tokens or the end; returns (new tokens, finished) and clears them."""
+        await self.ready()
         n, self.pending = self.pending, 0
         return n, self.done
 
@@ -114,10 +121,16 @@ class Engine:
     def __init__(self, core: EngineCore, warn: Callable[[str], None] = _stderr) -> None:
         self.core = core
         self.lag = LagMeter(warn)
-        self.ttft = Histogram(TTFT_BUCKETS)
-        self.e2e = Histogram(E2E_BUCKETS)
-        self.finished_requests = 0
+        self._stats = RankStats(0, 0, 0.0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0.0, 0.0,
+                                0.0)
+        # (loop time, drafts, draft tokens, accepted, generated) after each recent step
+        self._recent: deque[tuple[float, int, int, int, int]] = deque(maxlen=RECENT_STEPS)
         self._wake = asyncio.Event()
+
+    @property
+    def load(self) -> int:
+        """Requests this engine holds (running and waiting), for data-parallel dispatch."""
+        return self.core.num_running + self.core.num_waiting
 
     def submit(self, prompt_tokens: int, target_tokens: int) -> Stream:
         seq = Seq(key=None, prompt_tokens=prompt_tokens, target_tokens=target_tokens)
@@ -131,11 +144,30 @@ class Engine:
         if not stream.seq.finished:
             self.core.abort(stream.seq)
 
-    def observe_finished(self, ttft_s: float | None, e2e_s: float) -> None:
+    def observe_finished(self, ttft_s: float | None, e2e_s: float, prompt_tokens: int,
+                         output_tokens: int) -> None:
+        st = self._stats
         if ttft_s is not None:
-            self.ttft.observe(ttft_s)
-        self.e2e.observe(e2e_s)
-        self.finished_requests += 1
+            st.ttft.observe(ttft_s)
+        st.e2e.observe(e2e_s)
+        st.prompt_len.observe(prompt_tokens)
+        st.output_len.observe(output_tokens)
+        st.finished += 1
+
+    def stats(self) -> RankStats:
+        """This rank's numbers for /metrics, with the recent-step gauges computed now."""
+        core, c, st = self.core, self.core.counters, self._stats
+        st.running, st.waiting, st.kv_usage = core.num_running, core.num_waiting, core.kv_usage
+        st.prompt_tokens, st.generation_tokens = c.prompt_tokens, c.generation_tokens
+        st.preemptions, st.steps = c.preemptions, c.steps
+        st.drafts, st.draft_tokens, st.accepted = c.drafts, c.draft_tokens, c.accepted_tokens
+        st.busy_s, st.lag_s, st.lag_ratio = self.lag.busy_s, self.lag.lag_s, self.lag.ratio
+        if len(self._recent) >= 2:
+            (t0, d0, dt0, a0, g0), (t1, d1, dt1, a1, g1) = self._recent[0], self._recent[-1]
+            st.recent_accept_length = 1.0 + (a1 - a0) / (d1 - d0) if d1 > d0 else 0.0
+            st.recent_accept_rate = (a1 - a0) / (dt1 - dt0) if dt1 > dt0 else 0.0
+            st.recent_gen_tok_s = (g1 - g0) / (t1 - t0) if t1 > t0 else 0.0
+        return st
 
     async def run(self) -> None:
         """Step forever (cancel the task to stop)."""
@@ -161,5 +193,8 @@ class Engine:
             else:
                 anchor = deadline
                 self.lag.add(result.cost.total, 0.0)
+            c = core.counters
+            self._recent.append((now, c.drafts, c.draft_tokens, c.accepted_tokens,
+                                 c.generation_tokens))
             for seq, n in result.emitted:
                 seq.key.push(n, seq.finished)

@@ -1,21 +1,28 @@
-"""Prometheus text exposition of the simulated engine, under vLLM V1 metric names.
+"""Prometheus text exposition of the simulated engine, under each flavour's names.
 
-Counters and gauges come from the engine core; TTFT and end-to-end latency are
-histograms with vLLM's buckets; `specload_sim_engine_*` series expose how late the
-real-time engine runs against its own schedule. Rendering is hand-written (a dozen
-series) so the engine keeps plain ints on its hot path.
+Every data-parallel rank (one engine core each) contributes one `RankStats`; the text
+uses the names and labels the flavour's engine uses (see `flavors.py` for sources):
+vLLM `vllm:*` with `model_name` and `engine="<rank>"`; SGLang `sglang:*` with
+`model_name`, `engine_type`, `tp_rank`, `pp_rank`, `moe_ep_rank` and, with more than
+one rank, `dp_rank`, speculative acceptance as gauges over the recent steps and token
+counters on the tokenizer side (no rank label); TGI `tgi_*` without labels, tokens only
+as histograms of finished requests. Histograms use vLLM's buckets. `specload_sim_*`
+series (engine steps, busy and lag seconds) come with every flavour that has a
+/metrics. Rendering is hand-written (a few dozen series) so the engine keeps plain
+ints on its hot path.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5,
                 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
 E2E_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0,
                60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0)
+TOKEN_BUCKETS = (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 
 
 class Histogram:
@@ -32,37 +39,198 @@ class Histogram:
         self.total += value
         self.count += 1
 
-    def render(self, name: str, labels: str, help_text: str) -> list[str]:
-        lines = [f"# HELP {name} {help_text}", f"# TYPE {name} histogram"]
+    def render(self, name: str, labels: str, help_text: str, head: bool = True) -> list[str]:
+        lines = [f"# HELP {name} {help_text}", f"# TYPE {name} histogram"] if head else []
+        sep = "," if labels else ""
         cum = 0
         for bound, n in zip((*self.buckets, float("inf")), self.counts, strict=True):
             cum += n
             le = "+Inf" if bound == float("inf") else repr(float(bound))
-            lines.append(f'{name}_bucket{{{labels},le="{le}"}} {cum}')
-        lines.append(f"{name}_sum{{{labels}}} {self.total!r}")
-        lines.append(f"{name}_count{{{labels}}} {self.count}")
+            lines.append(f'{name}_bucket{{{labels}{sep}le="{le}"}} {cum}')
+        lines.append(f"{name}_sum{_braces(labels)} {self.total!r}")
+        lines.append(f"{name}_count{_braces(labels)} {self.count}")
         return lines
 
 
 @dataclass(slots=True)
-class Sample:
-    """One numeric series: (name without _total for counters, kind, help, value)."""
+class RankStats:
+    """What one data-parallel rank exposes, read at scrape time."""
 
-    name: str
-    kind: str  # "counter" or "gauge"
-    help: str
-    value: float
+    running: int
+    waiting: int
+    kv_usage: float
+    prompt_tokens: int
+    generation_tokens: int
+    preemptions: int
+    finished: int
+    drafts: int
+    draft_tokens: int
+    accepted: int
+    recent_accept_length: float  # 1 + accepted / drafts over the recent steps
+    recent_accept_rate: float  # accepted / draft tokens over the recent steps
+    recent_gen_tok_s: float
+    steps: int
+    busy_s: float
+    lag_s: float
+    lag_ratio: float
+    ttft: Histogram = field(default_factory=lambda: Histogram(TTFT_BUCKETS))
+    e2e: Histogram = field(default_factory=lambda: Histogram(E2E_BUCKETS))
+    prompt_len: Histogram = field(default_factory=lambda: Histogram(TOKEN_BUCKETS))
+    output_len: Histogram = field(default_factory=lambda: Histogram(TOKEN_BUCKETS))
 
 
-def render(samples: Sequence[Sample], histograms: Sequence[tuple[str, str, Histogram]],
-           labels: str) -> str:
-    """Prometheus text format 0.0.4 for the given series."""
+def _braces(labels: str) -> str:
+    return f"{{{labels}}}" if labels else ""
+
+
+def label_value(text: str) -> str:
+    """Escape a Prometheus label value."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+Series = tuple[str, str, str, Callable[[RankStats], float]]  # name, kind, help, value
+
+
+def _family(lines: list[str], series: Series, ranks: Sequence[RankStats],
+            labels: Sequence[str]) -> None:
+    name, kind, help_text, value = series
+    lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
+    suffix = "_total" if kind == "counter" else ""
+    for rank, lab in zip(ranks, labels, strict=True):
+        lines.append(f"{name}{suffix}{_braces(lab)} {float(value(rank))!r}")
+
+
+def _histograms(lines: list[str], items: Sequence[tuple[str, str, Callable[[RankStats],
+                Histogram]]], ranks: Sequence[RankStats], labels: Sequence[str]) -> None:
+    for name, help_text, hist in items:
+        for i, (rank, lab) in enumerate(zip(ranks, labels, strict=True)):
+            lines += hist(rank).render(name, lab, help_text, head=i == 0)
+
+
+SIM_SERIES: tuple[Series, ...] = (
+    ("specload_sim_engine_steps", "counter", "Engine steps run.", lambda r: r.steps),
+    ("specload_sim_engine_busy_seconds", "counter", "Modelled duration of all steps run.",
+     lambda r: r.busy_s),
+    ("specload_sim_engine_lag_seconds", "counter",
+     "Time the real-time engine fell behind its schedule and gave up.", lambda r: r.lag_s),
+    ("specload_sim_engine_lag_ratio", "gauge",
+     "lag / (busy + lag) since start; above 0.01 the simulator is too slow.",
+     lambda r: r.lag_ratio),
+)
+
+VLLM_SERIES: tuple[Series, ...] = (
+    ("vllm:num_requests_running", "gauge", "Requests in the running batch.",
+     lambda r: r.running),
+    ("vllm:num_requests_waiting", "gauge", "Requests waiting to be scheduled.",
+     lambda r: r.waiting),
+    ("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage, 1 = full.", lambda r: r.kv_usage),
+    ("vllm:prompt_tokens", "counter", "Prefill tokens processed.", lambda r: r.prompt_tokens),
+    ("vllm:generation_tokens", "counter", "Generated tokens.", lambda r: r.generation_tokens),
+    ("vllm:num_preemptions", "counter", "Preempted requests.", lambda r: r.preemptions),
+    ("vllm:request_success", "counter", "Finished requests.", lambda r: r.finished),
+    ("vllm:spec_decode_num_drafts", "counter", "Speculative draft rounds.",
+     lambda r: r.drafts),
+    ("vllm:spec_decode_num_draft_tokens", "counter", "Draft tokens proposed.",
+     lambda r: r.draft_tokens),
+    ("vllm:spec_decode_num_accepted_tokens", "counter", "Draft tokens accepted.",
+     lambda r: r.accepted),
+)
+
+SGLANG_RANK_SERIES: tuple[Series, ...] = (
+    ("sglang:num_running_reqs", "gauge", "The number of running requests.",
+     lambda r: r.running),
+    ("sglang:num_queue_reqs", "gauge", "The number of requests in the waiting queue.",
+     lambda r: r.waiting),
+    ("sglang:token_usage", "gauge", "The token usage.", lambda r: r.kv_usage),
+    ("sglang:gen_throughput", "gauge", "The generation throughput (token/s).",
+     lambda r: r.recent_gen_tok_s),
+    ("sglang:spec_accept_length", "gauge", "The average acceptance length of speculative "
+     "decoding.", lambda r: r.recent_accept_length),
+    ("sglang:spec_accept_rate", "gauge", "The average acceptance rate of speculative "
+     "decoding.", lambda r: r.recent_accept_rate),
+    ("sglang:cache_hit_rate", "gauge", "The prefix cache hit rate.", lambda r: 0.0),
+)
+SGLANG_TOKENIZER_SERIES: tuple[Series, ...] = (
+    ("sglang:prompt_tokens", "counter", "Number of prefill tokens processed.",
+     lambda r: r.prompt_tokens),
+    ("sglang:generation_tokens", "counter", "Number of generation tokens processed.",
+     lambda r: r.generation_tokens),
+    ("sglang:num_requests", "counter", "The number of processed requests.",
+     lambda r: r.finished),
+)
+
+TGI_SERIES: tuple[Series, ...] = (
+    ("tgi_batch_current_size", "gauge", "Current batch size", lambda r: r.running),
+    ("tgi_queue_size", "gauge", "Current queue size", lambda r: r.waiting),
+    ("tgi_request_success", "counter", "Number of successful requests", lambda r: r.finished),
+)
+
+
+def _sum_ranks(ranks: Sequence[RankStats]) -> RankStats:
+    """One rank holding the totals of all (gauges summed too; ratios are not used)."""
+    first = ranks[0]
+    if len(ranks) == 1:
+        return first
+    total = RankStats(**{k: sum(getattr(r, k) for r in ranks) for k in (
+        "running", "waiting", "prompt_tokens", "generation_tokens", "preemptions",
+        "finished", "drafts", "draft_tokens", "accepted", "steps", "busy_s", "lag_s")},
+        kv_usage=0.0, recent_accept_length=0.0, recent_accept_rate=0.0,
+        recent_gen_tok_s=0.0, lag_ratio=0.0)
+    busy_lag = total.busy_s + total.lag_s
+    total.lag_ratio = total.lag_s / busy_lag if busy_lag else 0.0
+    for name in ("ttft", "e2e", "prompt_len", "output_len"):
+        merged = Histogram(getattr(first, name).buckets)
+        for r in ranks:
+            h = getattr(r, name)
+            merged.counts = [a + b for a, b in zip(merged.counts, h.counts, strict=True)]
+            merged.total += h.total
+            merged.count += h.count
+        setattr(total, name, merged)
+    return total
+
+
+def render(kind: str, ranks: Sequence[RankStats], model_name: str) -> str:
+    """Prometheus text format 0.0.4 for the ranks, in the named flavour's metric names."""
     lines: list[str] = []
-    for s in samples:
-        lines.append(f"# HELP {s.name} {s.help}")
-        lines.append(f"# TYPE {s.name} {s.kind}")
-        suffix = "_total" if s.kind == "counter" else ""
-        lines.append(f"{s.name}{suffix}{{{labels}}} {float(s.value)!r}")
-    for name, help_text, hist in histograms:
-        lines.extend(hist.render(name, labels, help_text))
+    model = label_value(model_name)
+    if kind == "vllm":
+        labels = [f'engine="{i}",model_name="{model}"' for i in range(len(ranks))]
+        for series in (*VLLM_SERIES, *SIM_SERIES):
+            _family(lines, series, ranks, labels)
+        _histograms(lines, (
+            ("vllm:time_to_first_token_seconds", "Time to first token (server side).",
+             lambda r: r.ttft),
+            ("vllm:e2e_request_latency_seconds", "End-to-end request latency.",
+             lambda r: r.e2e)), ranks, labels)
+    elif kind == "sglang":
+        base = f'model_name="{model}",engine_type="unified"'
+        rank_part = ',tp_rank="0",pp_rank="0",moe_ep_rank="0"'
+        labels = [base + rank_part + (f',dp_rank="{i}"' if len(ranks) > 1 else "")
+                  for i in range(len(ranks))]
+        for series in (*SGLANG_RANK_SERIES, *SIM_SERIES):
+            _family(lines, series, ranks, labels)
+        total = [_sum_ranks(ranks)]
+        for series in SGLANG_TOKENIZER_SERIES:
+            _family(lines, series, total, [base])
+        _histograms(lines, (
+            ("sglang:time_to_first_token_seconds", "Histogram of time to first token in "
+             "seconds.", lambda r: r.ttft),
+            ("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency "
+             "in seconds", lambda r: r.e2e)), total, [base])
+    elif kind == "tgi":
+        total = [_sum_ranks(ranks)]
+        for series in TGI_SERIES:
+            _family(lines, series, total, [""])
+        # metrics-exporter-prometheus names counters as declared: no `_total` suffix
+        lines = [ln.replace("tgi_request_success_total", "tgi_request_success")
+                 for ln in lines]
+        _histograms(lines, (
+            ("tgi_request_generated_tokens", "Generated tokens per request",
+             lambda r: r.output_len),
+            ("tgi_request_input_length", "Input tokens per request", lambda r: r.prompt_len),
+            ("tgi_request_duration", "Request duration", lambda r: r.e2e)), total, [""])
+        for series in SIM_SERIES:
+            _family(lines, series, total, [""])
+    else:
+        raise ValueError(f"no metrics in flavour kind {kind!r}")
     return "\n".join(lines) + "\n"

@@ -1,8 +1,10 @@
 """`specload sim`: load the profile, bind, print the ready line, serve until a signal.
 
 With `--port 0` the OS picks a free port; once the socket listens, exactly one line
-`specload-sim listening on http://HOST:PORT` goes to stdout (flushed), which is what
-scripts and tests wait for. SIGINT and SIGTERM stop the engine, close connections
+`specload-sim listening on http(s)://HOST:PORT` goes to stdout (flushed), which is what
+scripts and tests wait for. `--tls-cert`/`--tls-key` serve HTTPS. `--data-parallel N`
+runs N engine ranks (each with the profile's resources) behind the one API, requests
+going to the least-loaded rank. SIGINT and SIGTERM stop the engines, close connections
 and the trace, and exit with status 0. Configuration mistakes exit 2 with one line on
 stderr.
 """
@@ -13,7 +15,9 @@ import argparse
 import asyncio
 import contextlib
 import signal
+import ssl
 import sys
+import time
 
 from aiohttp import web
 
@@ -23,28 +27,56 @@ from specload.sim.arrival import listen_socket
 from specload.sim.core import EngineCore
 from specload.sim.engine import Engine
 from specload.sim.faults import FaultPicker, parse_fault
+from specload.sim.flavors import DEFAULT_FLAVOR, FLAVORS
+from specload.sim.generate import Settings
 from specload.sim.openai_request import Limits
 from specload.sim.profile import Profile, load_profile
 from specload.sim.trace import TraceWriter
 
 
-def _url(host: str, port: int) -> str:
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+def _url(host: str, port: int, tls: bool) -> str:
+    scheme = "https" if tls else "http"
+    return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
 
 def build_api(args: argparse.Namespace, profile: Profile) -> SimApi:
-    """Engine + API for parsed `specload sim` arguments; SimConfigError if they are bad."""
-    core = EngineCore(profile, args.spec, args.k, args.seed)
-    faults = FaultPicker([parse_fault(f) for f in args.fault], args.seed)
+    """Engines + API for parsed `specload sim` arguments; SimConfigError if they are bad."""
+    name = getattr(args, "flavor", None) or DEFAULT_FLAVOR
+    if name not in FLAVORS:
+        raise SimConfigError(f"unknown --flavor {name!r}; use one of {', '.join(FLAVORS)}")
+    flavor = FLAVORS[name]
+    ranks = getattr(args, "data_parallel", 1) or 1
+    if ranks < 1:
+        raise SimConfigError("--data-parallel must be 1 or more")
+    slots = getattr(args, "slots", None) or flavor.slots
+    engines = [Engine(EngineCore(profile, args.spec, args.k, args.seed + rank, slots))
+               for rank in range(ranks)]
     limits = Limits(model_name=args.model_name or profile.model.name,
                     max_model_len=profile.model.max_model_len,
                     max_output_tokens=profile.workload.max_output_tokens)
-    trace = TraceWriter(args.trace) if args.trace else None
-    return SimApi(Engine(core), limits, profile.workload.eos_mean_tokens, args.seed, faults,
-                  trace, args.spec)
+    settings = Settings(
+        flavor=flavor, limits=limits, eos_mean=profile.workload.eos_mean_tokens,
+        seed=args.seed, faults=FaultPicker([parse_fault(f) for f in args.fault], args.seed),
+        trace=TraceWriter(args.trace) if args.trace else None, created=int(time.time()),
+        reasoning_tokens=getattr(args, "reasoning_tokens", 0) or 0)
+    return SimApi(engines, settings, args.spec, getattr(args, "interrupt", None))
 
 
-async def _serve(api: SimApi, host: str, port: int) -> int:
+def tls_context(cert: str | None, key: str | None) -> ssl.SSLContext | None:
+    """A server TLS context for `--tls-cert`/`--tls-key`, or None; SimConfigError if bad."""
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        raise SimConfigError("--tls-cert and --tls-key go together")
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        ctx.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        raise SimConfigError(f"cannot load the TLS certificate/key: {exc}") from None
+    return ctx
+
+
+async def _serve(api: SimApi, host: str, port: int, tls: ssl.SSLContext | None = None) -> int:
     runner = web.AppRunner(api.app(), access_log=None, handle_signals=False,
                            shutdown_timeout=1.0)
     await runner.setup()
@@ -55,17 +87,19 @@ async def _serve(api: SimApi, host: str, port: int) -> int:
         print(f"specload: error: cannot listen on {host}:{port}: {exc.strerror or exc}",
               file=sys.stderr)
         return 2
-    await web.SockSite(runner, sock).start()
+    await web.SockSite(runner, sock, ssl_context=tls).start()
     bound = sock.getsockname()[1]
     core = api.engine.core
     print(f"specload-sim: profile model {api.limits.model_name}, spec {core.mode}"
-          + (f" k={core.k}" if core.mode == "on" else ""), file=sys.stderr, flush=True)
-    print(f"specload-sim listening on {_url(host, bound)}", flush=True)
+          + (f" k={core.k}" if core.mode == "on" else "")
+          + f", flavor {api.flavor.name}, {len(api.engines)} rank(s)",
+          file=sys.stderr, flush=True)
+    print(f"specload-sim listening on {_url(host, bound, tls is not None)}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    engine_task = asyncio.create_task(api.engine.run())
+    engine_task = asyncio.gather(*(engine.run() for engine in api.engines))
     stop_task = asyncio.create_task(stop.wait())
     trim_task = asyncio.create_task(heap_trim.trim_forever())
     status = 0
@@ -81,8 +115,8 @@ async def _serve(api: SimApi, host: str, port: int) -> int:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await runner.cleanup()
-        if api.trace is not None:
-            api.trace.close()
+        if api.settings.trace is not None:
+            api.settings.trace.close()
     return status
 
 
@@ -91,7 +125,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         profile = load_profile(args.profile)
         api = build_api(args, profile)
+        tls = tls_context(getattr(args, "tls_cert", None), getattr(args, "tls_key", None))
     except SimConfigError as exc:
         print(f"specload: error: {exc}", file=sys.stderr)
         return 2
-    return asyncio.run(_serve(api, args.host, args.port))
+    return asyncio.run(_serve(api, args.host, args.port, tls))

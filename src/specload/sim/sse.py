@@ -1,24 +1,30 @@
-"""Server-sent-event framing of vLLM-style streaming chunks, from pre-encoded templates.
+"""Server-sent-event framing of streaming chunks, in each engine flavour's shape.
 
-A request's constant JSON (id, created, model, field names) is encoded once into a
-head and tails; each engine step only splices in the new text (vocabulary words need
-no escaping) and, with `continuous_usage_stats`, the running token counts. The byte
-layout follows vLLM's OpenAI server: chat chunks carry `choices[0].delta`, completion
-chunks `choices[0].text`, the last content chunk carries `finish_reason`, the usage
-chunk has `choices: []`, and `data: [DONE]` ends the stream.
+`ChunkWriter.step` turns the tokens one engine step produced for one request into the
+SSE events that flavour sends for them: the role chunk with the first token, one
+content chunk (or one per token), and a separate finish chunk where the engine sends
+one; `tail` adds the usage chunk and `data: [DONE]`. A request's constant JSON (id,
+created, model, the flavour's extra fields) is encoded once into byte templates, so a
+step only splices in its words (vocabulary words need no escaping) and, with
+`continuous_usage_stats`, the running token counts. See `flavors.py` for each
+engine's conventions and where they come from.
 """
 
 from __future__ import annotations
 
+import random
+import uuid
 from typing import Any
 
 import orjson
 
+from specload.sim.flavors import Flavor
+
 DONE = b"data: [DONE]\n\n"
 MALFORMED = b'data: {"id": "malformed", "choices": [{"delta": {"content": "unterminated\n\n'
 
-
-_USAGE_TAIL = b',"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}}\n\n'
+_USAGE = b'"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}'
+_ZERO_USAGE = b',"usage":{"prompt_tokens":0,"total_tokens":0,"completion_tokens":0}'
 
 
 def frame(obj: Any) -> bytes:
@@ -31,46 +37,142 @@ def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
             "completion_tokens": completion_tokens}
 
 
+def chunk_id(flavor: Flavor, chat: bool, request_id: str) -> str:
+    """The `id` field of a response's chunks, as the flavour's engine makes it."""
+    prefix = "chatcmpl-" if chat else "cmpl-"
+    kind = flavor.chunk_id
+    if kind == "hex":
+        return uuid.uuid4().hex
+    if kind == "empty":
+        return ""
+    if kind == "small_int":
+        return f"{prefix}{random.randrange(999)}"
+    if kind == "uuid":
+        return f"{prefix}{uuid.uuid4()}"
+    return prefix + request_id
+
+
+def _fields(obj: dict[str, Any]) -> bytes:
+    """`{"a":1,"b":null}` -> `"a":1,"b":null,` (empty for an empty dict)."""
+    return orjson.dumps(obj)[1:-1] + b"," if obj else b""
+
+
 class ChunkWriter:
-    """Byte templates for one streamed request."""
+    """Byte templates for one streamed request in one flavour."""
 
-    __slots__ = ("_base", "_head", "_mid", "_object", "_prompt_tokens", "_usage_each", "chat")
+    __slots__ = ("_choice_tail", "_delta_extra", "_flavor", "_head", "_prompt", "_role_sent",
+                 "_usage_each", "_zero_usage", "chat")
 
-    def __init__(self, chat: bool, response_id: str, created: int, model: str,
-                 prompt_tokens: int, continuous_usage: bool) -> None:
+    def __init__(self, flavor: Flavor, chat: bool, response_id: str, created: int, model: str,
+                 prompt_tokens: int, include_usage: bool, continuous_usage: bool) -> None:
         self.chat = chat
-        self._object = "chat.completion.chunk" if chat else "text_completion"
-        self._base = {"id": response_id, "object": self._object, "created": created,
-                      "model": model}
-        prefix = orjson.dumps(self._base)[:-1]
-        field = b'"delta":{"content":"' if chat else b'"text":"'
-        self._head = b"data: " + prefix + b',"choices":[{"index":0,' + field
-        self._mid = b'"},' if chat else b'",'
-        self._prompt_tokens = prompt_tokens
-        self._usage_each = continuous_usage
-
-    def _usage_tail(self, completion_tokens: int) -> bytes:
-        if not self._usage_each:
-            return b"}\n\n"
-        p = self._prompt_tokens
-        return _USAGE_TAIL % (p, p + completion_tokens, completion_tokens)
-
-    def content(self, text: str, completion_tokens: int, finish_reason: str | None) -> bytes:
-        """A content chunk; `completion_tokens` counts all tokens sent so far."""
-        reason = b"null" if finish_reason is None else b'"' + finish_reason.encode() + b'"'
-        return (self._head + text.encode() + self._mid + b'"logprobs":null,"finish_reason":'
-                + reason + b',"stop_reason":null}]' + self._usage_tail(completion_tokens))
-
-    def role(self) -> bytes:
-        """The chat stream's first, role-only chunk (it carries no token)."""
-        obj = {**self._base, "choices": [{"index": 0, "delta": {"role": "assistant",
-                                          "content": ""}, "logprobs": None,
-                                          "finish_reason": None}]}
+        self._flavor = flavor
+        base: dict[str, Any] = {"id": response_id,
+                                "object": "chat.completion.chunk" if chat else "text_completion",
+                                "created": created, "model": model, **flavor.extra_chunk}
+        self._usage_each = (continuous_usage and flavor.usage == "continuous"
+                            and (include_usage or not flavor.continuous_needs_include_usage))
+        self._zero_usage = (not chat and include_usage
+                            and flavor.zero_usage_each_completion_chunk)
         if self._usage_each:
-            obj["usage"] = usage(self._prompt_tokens, 0)
-        return frame(obj)
+            base.pop("usage", None)
+        self._head = b"data: " + orjson.dumps(base)[:-1] + b',"choices":[{"index":0,'
+        self._delta_extra = flavor.extra_delta
+        self._choice_tail = _fields(flavor.extra_choice)[:-1]
+        if self._choice_tail:
+            self._choice_tail = b"," + self._choice_tail
+        self._prompt = prompt_tokens
+        # "every"/"first": the role rides on content chunks, never on a chunk of its own
+        self._role_sent = False
 
-    def usage_chunk(self, completion_tokens: int) -> bytes:
-        """The final usage-only chunk (stream_options.include_usage)."""
-        return frame({**self._base, "choices": [],
-                      "usage": usage(self._prompt_tokens, completion_tokens)})
+    # -- pieces -----------------------------------------------------------------------
+
+    def _end(self, completion_tokens: int | None) -> bytes:
+        """Close a chunk: `]` of choices, per-chunk usage if any, `}` and the blank line."""
+        if self._usage_each and completion_tokens is not None:
+            p = self._prompt
+            return b"]," + _USAGE % (p, p + completion_tokens, completion_tokens) + b"}\n\n"
+        if self._zero_usage:
+            return b"]" + _ZERO_USAGE + b"}\n\n"
+        return b"]}\n\n"
+
+    def _chat_chunk(self, delta: dict[str, Any], finish: str | None,
+                    completion_tokens: int | None) -> bytes:
+        delta = {**self._delta_extra, **delta}
+        reason = b"null" if finish is None else b'"' + finish.encode() + b'"'
+        return (self._head + b'"delta":' + orjson.dumps(delta) + b',"logprobs":null,'
+                b'"finish_reason":' + reason + self._choice_tail + b"}"
+                + self._end(completion_tokens))
+
+    def _text_chunk(self, text: str, finish: str | None, completion_tokens: int) -> bytes:
+        reason = b"null" if finish is None else b'"' + finish.encode() + b'"'
+        return (self._head + b'"text":"' + text.encode() + b'","logprobs":null,'
+                b'"finish_reason":' + reason + b"}" + self._end(completion_tokens))
+
+    def _delta(self, content: str, reasoning: str) -> dict[str, Any]:
+        key = self._flavor.reasoning_key
+        if key is None:
+            content, reasoning = reasoning + content, ""
+        delta: dict[str, Any] = {}
+        if self._flavor.role == "every" or (self._flavor.role == "first"
+                                            and not self._role_sent):
+            delta["role"] = "assistant"
+        if reasoning:
+            delta[key] = reasoning  # type: ignore[index]
+        if content or not reasoning:
+            delta["content"] = content
+        return delta
+
+    def _role_chunk(self) -> bytes:
+        kind = self._flavor.role
+        delta: dict[str, Any] = {"role": "assistant"}
+        if kind == "empty":
+            delta["content"] = ""
+        elif kind == "null":
+            delta["content"] = None
+        return self._chat_chunk(delta, None, 0)
+
+    # -- what the API calls -----------------------------------------------------------
+
+    def step(self, words: list[str], sent_before: int, finish: str | None,
+             reasoning_left: int = 0) -> bytes:
+        """Every event for `words`, the tokens one step produced (`sent_before` already
+        sent); `finish` on the request's last step; the first `reasoning_left` words are
+        reasoning."""
+        flavor = self._flavor
+        if finish == "stop" and flavor.eos_text_empty:
+            words = [*words[:-1], ""]  # the EOS token: counted, its text stripped
+        out = b""
+        if self.chat and not self._role_sent and flavor.role in ("empty", "null", "absent"):
+            out = self._role_chunk()
+            self._role_sent = True
+        groups = [[w] for w in words] if flavor.per_token_chunks else [words]
+        done = sent_before
+        last = len(groups) - 1
+        inline_finish = None if flavor.finish_separate or finish is None else finish
+        for i, group in enumerate(groups):
+            r = min(len(group), max(0, reasoning_left - (done - sent_before)))
+            done += len(group)
+            reason = inline_finish if i == last else None
+            if self.chat:
+                delta = self._delta("".join(group[r:]), "".join(group[:r]))
+                out += self._chat_chunk(delta, reason, done)
+                self._role_sent = True
+            else:  # completions: finish_reason rides on the last text chunk everywhere
+                out += self._text_chunk("".join(group), finish if i == last else None, done)
+        if finish is not None and flavor.finish_separate and self.chat:
+            out += self._chat_chunk({}, finish, None)
+        return out
+
+    def tail(self, completion_tokens: int, include_usage: bool) -> bytes:
+        """The end of a finished stream: the usage chunk when asked for, then [DONE]."""
+        if not include_usage or self._flavor.usage == "never":
+            return DONE
+        head = self._head[: -len(b'"choices":[{"index":0,')]
+        if self._usage_each or b'"usage":null' not in head:
+            body = head + b'"choices":[],'
+        else:
+            body = head.replace(b'"usage":null,', b"") + b'"choices":[],'
+        p = self._prompt
+        return (body + _USAGE % (p, p + completion_tokens, completion_tokens) + b"}\n\n"
+                + DONE)

@@ -79,7 +79,9 @@ class TokenStream:
 
     def take(self, n: int) -> str:
         """The next n tokens' text (the words `Random.choices(VOCAB, k=n)` would draw)."""
+        return "".join(self.words(n))
+
+    def words(self, n: int) -> list[str]:
+        """The next n tokens, one word each."""
         r, size = self._random, len(VOCAB)
-        if n == 1:
-            return VOCAB[int(r() * size)]
-        return "".join([VOCAB[int(r() * size)] for _ in range(n)])
+        return [VOCAB[int(r() * size)] for _ in range(n)]

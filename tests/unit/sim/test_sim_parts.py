@@ -1,4 +1,4 @@
-"""Profiles, text generation, fault parsing, SSE templates, metrics text, lag meter."""
+"""Profiles, text generation, fault parsing, lag meter."""
 
 from __future__ import annotations
 
@@ -6,12 +6,10 @@ import json
 
 import pytest
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
 
-from specload.sim import SimConfigError, sse
+from specload.sim import SimConfigError
 from specload.sim.engine import LAG_WINDOW_S, LagMeter
 from specload.sim.faults import FaultPicker, parse_fault
-from specload.sim.metrics import TTFT_BUCKETS, Histogram, Sample, render
 from specload.sim.profile import PROFILES_DIR, builtin_names, load_profile
 from specload.sim.textgen import TokenStream, digest, output_length, text_tokens
 
@@ -88,41 +86,6 @@ def test_fault_parsing_and_seeded_picks() -> None:
     assert picks.count(faults[0]) / 4000 == pytest.approx(0.2, abs=0.03)
     assert picks.count(faults[1]) / 4000 == pytest.approx(0.3, abs=0.03)
     assert FaultPicker([], 1).pick() is None
-
-
-def test_sse_templates_are_valid_vllm_chunks() -> None:
-    chat = sse.ChunkWriter(True, "chatcmpl-1", 7, 'model "q"', 12, continuous_usage=True)
-    role = json.loads(chat.role()[6:])
-    assert role["choices"][0]["delta"] == {"role": "assistant", "content": ""}
-    assert role["usage"]["completion_tokens"] == 0
-    chunk = json.loads(chat.content(" a b", 5, None)[6:])
-    assert chunk["model"] == 'model "q"' and chunk["choices"][0]["delta"] == {"content": " a b"}
-    assert chunk["usage"] == {"prompt_tokens": 12, "total_tokens": 17, "completion_tokens": 5}
-    last = json.loads(chat.content(" c", 6, "stop")[6:])
-    assert last["choices"][0]["finish_reason"] == "stop"
-    comp = sse.ChunkWriter(False, "cmpl-1", 7, "m", 3, continuous_usage=False)
-    c = json.loads(comp.content(" x", 1, None)[6:])
-    assert c["object"] == "text_completion" and c["choices"][0]["text"] == " x"
-    assert "usage" not in c
-    assert json.loads(comp.usage_chunk(4)[6:])["choices"] == []
-    for raw in (chat.role(), chat.content(" a", 1, None), comp.usage_chunk(1)):
-        assert raw.startswith(b"data: ") and raw.endswith(b"\n\n")
-
-
-def test_metrics_text_parses_with_prometheus_client() -> None:
-    h = Histogram(TTFT_BUCKETS)
-    for v in (0.003, 0.2, 3000.0):
-        h.observe(v)
-    text = render([Sample("vllm:generation_tokens", "counter", "tokens", 42),
-                   Sample("vllm:num_requests_running", "gauge", "running", 3)],
-                  [("vllm:time_to_first_token_seconds", "ttft", h)], 'model_name="m"')
-    samples = {(s.name, s.labels.get("le")): s.value
-               for fam in text_string_to_metric_families(text) for s in fam.samples}
-    assert samples[("vllm:generation_tokens_total", None)] == 42
-    assert samples[("vllm:num_requests_running", None)] == 3
-    assert samples[("vllm:time_to_first_token_seconds_bucket", "0.005")] == 1
-    assert samples[("vllm:time_to_first_token_seconds_bucket", "+Inf")] == 3
-    assert samples[("vllm:time_to_first_token_seconds_count", None)] == 3
 
 
 def test_lag_meter_ratio_and_windowed_warning() -> None:

@@ -1,0 +1,140 @@
+"""Engine flavours: how each engine's OpenAI-compatible server streams, answers and reports.
+
+`specload sim --flavor NAME` makes the simulated server follow one engine's conventions,
+so the load generator meets each engine's quirks in tests instead of in production:
+what the role chunk looks like and when it comes, where `finish_reason` rides, whether
+usage comes per chunk, at the end or never (and how its chunk is shaped), the reasoning
+field, one chunk per engine step or one per token, health routes, the running-request
+cap, `X-Request-Id` handling, `ignore_eos`, and the `/metrics` names. Pure data; the
+API (`api.py`), the chunk writer (`sse.py`) and the metrics text (`metrics.py`) read it.
+
+Facts were read from each engine's source (versions and paths below; line numbers of
+those versions in the project notes). They change between releases: re-check them
+against the engine version you compare with.
+- vllm: vLLM 0.33.0, `vllm/entrypoints/openai/chat_completion/serving.py` (role chunk
+  with the first output, finish on the last output's chunk, `choices: []` usage chunk,
+  `continuous_usage_stats`), `generate/base/protocol.py` (`delta.reasoning`),
+  `v1/metrics/loggers.py` (`vllm:*`, labels `model_name`, `engine`).
+- sglang: SGLang 0.5.23, `srt/entrypoints/openai/serving_chat.py` (role chunk, separate
+  empty-delta finish chunk with `matched_stop`, `reasoning_content: null` in every
+  delta), `entrypoints/http_server.py` (`/health` runs a one-token generation, polled
+  each second), `srt/observability/metrics_collector.py` (`sglang:*`, `dp_rank` label
+  with data parallelism; acceptance as gauges).
+- llamacpp: llama.cpp server @0c1e57098, `tools/server/server-task.cpp` (role chunk
+  with `content: null` together with the first token, separate `delta: {}` finish
+  chunk, usage only with `include_usage`, one chunk per token), `server-context.cpp`
+  (headers only once a slot takes the request; slots default to 4; `/metrics` answers
+  501 unless started with `--metrics`).
+- llama-cpp-python: 0.3.36, `llama_cpp/server/app.py` (one request at a time behind a
+  lock that `/v1/models` also takes; `interrupt_requests` on by default ends a running
+  stream with `[DONE]` after its next chunk when another request waits; no usage in
+  streams, no `/health`, no metrics; `ignore_eos` ignored), starlette-context 0.3.6
+  (`X-Request-ID` must parse as a UUID, else HTTP 400 with an empty body).
+- tgi: text-generation-inference @db931fc, `router/src/chat.rs` and `lib.rs` (no role
+  chunk: role on every delta; `id: ""`; `usage: null` on every chunk; finish on the last
+  token's chunk; one chunk per token; `choices: []` usage chunk), `server.rs` (`/health`,
+  `/`, `/ping`; 429 beyond `--max-concurrent-requests`, default 128), `tgi_*` metrics.
+- ollama: Ollama @fb30760 (>= v0.32.6), `middleware/openai.go` and `openai/openai.go`
+  (role on the first content chunk, separate `delta: {}` finish chunk, `choices: []`
+  usage chunk, `delta.reasoning`, ids `chatcmpl-<0..998>`; on `/v1/completions` every
+  chunk carries an all-zero `usage` when usage is asked for), `server/routes.go`
+  (`GET /` answers "Ollama is running"; no /metrics), `envconfig/config.go` (one
+  request at a time by default, `OLLAMA_NUM_PARALLEL`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+RoleChunk = Literal["empty", "null", "absent", "every", "first"]
+Usage = Literal["continuous", "final", "never"]
+Metrics = Literal["vllm", "sglang", "tgi", "off", "none"]
+ChunkId = Literal["request", "hex", "empty", "small_int", "uuid"]
+
+
+@dataclass(frozen=True, slots=True)
+class Flavor:
+    """One engine's conventions (see the module docstring for where each comes from)."""
+
+    name: str
+    # role chunk: "empty" {"role","content":""} / "null" content null / "absent" no
+    # content key, all sent with the first token; "every": role in every delta;
+    # "first": role on the first content chunk itself
+    role: RoleChunk
+    finish_separate: bool  # finish_reason on its own empty-delta chunk (else on the last)
+    usage: Usage  # per chunk when asked, only at the end, or never
+    reasoning_key: str | None  # delta field for reasoning tokens (None: sent as content)
+    per_token_chunks: bool  # one chunk per token, also when a step accepts several
+    # per-chunk usage only together with include_usage (vLLM; SGLang takes either alone)
+    continuous_needs_include_usage: bool = True
+    eos_text_empty: bool = False  # the EOS token is counted but its text is stripped
+    health_paths: tuple[str, ...] = ("/health",)
+    health_generates: bool = False  # /health runs a one-token generation first
+    root_text: str | None = None  # GET / answers this text (200)
+    one_at_a_time_lock: bool = False  # every route queues on one lock (llama-cpp-python)
+    interrupt_default: bool = False  # a waiting request ends the running stream
+    request_id: Literal["any", "uuid", "ignored"] = "ignored"
+    honours_ignore_eos: bool = True
+    honours_min_tokens: bool = True
+    metrics: Metrics = "none"
+    slots: int | None = None  # running-request cap of the engine (None: the profile's)
+    headers_when_scheduled: bool = False  # HTTP headers only once the request runs
+    max_concurrent: int | None = None  # more requests than this get 429 at once
+    chunk_id: ChunkId = "request"
+    zero_usage_each_completion_chunk: bool = False  # Ollama's /v1/completions quirk
+    extra_delta: dict[str, Any] = field(default_factory=dict)
+    extra_choice: dict[str, Any] = field(default_factory=dict)
+    extra_chunk: dict[str, Any] = field(default_factory=dict)
+    not_found: tuple[str, bytes] = ("application/json", b"")  # content type, body
+
+
+VLLM = Flavor(
+    name="vllm", role="empty", finish_separate=False, usage="continuous",
+    reasoning_key="reasoning", per_token_chunks=False, eos_text_empty=True,
+    health_paths=("/health", "/ping"), request_id="any", metrics="vllm",
+)
+FLAVORS: dict[str, Flavor] = {f.name: f for f in (
+    VLLM,
+    Flavor(
+        name="sglang", role="empty", finish_separate=True, usage="continuous",
+        reasoning_key="reasoning_content", per_token_chunks=False,
+        continuous_needs_include_usage=False,
+        health_paths=("/health", "/health_generate", "/ready"), health_generates=True,
+        metrics="sglang", chunk_id="hex",
+        extra_delta={"reasoning_content": None}, extra_choice={"matched_stop": None},
+    ),
+    Flavor(
+        name="llamacpp", role="null", finish_separate=True, usage="final",
+        reasoning_key="reasoning_content", per_token_chunks=True,
+        health_paths=("/health", "/v1/health"), metrics="off", slots=4,
+        headers_when_scheduled=True, honours_min_tokens=False,
+        extra_chunk={"system_fingerprint": "b6000-0c1e5709"},
+        not_found=("application/json",
+                   b'{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}'),
+    ),
+    Flavor(
+        name="llama-cpp-python", role="absent", finish_separate=True, usage="never",
+        reasoning_key=None, per_token_chunks=True, health_paths=(),
+        one_at_a_time_lock=True, interrupt_default=True, request_id="uuid",
+        honours_ignore_eos=False, slots=1, headers_when_scheduled=True, chunk_id="uuid",
+        not_found=("application/json", b'{"detail":"Not Found"}'),
+    ),
+    Flavor(
+        name="tgi", role="every", finish_separate=False, usage="final", reasoning_key=None,
+        per_token_chunks=True, health_paths=("/health", "/ping"), root_text="",
+        honours_ignore_eos=False, honours_min_tokens=False, metrics="tgi",
+        max_concurrent=128, chunk_id="empty",
+        extra_chunk={"system_fingerprint": "3.3.6-dev0-native", "usage": None},
+    ),
+    Flavor(
+        name="ollama", role="first", finish_separate=True, usage="final",
+        reasoning_key="reasoning", per_token_chunks=True, health_paths=(),
+        root_text="Ollama is running", honours_ignore_eos=False, honours_min_tokens=False,
+        slots=1, headers_when_scheduled=True, chunk_id="small_int",
+        zero_usage_each_completion_chunk=True,
+        extra_chunk={"system_fingerprint": "fp_ollama"},
+        not_found=("text/plain", b"404 page not found"),
+    ),
+)}
+DEFAULT_FLAVOR = VLLM.name

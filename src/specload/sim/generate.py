@@ -1,0 +1,377 @@
+"""One generation request's life in the simulated server: admit, generate, stream, trace.
+
+`Generation.serve` validates a chat or completions body, maybe picks a fault, gives the
+request a deterministic length and text, submits it to the least-loaded engine rank
+and answers: a stream of SSE events in the flavour's shape (one engine step's tokens per
+write, formatted, stamped and written from inside the step by `DirectChunks`; requests
+picked for a fault await each step instead), or one JSON body. Every finished request,
+rejected ones included, becomes one trace record (`trace.py`); the trace's
+`request_id` is the client's `X-Request-Id` whatever the flavour does with it, so tests
+can match the ground truth to the client's records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import orjson
+from aiohttp import web
+
+from specload.sim import sse
+from specload.sim.arrival import received_at
+from specload.sim.engine import Engine, Stream
+from specload.sim.faults import Fault, FaultPicker
+from specload.sim.flavors import Flavor
+from specload.sim.openai_request import ApiError, GenRequest, Limits, parse_request
+from specload.sim.textgen import TokenStream, digest, output_length
+from specload.sim.trace import TraceWriter
+
+MAX_BODY_BYTES = 4 * 1024 * 1024
+SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+Endpoint = Literal["chat", "completions"]
+
+
+def json_response(obj: Any, status: int = 200,
+                  headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(body=orjson.dumps(obj), status=status, headers=headers,
+                        content_type="application/json")
+
+
+@dataclass
+class Settings:
+    """What every generation request of one server shares."""
+
+    flavor: Flavor
+    limits: Limits
+    eos_mean: int
+    seed: int
+    faults: FaultPicker
+    trace: TraceWriter | None
+    created: int
+    reasoning_tokens: int = 0
+    interrupt: Callable[[], bool] | None = None  # llama-cpp-python: a request waits
+
+
+class Call:
+    """One generation request's state while it is served."""
+
+    def __init__(self, request: web.Request, endpoint: Endpoint) -> None:
+        self.request = request
+        self.arrival = received_at(request.transport) or time.time()
+        self.request_id = request.headers.get("X-Request-Id") or uuid.uuid4().hex
+        self.record: dict[str, Any] = {
+            "request_id": self.request_id, "arrival": self.arrival, "first_token": None,
+            "end": None, "chunks": [], "prompt_tokens": None, "output_tokens": 0,
+            "finish_reason": None, "status": 200, "fault": None, "endpoint": endpoint}
+        self.completed = False
+        self.traced = False
+        self.status = 200
+
+    def tokens(self, n: int, streamed: bool, chunks: int = 1) -> None:
+        """Record n tokens sent now, in `chunks` equal chunks when streamed."""
+        now = time.time()
+        rec = self.record
+        if rec["first_token"] is None:
+            rec["first_token"] = now
+        if streamed:
+            if chunks == 1:
+                rec["chunks"].append([now, n])
+            else:
+                rec["chunks"].extend([now, 1] for _ in range(n))
+        rec["output_tokens"] += n
+
+
+class ContentChunks:
+    """A streamed request's content events: the bytes of the next step, recorded as sent."""
+
+    __slots__ = ("call", "per_token", "reason", "reasoning", "w", "words")
+
+    def __init__(self, call: Call, w: sse.ChunkWriter, words: TokenStream, reason: str,
+                 flavor: Flavor, reasoning: int) -> None:
+        self.call = call
+        self.w = w
+        self.words = words
+        self.reason = reason
+        self.per_token = flavor.per_token_chunks
+        self.reasoning = reasoning
+
+    @property
+    def sent(self) -> int:
+        """Tokens sent so far."""
+        return int(self.call.record["output_tokens"])
+
+    def next(self, n: int, finished: bool) -> bytes:
+        """The events carrying the next n tokens; the trace stamps them as emitted now."""
+        sent = self.sent
+        data = self.w.step(self.words.words(n), sent, self.reason if finished else None,
+                           self.reasoning - sent)
+        self.call.tokens(n, streamed=True, chunks=n if self.per_token else 1)
+        return data
+
+
+class DirectChunks:
+    """Writes one request's events from inside the engine step (the stream's sink).
+
+    No task wakes up per chunk: the step formats the events, stamps them and hands them
+    to the socket in one go, so the trace's emit time is when the bytes left. The
+    handler sleeps until the request is finished, the client has gone, or (llama-cpp-
+    python's `interrupt_requests`) another request waits and the stream is cut short.
+    """
+
+    __slots__ = ("chunked", "chunks", "gone", "interrupt", "interrupted", "stream",
+                 "transport")
+
+    def __init__(self, chunks: ContentChunks, resp: web.StreamResponse, stream: Stream,
+                 interrupt: Callable[[], bool] | None) -> None:
+        self.chunks = chunks
+        self.stream = stream
+        self.gone = False
+        self.interrupted = False
+        self.interrupt = interrupt
+        self.chunked = resp.headers.get("Transfer-Encoding") == "chunked"  # set by prepare
+        self.transport = chunks.call.request.transport
+
+    async def run(self) -> bool:
+        """True once the request is finished, False if the client went or it was cut."""
+        stream = self.stream
+        stream.sink = self
+        if stream.pending:  # tokens of steps that ran before the sink was set
+            n, stream.pending = stream.pending, 0
+            self(n, stream.done)
+        while not stream.done and not self.gone and not self.interrupted:
+            await stream.wait()
+        stream.sink = None
+        return not (self.gone or self.interrupted)
+
+    def _write(self, data: bytes) -> None:
+        assert self.transport is not None
+        self.transport.write(b"%x\r\n%b\r\n" % (len(data), data) if self.chunked else data)
+
+    def __call__(self, n: int, finished: bool) -> None:
+        transport = self.transport
+        if self.interrupted:
+            return
+        if transport is None or transport.is_closing():
+            self.gone = True
+            self.stream.wake()
+            return
+        self._write(self.chunks.next(n, finished))
+        if not finished and self.interrupt is not None and self.interrupt():
+            self._write(sse.DONE)
+            self.interrupted = True
+            self.stream.wake()
+
+
+def client_gone(call: Call) -> None:
+    call.status = 499  # nginx's "client closed request"
+    call.record["finish_reason"] = "abort"
+
+
+class Generation:
+    """Serves generation requests for one server: `await gen.serve(request, endpoint)`."""
+
+    def __init__(self, engines: list[Engine], settings: Settings) -> None:
+        self.engines = engines
+        self.s = settings
+
+    def finish(self, call: Call, engine: Engine | None) -> None:
+        """End the request's trace record (once) and count it in the engine's histograms."""
+        if call.traced:
+            return
+        call.traced = True
+        rec = call.record
+        rec["end"] = time.time()
+        rec["status"] = call.status
+        if call.completed and engine is not None:
+            ttft = None if rec["first_token"] is None else rec["first_token"] - call.arrival
+            engine.observe_finished(ttft, rec["end"] - call.arrival, rec["prompt_tokens"] or 0,
+                                    rec["output_tokens"])
+        if self.s.trace is not None:
+            self.s.trace.write(rec)
+
+    def reject(self, request: web.Request, endpoint: Endpoint, status: int) -> None:
+        """Trace a request the server turned away before reading it."""
+        call = Call(request, endpoint)
+        call.status = status
+        self.finish(call, None)
+
+    def error(self, call: Call, err: ApiError,
+              headers: dict[str, str] | None = None) -> web.Response:
+        call.status = err.status
+        self.finish(call, None)
+        return json_response(err.body(), err.status, {**(headers or {}),
+                                                       "X-Request-Id": call.request_id})
+
+    async def _read(self, request: web.Request, endpoint: Endpoint) -> GenRequest:
+        try:
+            raw = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            raise ApiError(413, f"request body larger than {MAX_BODY_BYTES} bytes",
+                           "body") from None
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise ApiError(400, "request body is not valid JSON", "body") from None
+        return parse_request(endpoint, body, self.s.limits)
+
+    async def serve(self, request: web.Request, endpoint: Endpoint) -> web.StreamResponse:
+        call = Call(request, endpoint)
+        try:
+            gen = await self._read(request, endpoint)
+        except ApiError as err:
+            return self.error(call, err)
+        call.record["prompt_tokens"] = gen.prompt_tokens
+        fault = self.s.faults.pick()
+        if fault is not None:
+            call.record["fault"] = fault.kind
+            if fault.kind == "error500":
+                return self.error(call, ApiError(500, "simulated server error (fault)"))
+            if fault.kind == "error429":
+                return self.error(call, ApiError(429, "simulated rate limit (fault)"),
+                                  {"Retry-After": f"{fault.param:g}"})
+            if fault.kind == "stall_first_byte":
+                await asyncio.sleep(fault.param)
+        flavor = self.s.flavor
+        key = digest(self.s.seed if gen.seed is None else gen.seed, gen.prompt_text)
+        target, reason = output_length(
+            key, gen.max_tokens, gen.min_tokens if flavor.honours_min_tokens else 0,
+            gen.ignore_eos and flavor.honours_ignore_eos, self.s.eos_mean)
+        engine = min(self.engines, key=lambda e: e.load)  # data parallel: least loaded
+        stream = engine.submit(gen.prompt_tokens, target)
+        try:
+            if gen.stream:
+                return await self._stream(call, gen, engine, stream, TokenStream(key), reason,
+                                          fault)
+            return await self._unary(call, gen, stream, TokenStream(key), reason, fault)
+        except asyncio.CancelledError:
+            client_gone(call)
+            raise
+        finally:
+            engine.abort(stream)
+            self.finish(call, engine)
+
+    async def _stream(self, call: Call, gen: GenRequest, engine: Engine, stream: Stream,
+                      words: TokenStream, reason: str, fault: Fault | None
+                      ) -> web.StreamResponse:
+        flavor = self.s.flavor
+        resp = web.StreamResponse(headers={**SSE_HEADERS, "X-Request-Id": call.request_id})
+        try:
+            if flavor.headers_when_scheduled:
+                await stream.ready()  # no headers while the request waits for a slot
+            await resp.prepare(call.request)
+            await self._stream_body(call, gen, resp, engine, stream, words, reason, fault)
+        except ConnectionError:
+            client_gone(call)
+        return resp
+
+    async def _stream_body(self, call: Call, gen: GenRequest, resp: web.StreamResponse,
+                           engine: Engine, stream: Stream, words: TokenStream, reason: str,
+                           fault: Fault | None) -> None:
+        flavor = self.s.flavor
+        w = sse.ChunkWriter(flavor, gen.endpoint == "chat",
+                            sse.chunk_id(flavor, gen.endpoint == "chat", call.request_id),
+                            self.s.created, self.s.limits.model_name, gen.prompt_tokens,
+                            gen.include_usage, gen.continuous_usage)
+        chunks = ContentChunks(call, w, words, reason, flavor, self.s.reasoning_tokens)
+        if fault is None:
+            direct = DirectChunks(chunks, resp, stream, self.s.interrupt)
+            if not await direct.run():
+                if direct.interrupted:
+                    call.record["interrupted"] = True
+                    await resp.write_eof()
+                else:
+                    client_gone(call)
+                return
+        elif not await self._stream_faulted(chunks, resp, stream, fault):
+            return
+        call.completed = True
+        call.record["finish_reason"] = reason
+        await resp.write(w.tail(chunks.sent, gen.include_usage))
+        # traced before the body ends: a client that has the whole stream finds its record
+        self.finish(call, engine)
+        await resp.write_eof()
+
+    async def _stream_faulted(self, chunks: ContentChunks, resp: web.StreamResponse,
+                              stream: Stream, fault: Fault) -> bool:
+        """Stream a request picked for a fault; False if the fault ended the stream."""
+        kind: str | None = fault.kind
+        while True:
+            n, done = await stream.wait()
+            if n:
+                await resp.write(chunks.next(n, done))
+                if kind is not None:
+                    if await self._stream_fault(chunks.call, resp, fault, chunks.sent):
+                        return False
+                    if kind in ("malformed", "stall_between"):
+                        kind = None  # once per request
+            if done:
+                return True
+
+    async def _stream_fault(self, call: Call, resp: web.StreamResponse, fault: Fault,
+                            sent: int) -> bool:
+        """Apply a mid-stream fault after a content chunk; True if the stream is over."""
+        kind = fault.kind
+        if kind == "malformed":
+            await resp.write(sse.MALFORMED)
+        elif kind == "stall_between":
+            await asyncio.sleep(fault.param)
+        elif kind == "stream_error":
+            err = ApiError(500, "simulated engine error mid-stream (fault)")
+            await resp.write(sse.frame(err.body()) + sse.DONE)
+            await resp.write_eof()
+            call.record["finish_reason"] = "error"
+            return True
+        elif kind == "cut" and sent >= fault.param:
+            call.record["finish_reason"] = "cut"
+            transport = call.request.transport
+            if transport is not None:
+                transport.close()
+            return True
+        return False
+
+    async def _unary(self, call: Call, gen: GenRequest, stream: Stream, words: TokenStream,
+                     reason: str, fault: Fault | None) -> web.StreamResponse:
+        parts: list[str] = []
+        kind = fault.kind if fault else None
+        while True:
+            n, done = await stream.wait()
+            if n:
+                call.tokens(n, streamed=False)
+                parts.append(words.take(n))
+                if kind == "stall_between":
+                    kind = None
+                    await asyncio.sleep(fault.param if fault else 0.0)
+            if done:
+                break
+        if kind == "cut":
+            call.record["finish_reason"] = "cut"
+            if call.request.transport is not None:
+                call.request.transport.close()
+            return web.Response(status=200)
+        if kind == "stream_error":
+            call.status = 500
+            return json_response(ApiError(500, "simulated engine error (fault)").body(), 500)
+        if kind == "malformed":
+            return web.Response(body=b'{"id": "malformed", "choices": [', status=200,
+                                content_type="application/json")
+        call.completed = True
+        call.record["finish_reason"] = reason
+        chat = gen.endpoint == "chat"
+        choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": reason}
+        text = "".join(parts)
+        if chat:
+            choice["message"] = {"role": "assistant", "content": text}
+        else:
+            choice["text"] = text
+        return json_response(
+            {"id": sse.chunk_id(self.s.flavor, chat, call.request_id),
+             "object": "chat.completion" if chat else "text_completion",
+             "created": self.s.created, "model": self.s.limits.model_name,
+             "choices": [choice],
+             "usage": sse.usage(gen.prompt_tokens, call.record["output_tokens"])},
+            headers={"X-Request-Id": call.request_id})
