@@ -44,13 +44,22 @@ ERROR_KINDS = (
     "stream_error",  # an error object inside the stream
     "malformed_chunk",  # a data line that is not the JSON we expect
     "stream_cut",  # the connection closed before `data: [DONE]`
+    "empty_stream",  # the stream ended properly but carried no token
+    "no_finish_reason",  # the stream ended properly but no chunk gave a finish_reason
     "timeout_first_byte",  # no response within the timeout
     "timeout_between_chunks",  # the stream stalled longer than the timeout
     "connection",  # connect refused / reset before any response
+    "tls",  # the TLS handshake failed (certificate, protocol)
     "interrupted",  # the user was stopped while the request was in flight
 )
+# Failures that happen before the server produced anything: their latency is censored
+# (the request never got a TTFT), which the report shows instead of dropping them.
+TIMEOUT_KINDS = ("timeout_first_byte",)
 
-TOKENS_SOURCES = ("usage", "continuous_usage", "chunks")
+# Where `output_tokens` came from: the final usage chunk, per-chunk usage, the count of
+# content chunks (no usage at all), or, for a request cut short without usage, the
+# report's estimate from the arm's own tokens per chunk at that rung.
+TOKENS_SOURCES = ("usage", "continuous_usage", "chunks", "estimated")
 
 
 @dataclass(slots=True)
@@ -78,6 +87,7 @@ class RequestRecord:
     interrupted: bool = False
     chunk_gaps_us: str = ""  # space-separated gaps: first from start, then chunk to chunk
     chunk_tokens: str = ""  # space-separated tokens per chunk, "" when the server gave none
+    backoff_ms: float = 0.0  # time the user waited after earlier failures before sending
     extra: dict[str, object] = field(default_factory=dict, repr=False)
 
     def row(self) -> list[object]:

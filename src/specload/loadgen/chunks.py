@@ -4,8 +4,9 @@ Turns a chat or text-completion chunk into the few facts the measurement needs: 
 carry generated content (`delta.content`, `delta.reasoning_content`/`reasoning`, or
 `text`; a role-only delta is not a token), the cumulative completion and prompt tokens
 from its `usage` (final usage chunk, or per-chunk `continuous_usage_stats`), whether it
-is the final usage-only chunk, its finish reason, and an error object if the server put
-one in the stream. Anything that is not the JSON we expect raises `MalformedChunk`.
+is the final usage-only chunk (`"choices": []`, or no `choices` key at all), its finish
+reason, and an error object if the server put one in the stream. Anything that is not
+the JSON we expect raises `MalformedChunk`.
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ def parse_chunk(data: bytes) -> Chunk:
         chunk.completion_tokens = _count(usage, "completion_tokens")
         chunk.prompt_tokens = _count(usage, "prompt_tokens")
     choices = obj.get("choices")
+    if choices is None and usage is not None:
+        chunk.usage_only = True  # a usage chunk that leaves `choices` out
+        return chunk
     if not isinstance(choices, list):
         raise MalformedChunk("chunk has no `choices` list")
     if not choices:
@@ -108,7 +112,10 @@ def _error_message(obj: dict) -> str | None:
 
 
 def error_message_from_body(body: bytes) -> str:
-    """The server's error message from a non-2xx response body, shortened for grouping."""
+    """The server's error message from a non-2xx body: its first 200 characters, or the
+    message field of a JSON error; "(empty body)" when the server sent nothing."""
+    if not body.strip():
+        return "(empty body)"
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -120,10 +127,10 @@ def error_message_from_body(body: bytes) -> str:
     return _preview(body)
 
 
-def _shorten(text: str, limit: int = 120) -> str:
+def _shorten(text: str, limit: int = 200) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _preview(data: bytes) -> str:
-    return _shorten(data[:200].decode("utf-8", "replace"))
+    return _shorten(data[:800].decode("utf-8", "replace")) or "(empty body)"

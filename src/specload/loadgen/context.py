@@ -2,11 +2,13 @@
 
 `ProcessContext.for_env(environment)` is built on first use after `test_start` (when
 workers have received the master's options) and dropped at the next `test_start`, so
-options changed in the web UI take effect. It hands out request ids from a process-wide
-counter (`<client_id>-<seq>`, client id `<hostname>-<pid>`), and holds this process's
-share of the seeded prompt order (worker index of `--expect-workers`), the API key
-header (from the environment variable named by `--api-key-env`; never logged), and the
-model id (`--model`, else the first id listed by `GET /v1/models`, fetched once).
+options changed in the web UI take effect. It hands out request ids (UUIDs: some
+servers accept nothing else in `X-Request-Id`, and they are unique across load
+machines) and the header that carries them (`--request-id-header`, or none), and holds
+this process's share of the seeded prompt order (worker index of `--expect-workers`),
+the API key header (from the environment variable named by `--api-key-env`; never
+logged), and the model id (`--model`, else the first id listed by `GET /v1/models`,
+fetched once; a `--model` the server does not list is warned about once).
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import ssl
 import sys
 import urllib.error
 import urllib.request
+import uuid
 from itertools import count
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -36,9 +40,6 @@ MODELS_PATH = "/v1/models"
 log = logging.getLogger(__name__)
 
 _contexts: WeakKeyDictionary[Environment, ProcessContext] = WeakKeyDictionary()
-# Process-wide, not per test: a second test from the web UI appends to the same
-# `_requests.csv`, so request ids must not start over. (Forked workers get fresh copies.)
-_request_seq = count(1)
 _user_seq = count(1)
 
 
@@ -59,8 +60,11 @@ class ProcessContext:
                                   index, share_count)
         key = os.environ.get(self.opts.api_key_env, "")
         self.auth_headers = {"Authorization": f"Bearer {key}"} if key else {}
+        header = self.opts.request_id_header.strip()
+        self.request_id_header = "" if header.lower() in ("", "off", "none") else header
         self._model = self.opts.model
         self._model_lock = Semaphore()
+        self._model_checked = not self.opts.model
 
     @classmethod
     def for_env(cls, environment: Environment) -> ProcessContext:
@@ -70,7 +74,7 @@ class ProcessContext:
         return ctx
 
     def next_request_id(self) -> str:
-        return f"{self.client_id}-{next(_request_seq)}"
+        return str(uuid.uuid4())
 
     def next_user_id(self) -> int:
         return next(_user_seq)
@@ -80,30 +84,58 @@ class ProcessContext:
 
     def model(self, host: str) -> str:
         """The model id to request; discovers it from `host` once if `--model` is empty."""
+        if not self._model_checked:
+            self._model_checked = True
+            gevent.spawn(self._check_model, host)
         if self._model:
             return self._model
         with self._model_lock:
             if not self._model:
-                self._model = fetch_first_model(host, self.auth_headers,
-                                                self.opts.request_timeout)
+                self._model = self._fetch_models(host)[0]
         return self._model
 
+    def _fetch_models(self, host: str) -> list[str]:
+        opts = self.opts
+        return fetch_models(host, self.auth_headers, opts.request_timeout,
+                            plain_tls_context(opts.ca_bundle or None, opts.insecure))
 
-def fetch_first_model(host: str, headers: dict[str, str], timeout: float) -> str:
-    """The first model id listed by `GET {host}/v1/models`."""
+    def _check_model(self, host: str) -> None:
+        """Warn (once) when the server does not list the requested model."""
+        try:
+            listed = self._fetch_models(host)
+        except ModelDiscoveryError as exc:
+            log.warning("specload: could not check --model %s: %s", self._model, exc)
+            return
+        if self._model not in listed:
+            log.warning("specload: the server does not list model %r (it lists %s); it may "
+                        "serve another model or reject the requests", self._model,
+                        ", ".join(listed))
+
+
+def plain_tls_context(ca_bundle: str | None, insecure: bool) -> ssl.SSLContext:
+    """An ordinary client TLS context with the users' trust settings (for urllib)."""
+    if insecure:
+        return ssl._create_unverified_context()
+    return ssl.create_default_context(cafile=ca_bundle)
+
+
+def fetch_models(host: str, headers: dict[str, str], timeout: float,
+                 context: ssl.SSLContext | None = None) -> list[str]:
+    """The model ids listed by `GET {host}/v1/models` (at least one)."""
     url = host.rstrip("/") + MODELS_PATH
     request = urllib.request.Request(url, headers=headers)
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as resp:
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as resp:
             body: Any = orjson.loads(resp.read())
     except urllib.error.HTTPError as exc:
         raise ModelDiscoveryError(f"GET {MODELS_PATH}: HTTP {exc.code}") from exc
     except (OSError, orjson.JSONDecodeError) as exc:
         raise ModelDiscoveryError(f"GET {MODELS_PATH}: {exc}") from exc
     data = body.get("data") if isinstance(body, dict) else None
-    if not data or not isinstance(data[0], dict) or not data[0].get("id"):
+    ids = [str(m["id"]) for m in data or [] if isinstance(m, dict) and m.get("id")]
+    if not ids:
         raise ModelDiscoveryError(f"GET {MODELS_PATH} listed no model; pass --model")
-    return str(data[0]["id"])
+    return ids
 
 
 def _share(environment: Environment) -> tuple[int, int]:

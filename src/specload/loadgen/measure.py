@@ -1,13 +1,17 @@
-"""Pure per-request metric arithmetic, as defined in DESIGN.md "Metric definitions".
+"""Pure per-request metric arithmetic, as defined in docs/design.md "Metric definitions".
 
-`StreamTally` collects what a stream delivered (content-chunk arrival times, on the
-same clock as the send start `t0`, and token counts) and `StreamTally.result` turns it into TTFT,
-E2E, TPOT, output tokens and their source. Token-source rules: the final `usage` chunk
-wins; otherwise the cumulative per-chunk usage (`continuous_usage_stats`); otherwise the
-number of content chunks, which undercounts under speculative decoding. Per-chunk token
-counts come from differences of the cumulative usage seen at each content chunk; tokens
-reported on non-content chunks (a bare finish chunk) count towards the total only.
-`chunk_itls` and `token_itls` give the inter-token latencies from the same data.
+`StreamTally` collects what a stream delivered and `StreamTally.result` turns it into
+TTFT, E2E, TPOT, output tokens and their source. A *token chunk* is a chunk that carries
+generated text or, by the server's per-chunk usage, generated tokens (vLLM's last chunk
+often has empty text and the EOS token); TTFT is the first chunk with text, E2E the last
+token chunk. Token-source rules: the final `usage` chunk wins; otherwise the cumulative
+per-chunk usage (`continuous_usage_stats`); otherwise the number of content chunks
+(an undercount under speculative decoding). Per-chunk token counts come from
+differences of the cumulative usage; they are kept only when they add up to the total
+(a server whose per-chunk usage stays at zero, as Ollama's completions do, gets none),
+and tokens the final usage counts beyond them (an EOS the finish chunk never showed)
+are credited at the finish chunk's arrival. `chunk_itls` and `token_itls` give the
+inter-token latencies from the same data.
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ class Measured:
     output_tokens: int
     tokens_source: str  # one of records.TOKENS_SOURCES
     prompt_tokens: int | None
-    chunk_tokens: list[int] | None  # tokens per content chunk, None when not reported
+    arrivals: list[float]  # arrival time of each token chunk (epoch s)
+    chunk_tokens: list[int] | None  # tokens per token chunk, None when not known
     finish_reason: str
 
 
@@ -41,19 +46,23 @@ class StreamTally:
         "_final_tokens",
         "_per_chunk",
         "arrivals",
+        "finish_arrival",
         "finish_reason",
+        "first_text",
         "prompt_tokens",
         "t0",
     )
 
     def __init__(self, t0: float) -> None:
         self.t0 = t0
-        self.arrivals: list[float] = []  # arrival time of each content chunk
+        self.arrivals: list[float] = []  # arrival time of each token chunk
+        self.first_text: float | None = None  # arrival of the first chunk with text
         self._per_chunk: list[int] | None = []
         self._cum_seen: int | None = None  # latest cumulative completion tokens seen
         self._final_tokens: int | None = None
         self.prompt_tokens: int | None = None
         self.finish_reason = ""
+        self.finish_arrival: float | None = None
 
     def add(self, now: float, chunk: Chunk) -> None:
         """Account for one parsed chunk that arrived at time `now`."""
@@ -61,11 +70,15 @@ class StreamTally:
             self.prompt_tokens = chunk.prompt_tokens
         if chunk.finish_reason:
             self.finish_reason = chunk.finish_reason
+            self.finish_arrival = now
         cum = chunk.completion_tokens
         if chunk.usage_only:
             self._final_tokens = cum
             return
-        if chunk.has_content:
+        grew = cum is not None and cum > (self._cum_seen or 0)
+        if chunk.has_content or grew:
+            if chunk.has_content and self.first_text is None:
+                self.first_text = now
             self.arrivals.append(now)
             if self._per_chunk is not None:
                 if cum is None:
@@ -75,18 +88,36 @@ class StreamTally:
         if cum is not None:
             self._cum_seen = cum
 
+    @property
+    def has_text(self) -> bool:
+        return self.first_text is not None
+
+    def _tokens(self) -> tuple[int, str]:
+        if self._final_tokens is not None:
+            return self._final_tokens, "usage"
+        if self._cum_seen:
+            return self._cum_seen, "continuous_usage"
+        return len(self.arrivals), "chunks"
+
+    def _chunk_tokens(self, tokens: int) -> tuple[list[float], list[int] | None]:
+        """Token chunks and their counts, the counts only when they add up to `tokens`."""
+        arrivals, per = self.arrivals, self._per_chunk
+        if not per or not arrivals or self._cum_seen is None:
+            return arrivals, None
+        counted = sum(per)
+        if counted == tokens:
+            return arrivals, per
+        late = self.finish_arrival
+        if 0 < counted < tokens and late is not None and late >= arrivals[-1]:
+            return [*arrivals, late], [*per, tokens - counted]
+        return arrivals, None
+
     def result(self) -> Measured:
         """The request's figures from everything tallied so far."""
-        arrivals = self.arrivals
-        n = len(arrivals)
-        if self._final_tokens is not None:
-            tokens, source = self._final_tokens, "usage"
-        elif self._cum_seen is not None:
-            tokens, source = self._cum_seen, "continuous_usage"
-        else:
-            tokens, source = n, "chunks"
-        ttft = (arrivals[0] - self.t0) * 1e3 if n else None
-        e2e = (arrivals[-1] - self.t0) * 1e3 if n else None
+        tokens, source = self._tokens()
+        arrivals, per_chunk = self._chunk_tokens(tokens)
+        ttft = (self.first_text - self.t0) * 1e3 if self.first_text is not None else None
+        e2e = (arrivals[-1] - self.t0) * 1e3 if arrivals and ttft is not None else None
         return Measured(
             ttft_ms=ttft,
             e2e_ms=e2e,
@@ -94,7 +125,8 @@ class StreamTally:
             output_tokens=tokens,
             tokens_source=source,
             prompt_tokens=self.prompt_tokens,
-            chunk_tokens=self._per_chunk if self._per_chunk and n else None,
+            arrivals=arrivals,
+            chunk_tokens=per_chunk,
             finish_reason=self.finish_reason,
         )
 

@@ -9,6 +9,7 @@ at test start or task time, never at import or init.
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass, fields
 
 from locust import events
@@ -16,6 +17,8 @@ from locust.env import Environment
 
 DEFAULT_MAX_TOKENS = 256
 DEFAULT_REQUEST_TIMEOUT_S = 300.0
+DEFAULT_FAILURE_BACKOFF_S = 2.0
+DEFAULT_REQUEST_ID_HEADER = "X-Request-Id"
 
 
 @events.init_command_line_parser.add_listener
@@ -46,6 +49,19 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--request-timeout", type=float, default=DEFAULT_REQUEST_TIMEOUT_S,
                        include_in_web_ui=True,
                        help="seconds to wait for the first byte and between chunks")
+    group.add_argument("--failure-backoff", type=float, default=DEFAULT_FAILURE_BACKOFF_S,
+                       include_in_web_ui=True,
+                       help="after a failed request a user waits 0.1 s, doubling up to this "
+                       "many seconds, until a request succeeds (0: no waiting)")
+    group.add_argument("--request-id-header", default=DEFAULT_REQUEST_ID_HEADER,
+                       include_in_web_ui=True,
+                       help="header carrying each request's UUID ('off': send none)")
+    group.add_argument("--ca-bundle", default="", include_in_web_ui=True,
+                       help="HTTPS: CA certificates to trust (default: the system's, "
+                       "SSL_CERT_FILE honoured)")
+    group.add_argument("--insecure", action="store_true", default=False,
+                       include_in_web_ui=True,
+                       help="HTTPS: do not verify the server's certificate")
     group.add_argument("--continuous-usage", action=argparse.BooleanOptionalAction,
                        default=True, include_in_web_ui=True,
                        help="ask for per-chunk usage (continuous_usage_stats) so token "
@@ -68,6 +84,10 @@ class RunOptions:
     seed: int = 0
     api_key_env: str = "OPENAI_API_KEY"
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT_S
+    failure_backoff: float = DEFAULT_FAILURE_BACKOFF_S
+    request_id_header: str = DEFAULT_REQUEST_ID_HEADER
+    ca_bundle: str = ""
+    insecure: bool = False
     continuous_usage: bool = True
     records: bool = True
 
@@ -97,3 +117,7 @@ class RunOptions:
             raise ValueError(f"--request-timeout must be > 0, got {self.request_timeout}")
         if self.temperature < 0:
             raise ValueError(f"--temperature must be >= 0, got {self.temperature}")
+        if self.failure_backoff < 0:
+            raise ValueError(f"--failure-backoff must be >= 0, got {self.failure_backoff}")
+        if self.ca_bundle and not os.path.isfile(self.ca_bundle):
+            raise ValueError(f"--ca-bundle {self.ca_bundle}: no such file")

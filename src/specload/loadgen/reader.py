@@ -18,6 +18,9 @@ gevent's own `recv` would first fail with EAGAIN, raise and catch that error, an
 a fresh `Timeout` for every wait. The between-chunks timeout is one reusable `Timeout`
 per reader. `readlines` hands out every complete line already buffered in one piece
 (an SSE event and its blank line), so the decoder sees one call per event, not two.
+Over HTTPS the connection is a `tls.TLSStream`: the reader reads its ciphertext from the
+TCP socket the same way (stamped) and takes the plaintext from the in-memory TLS
+object, so HTTPS keeps the kernel's stamps.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from typing import Any
 
 from gevent import Timeout
 from geventhttpclient.response import HTTPConnectionClosed
+
+from specload.loadgen.tls import CIPHER_BLOCK, TLSStream
 
 # Not exported by Python's socket module; SO_TIMESTAMPNS(_OLD) in asm-generic/socket.h.
 _SO_TIMESTAMPNS = 35
@@ -68,7 +73,7 @@ _STAMPING_KEEPER = _keep_stamping_on()
 class LineReader:
     """Reads LF-terminated lines of one response body with their arrival times."""
 
-    __slots__ = ("_full", "_gevent", "_kernel", "_timer", "last_stamp", "raw")
+    __slots__ = ("_full", "_gevent", "_kernel", "_timer", "_tls", "last_stamp", "raw")
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
@@ -76,6 +81,9 @@ class LineReader:
         self._kernel = False
         self._full = False  # the last read filled its buffer: more is probably waiting
         sock = raw._sock
+        self._tls: TLSStream | None = None
+        if isinstance(sock, TLSStream):
+            self._tls, sock = sock, sock.tcp
         # a gevent socket: wait on its read watcher ourselves (see the module docstring)
         self._gevent = sock is not None and hasattr(sock, "_read_event")
         self._timer: Timeout | None = None
@@ -134,6 +142,12 @@ class LineReader:
         return buf
 
     def _recv(self, sock: Any, size: int) -> bytes:
+        tls = self._tls
+        if tls is not None:
+            return tls.read_plain(size, lambda: self._recv_stamped(tls.tcp, CIPHER_BLOCK))
+        return self._recv_stamped(sock, size)
+
+    def _recv_stamped(self, sock: Any, size: int) -> bytes:
         if self._gevent:
             if not self._full:
                 self._wait(sock)

@@ -33,6 +33,7 @@ makes geventhttpclient's keep-alive check non-yielding (`keepalive`).
 from __future__ import annotations
 
 import logging
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -46,10 +47,11 @@ from locust.exception import CatchResponseError, StopUser
 
 from specload.errors import UserError
 from specload.loadgen import client_stats as _client_stats  # noqa: F401  (CPU/lag probe)
-from specload.loadgen import keepalive
+from specload.loadgen import keepalive, tls
 from specload.loadgen import options as _options  # noqa: F401  (registers the arguments)
 from specload.loadgen.chunks import DONE, MalformedChunk, error_message_from_body, parse_chunk
 from specload.loadgen.context import ModelDiscoveryError, ProcessContext
+from specload.loadgen.inflight import IN_FLIGHT
 from specload.loadgen.measure import Measured, StreamTally
 from specload.loadgen.options import DEFAULT_REQUEST_TIMEOUT_S, RunOptions
 from specload.loadgen.reader import LineReader
@@ -70,7 +72,7 @@ _chunk_count_warned = False
 class _Outcome:
     """How one request ended, filled in while it runs."""
 
-    __slots__ = ("detail", "error", "error_kind", "raw", "status")
+    __slots__ = ("detail", "done", "error", "error_kind", "raw", "status")
 
     def __init__(self) -> None:
         self.status = 0
@@ -78,6 +80,7 @@ class _Outcome:
         self.error = ""  # short message, grouped in Locust's failures table
         self.detail = ""  # more for the record row only (e.g. the malformed payload)
         self.raw: Any = None  # geventhttpclient response, released on abort
+        self.done = False  # `data: [DONE]` arrived
 
     def full_error(self) -> str:
         return f"{self.error}: {self.detail}" if self.detail else self.error
@@ -98,18 +101,23 @@ class StreamingUser(FastHttpUser):
     payload: ClassVar[Callable[[Prompt, str, RunOptions], dict[str, Any]]]
 
     def __init__(self, environment: Environment) -> None:
-        timeout = RunOptions.from_env(environment, check=False).request_timeout
+        opts = RunOptions.from_env(environment, check=False)
+        timeout = opts.request_timeout
         if timeout <= 0:  # reported at test_start; the first task then stops this user
             timeout = DEFAULT_REQUEST_TIMEOUT_S
         # FastHttpUser builds its connection pool from these in __init__: socket reads
-        # (first byte, and between chunks) and connects time out after --request-timeout.
+        # (first byte, and between chunks) and connects time out after --request-timeout;
+        # HTTPS verifies certificates unless --insecure (Locust's default is not to).
         self.network_timeout = timeout
         self.connection_timeout = timeout
+        self.insecure = opts.insecure
+        self.ssl_context_factory = tls.context_factory(opts.ca_bundle or None, opts.insecure)
         super().__init__(environment)
         self.recorder = Recorder.for_env(environment)
         self.ctx: ProcessContext | None = None
         self.user_id = 0
         self._headers: dict[str, str] = {}
+        self._backoff = Backoff(opts.failure_backoff)
 
     def _setup(self) -> ProcessContext:
         """Join this test's process context (at the first task, so StopUser stays quiet)."""
@@ -128,7 +136,9 @@ class StreamingUser(FastHttpUser):
 
     @task
     def generate(self) -> None:
+        IN_FLIGHT.park_while_draining()
         ctx = self.ctx or self._setup()
+        waited = self._backoff.wait()
         try:
             model = ctx.model(self.host)
         except ModelDiscoveryError as exc:
@@ -136,20 +146,29 @@ class StreamingUser(FastHttpUser):
                 request_type="GET", name="/v1/models", response_time=0, response_length=0,
                 exception=CatchResponseError(str(exc)), context={},
             )
-            gevent.sleep(1.0)  # do not spin while the server is not up yet
+            self._backoff.failed(max_s=1.0)  # do not spin while the server is not up yet
             return
-        self.stream(ctx, ctx.next_prompt(), model)
+        ok = self.stream(ctx, ctx.next_prompt(), model, waited)
+        if ok:
+            self._backoff.succeeded()
+        else:
+            self._backoff.failed()
 
-    def stream(self, ctx: ProcessContext, prompt: Prompt, model: str) -> None:
-        """Send one streaming request, report it to Locust and record it."""
+    def stream(self, ctx: ProcessContext, prompt: Prompt, model: str,
+               backoff_s: float = 0.0) -> bool:
+        """Send one streaming request, report it to Locust and record it; True if it
+        succeeded."""
         START_GATE.wait()  # reads in flight go first (see start_gate)
         opts = ctx.opts
         request_id = ctx.next_request_id()
         body = orjson.dumps(self.payload(prompt, model, opts))
-        headers = {**self._headers, "X-Request-Id": request_id}
+        headers = self._headers
+        if ctx.request_id_header:
+            headers = {**headers, ctx.request_id_header: request_id}
         out = _Outcome()
         start = time.time()
         tally = StreamTally(start)
+        key = IN_FLIGHT.begin(start)
         try:
             with self.client.post(self.path, data=body, headers=headers, stream=True,
                                   catch_response=True) as resp:
@@ -157,7 +176,7 @@ class StreamingUser(FastHttpUser):
                 measured = tally.result()
                 self._report(resp, measured, out, tally)
         except Exception as exc:  # raised by post() itself, before there is a response
-            out.fail("connection", f"request failed: {type(exc).__name__}")
+            out.fail("connection", f"request failed: {type(exc).__name__}: {exc}")
             measured = tally.result()
             self.environment.events.request.fire(
                 request_type="POST", name=self.path, response_time=_elapsed_ms(tally),
@@ -166,64 +185,60 @@ class StreamingUser(FastHttpUser):
         except BaseException:  # GreenletExit: the user is being stopped mid-request
             _release(out)
             out.fail("interrupted", "user stopped while the request was in flight")
-            self._record(ctx, request_id, prompt, start, tally, tally.result(), out, True)
+            self._record(ctx, request_id, prompt, start, tally.result(), out, True, backoff_s)
+            IN_FLIGHT.end(key)
             raise
-        self._record(ctx, request_id, prompt, start, tally, measured, out, False)
+        self._record(ctx, request_id, prompt, start, measured, out, False, backoff_s)
+        IN_FLIGHT.end(key)
+        return not out.error_kind
 
     def _read(self, resp: Any, tally: StreamTally, out: _Outcome) -> None:
         """Consume the response; on any problem set `out` and return (never raises)."""
-        out.status = resp.status_code or 0
-        error = getattr(resp, "error", None)
-        if out.status == 0:
-            error = getattr(error, "original", None) or error  # unwrap RetriesExceeded
-            if isinstance(error, TimeoutError):
-                out.fail("timeout_first_byte", "timeout before response headers")
-            else:
-                out.fail("connection", f"connection failed: {type(error).__name__}")
-            return
-        if out.status >= 300 or error is not None:
-            out.fail("http_error", f"HTTP {out.status}: {_error_body(resp)}")
-            return
-        ctype = resp.headers.get("content-type", "") if resp.headers else ""
-        if ctype and "event-stream" not in ctype:
-            out.fail("malformed_chunk", f"not an event stream: {ctype}")
+        if not _accept_head(resp, out):
             return
         out.raw = raw = resp._response
         reader = LineReader(raw)
-        decoder = SSEDecoder()
-        done = False
         try:
-            while True:
-                lines, stamp = reader.readlines()
-                if not lines:
-                    break
-                for event in decoder.feed(lines):
-                    done = done or self._on_event(event.data, stamp, tally, out)
-                if out.error_kind or done:
-                    break
-            if done and not raw.message_complete:
-                _read_body_end(reader)
-            if not done and not out.error_kind:
-                last = decoder.finish()
-                done = last is not None and self._on_event(last.data, reader.last_stamp,
-                                                           tally, out)
-            if not done and not out.error_kind:
-                out.fail("stream_cut", "stream cut before [DONE]")
+            self._read_events(reader, tally, out)
         except MalformedChunk as exc:
             out.fail("malformed_chunk", f"malformed chunk: {exc}")
             out.detail = exc.preview
         except TimeoutError:
-            if done:  # the server kept the connection open after [DONE]
+            if out.done:  # the server kept the connection open after [DONE]
                 pass
             elif tally.arrivals:
                 out.fail("timeout_between_chunks", "timeout between chunks")
             else:
                 out.fail("timeout_first_byte", "timeout before first token")
         except (HTTPParseError, OSError) as exc:
-            if not done:  # after [DONE] a broken connection costs nothing
+            if not out.done:  # after [DONE] a broken connection costs nothing
                 out.fail("stream_cut", f"stream cut before [DONE] ({type(exc).__name__})")
+        if not out.error_kind:
+            _judge_complete_stream(tally, out)
         if out.error_kind or not raw.message_complete:
             _release(out)
+
+    def _read_events(self, reader: LineReader, tally: StreamTally, out: _Outcome) -> None:
+        raw = reader.raw
+        decoder = SSEDecoder()
+        while True:
+            lines, stamp = reader.readlines()
+            if not lines:
+                break
+            for event in decoder.feed(lines):
+                out.done = out.done or self._on_event(event.data, stamp, tally, out)
+            if out.error_kind or out.done:
+                break
+        if out.done and not raw.message_complete:
+            _read_body_end(reader)
+        if not out.done and not out.error_kind:
+            last = decoder.finish()
+            out.done = last is not None and self._on_event(last.data, reader.last_stamp,
+                                                           tally, out)
+        if not out.done and not out.error_kind and not (raw.message_complete
+                                                        and tally.finish_reason):
+            # a body that ends cleanly after a finish_reason needs no [DONE]
+            out.fail("stream_cut", "stream cut before [DONE]")
 
     @staticmethod
     def _on_event(data: bytes, now: float, tally: StreamTally, out: _Outcome) -> bool:
@@ -256,22 +271,84 @@ class StreamingUser(FastHttpUser):
             _warn_chunk_counting()
 
     def _record(self, ctx: ProcessContext, request_id: str, prompt: Prompt, start: float,
-                tally: StreamTally, measured: Measured, out: _Outcome,
-                interrupted: bool) -> None:
+                measured: Measured, out: _Outcome, interrupted: bool,
+                backoff_s: float) -> None:
         if not self.recorder.enabled:
             return
-        arrivals = tally.arrivals
-        gaps, tokens = encode_chunks(start, arrivals, measured.chunk_tokens)
+        gaps, tokens = encode_chunks(start, measured.arrivals, measured.chunk_tokens)
         self.recorder.add(RequestRecord(
             request_id=request_id, client_id=ctx.client_id, user_id=self.user_id,
             endpoint=self.endpoint, category=prompt.category, start=start, end=time.time(),
             status=out.status, ttft_ms=measured.ttft_ms, e2e_ms=measured.e2e_ms,
             tpot_ms=measured.tpot_ms, output_tokens=measured.output_tokens,
             prompt_tokens=measured.prompt_tokens, tokens_source=measured.tokens_source,
-            num_chunks=len(arrivals), finish_reason=measured.finish_reason,
+            num_chunks=len(measured.arrivals), finish_reason=measured.finish_reason,
             error_kind=out.error_kind, error=out.full_error(), interrupted=interrupted,
-            chunk_gaps_us=gaps, chunk_tokens=tokens,
+            chunk_gaps_us=gaps, chunk_tokens=tokens, backoff_ms=backoff_s * 1e3,
         ))
+
+
+class Backoff:
+    """Waits after failed requests: exponential from 0.1 s up to a cap, reset on success.
+
+    A user whose requests fail at once would otherwise send thousands a second (an
+    all-400 server, a dead one); a cap of 0 turns it off.
+    """
+
+    __slots__ = ("cap_s", "next_s")
+    FIRST_S = 0.1
+
+    def __init__(self, cap_s: float) -> None:
+        self.cap_s = cap_s
+        self.next_s = 0.0
+
+    def failed(self, max_s: float | None = None) -> None:
+        cap = self.cap_s if max_s is None else min(self.cap_s or max_s, max_s)
+        self.next_s = min(cap, self.next_s * 2 if self.next_s else self.FIRST_S)
+
+    def succeeded(self) -> None:
+        self.next_s = 0.0
+
+    def wait(self) -> float:
+        """Sleep the current backoff (if any); returns the seconds slept."""
+        if self.next_s <= 0:
+            return 0.0
+        t0 = time.monotonic()
+        gevent.sleep(self.next_s)
+        return time.monotonic() - t0
+
+
+def _accept_head(resp: Any, out: _Outcome) -> bool:
+    """Status and content type: True for a 2xx event stream, else `out` says why."""
+    out.status = resp.status_code or 0
+    error = getattr(resp, "error", None)
+    if out.status == 0:
+        error = getattr(error, "original", None) or error  # unwrap RetriesExceeded
+        if isinstance(error, TimeoutError):
+            out.fail("timeout_first_byte", "timeout before response headers")
+        elif isinstance(error, ssl.SSLError):
+            reason = getattr(error, "reason", None) or str(error)
+            out.fail("tls", f"TLS handshake failed: {reason}")
+        else:
+            out.fail("connection", f"connection failed: {type(error).__name__}")
+        return False
+    if out.status >= 300 or error is not None:
+        out.fail("http_error", f"HTTP {out.status}: {_error_body(resp)}")
+        return False
+    ctype = resp.headers.get("content-type", "") if resp.headers else ""
+    if ctype and "event-stream" not in ctype:
+        out.fail("malformed_chunk", f"not an event stream: {ctype}")
+        return False
+    return True
+
+
+def _judge_complete_stream(tally: StreamTally, out: _Outcome) -> None:
+    """A stream that ended properly can still be empty, or cut short without a word."""
+    measured_tokens = tally.result().output_tokens
+    if measured_tokens == 0 and not tally.has_text:
+        out.fail("empty_stream", "stream ended without a token")
+    elif not tally.finish_reason:
+        out.fail("no_finish_reason", "stream ended without a finish_reason")
 
 
 def _common_fields(prompt: Prompt, model: str, opts: RunOptions) -> dict[str, Any]:

@@ -130,7 +130,7 @@ def test_connection_refused_with_explicit_model(locust_run):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    run = locust_run("chat.py", f"http://127.0.0.1:{port}", users=1, run_time="1s",
+    run = locust_run("chat.py", f"http://127.0.0.1:{port}", users=1, run_time="2s",
                      extra=["--model", "m"])
     rows = [r for r in run.requests() if r["interrupted"] == "0"]
     assert rows and {r["error_kind"] for r in rows} == {"connection"}

@@ -46,6 +46,9 @@ def test_finish_reason_and_final_usage_chunk() -> None:
     final = parse_chunk(b'{"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 42}}')
     assert final.usage_only and final.completion_tokens == 42 and final.prompt_tokens == 5
     assert not parse_chunk(b'{"choices": [], "usage": null}').usage_only
+    # a usage chunk that leaves `choices` out altogether
+    bare = parse_chunk(b'{"id": "x", "usage": {"prompt_tokens": 5, "completion_tokens": 42}}')
+    assert bare.usage_only and bare.completion_tokens == 42
 
 
 @pytest.mark.parametrize("body, message", [
@@ -72,4 +75,6 @@ def test_error_message_from_body() -> None:
     assert error_message_from_body(b'{"error": {"message": "rate limited"}}') == "rate limited"
     assert error_message_from_body(b'{"detail": "Not Found"}') == "Not Found"
     assert error_message_from_body(b"Internal   Server\nError") == "Internal Server Error"
-    assert len(error_message_from_body(b"x" * 500)) <= 120
+    assert len(error_message_from_body(b"x" * 500)) == 200  # the first 200 characters
+    for empty in (b"", b"  \n"):
+        assert error_message_from_body(empty) == "(empty body)"

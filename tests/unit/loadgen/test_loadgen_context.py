@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import socket
+import uuid
 
 import locust
 import pytest
 from locust.argument_parser import get_parser
 from locust.env import Environment
 
-from specload.loadgen.context import ModelDiscoveryError, ProcessContext, fetch_first_model
+from specload.loadgen.context import ModelDiscoveryError, ProcessContext, fetch_models
 from specload.prompts import PromptOrder, load_prompts
 
 
@@ -26,9 +27,9 @@ def test_ids_headers_model_and_prompts(monkeypatch: pytest.MonkeyPatch) -> None:
     ctx = ProcessContext.for_env(env)
     assert ProcessContext.for_env(env) is ctx
     assert ctx.client_id == f"{socket.gethostname()}-{os.getpid()}"
-    first, second = ctx.next_request_id(), ctx.next_request_id()
-    assert first.startswith(ctx.client_id + "-")
-    assert int(second.rsplit("-", 1)[1]) == int(first.rsplit("-", 1)[1]) + 1
+    ids = [ctx.next_request_id() for _ in range(100)]
+    assert len(set(ids)) == 100 and all(uuid.UUID(i).version == 4 for i in ids)
+    assert ctx.request_id_header == "X-Request-Id"
     assert ctx.auth_headers == {"Authorization": "Bearer k-123"}
     assert ctx.model("http://127.0.0.1:9") == "my-model"  # no discovery needed
     order = PromptOrder(load_prompts(None), seed=7)
@@ -40,14 +41,18 @@ def test_no_key_no_header(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ProcessContext.for_env(make_env()).auth_headers == {}
 
 
-def test_new_test_gets_a_new_context_but_ids_continue() -> None:
+def test_new_test_gets_a_new_context() -> None:
     env = make_env("--model", "m")
     ctx = ProcessContext.for_env(env)
-    last = int(ctx.next_request_id().rsplit("-", 1)[1])
     env.events.test_start.fire(environment=env)
-    fresh = ProcessContext.for_env(env)
-    assert fresh is not ctx
-    assert int(fresh.next_request_id().rsplit("-", 1)[1]) == last + 1
+    assert ProcessContext.for_env(env) is not ctx
+
+
+@pytest.mark.parametrize(("given", "header"), [("off", ""), ("X-Request-ID", "X-Request-ID"),
+                                               ("none", "")])
+def test_request_id_header_can_be_renamed_or_dropped(given: str, header: str) -> None:
+    env = make_env("--model", "m", "--request-id-header", given)
+    assert ProcessContext.for_env(env).request_id_header == header
 
 
 def test_model_discovery_failure_is_one_line() -> None:
@@ -55,4 +60,4 @@ def test_model_discovery_failure_is_one_line() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with pytest.raises(ModelDiscoveryError, match="GET /v1/models"):
-        fetch_first_model(f"http://127.0.0.1:{port}", {}, timeout=2)
+        fetch_models(f"http://127.0.0.1:{port}", {}, timeout=2)

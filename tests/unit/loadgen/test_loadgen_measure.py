@@ -43,13 +43,36 @@ def test_continuous_usage_without_final_chunk() -> None:
     assert (m.output_tokens, m.tokens_source, m.chunk_tokens) == (7, "continuous_usage", [2, 3, 2])
 
 
-def test_tokens_on_trailing_finish_chunk_count_in_total_only() -> None:
+def test_a_token_on_an_empty_finish_chunk_is_credited_when_it_arrives() -> None:
+    # vLLM: the last step produced only EOS, sent as content "" with its usage
     t = StreamTally(t0=0.0)
     t.add(0.01, content(1))
     t.add(0.02, content(2))
     t.add(0.03, Chunk(finish_reason="stop", completion_tokens=3))
     m = t.result()
-    assert (m.output_tokens, m.chunk_tokens) == (3, [1, 1])
+    assert (m.output_tokens, m.chunk_tokens, m.arrivals) == (3, [1, 1, 1], [0.01, 0.02, 0.03])
+    assert m.e2e_ms == pytest.approx(30.0) and m.ttft_ms == pytest.approx(10.0)
+
+
+def test_tokens_only_the_final_usage_counts_go_to_the_finish_chunk() -> None:
+    t = StreamTally(t0=0.0)
+    t.add(0.01, content(1))
+    t.add(0.02, content(2))
+    t.add(0.03, Chunk(finish_reason="stop"))
+    t.add(0.04, Chunk(usage_only=True, completion_tokens=3))
+    m = t.result()
+    assert (m.chunk_tokens, m.arrivals) == ([1, 1, 1], [0.01, 0.02, 0.03])
+
+
+def test_per_chunk_usage_that_stays_at_zero_is_not_believed() -> None:
+    # Ollama's /v1/completions: every chunk carries an all-zero usage object
+    t = StreamTally(t0=0.0)
+    for i in range(3):
+        t.add(0.1 * (i + 1), content(0))
+    t.add(0.4, Chunk(usage_only=True, completion_tokens=3))
+    m = t.result()
+    assert (m.output_tokens, m.tokens_source, m.chunk_tokens) == (3, "usage", None)
+    assert len(m.arrivals) == 3
 
 
 def test_chunk_counting_when_server_reports_nothing() -> None:

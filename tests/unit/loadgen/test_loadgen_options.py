@@ -27,9 +27,14 @@ def test_values_are_parsed() -> None:
         "--model", "m", "--max-tokens", "64", "--ignore-eos", "--min-tokens", "64",
         "--temperature", "0.7", "--seed", "9", "--api-key-env", "MY_KEY",
         "--request-timeout", "12.5", "--no-continuous-usage", "--no-records",
-        "--prompts", "p.jsonl",
+        "--prompts", "p.jsonl", "--failure-backoff", "0", "--request-id-header", "off",
+        "--insecure",
     ))
-    assert opts == RunOptions("m", 64, True, 64, 0.7, "p.jsonl", 9, "MY_KEY", 12.5, False, False)
+    assert opts == RunOptions(
+        model="m", max_tokens=64, ignore_eos=True, min_tokens=64, temperature=0.7,
+        prompts="p.jsonl", seed=9, api_key_env="MY_KEY", request_timeout=12.5,
+        failure_backoff=0.0, request_id_header="off", ca_bundle="", insecure=True,
+        continuous_usage=False, records=False)
 
 
 def test_all_options_are_in_the_web_ui() -> None:
@@ -45,6 +50,8 @@ def test_bare_environment_uses_defaults() -> None:
     (["--min-tokens", "-1"], "--min-tokens"),
     (["--request-timeout", "0"], "--request-timeout"),
     (["--temperature", "-0.5"], "--temperature"),
+    (["--failure-backoff", "-1"], "--failure-backoff"),
+    (["--ca-bundle", "/no/such/file.pem"], "--ca-bundle"),
 ])
 def test_invalid_values(args: list[str], fragment: str) -> None:
     with pytest.raises(ValueError, match=fragment):

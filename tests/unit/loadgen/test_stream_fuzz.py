@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from specload.loadgen.chunks import MalformedChunk, error_message_from_body
 from specload.loadgen.measure import StreamTally
 from specload.loadgen.sse import SSEDecoder
-from specload.loadgen.users import StreamingUser, _Outcome
+from specload.loadgen.users import StreamingUser, _judge_complete_stream, _Outcome
 from specload.records import ERROR_KINDS, REQUEST_COLUMNS, RequestRecord, encode_chunks
 
 json_values = st.recursive(
@@ -60,6 +60,8 @@ def consume(body: bytes, cuts: list[int]) -> tuple[_Outcome, StreamTally, bool]:
             done = last is not None and StreamingUser._on_event(last.data, 2000.0, tally, out)
         if not done and not out.error_kind:
             out.fail("stream_cut", "stream cut before [DONE]")
+        if not out.error_kind:
+            _judge_complete_stream(tally, out)
     except MalformedChunk as exc:
         out.fail("malformed_chunk", f"malformed chunk: {exc}")
         out.detail = exc.preview
@@ -73,7 +75,7 @@ def test_arbitrary_bytes_end_in_a_result_or_a_failure_kind(body: bytes, cuts: li
     assert out.error_kind in ERROR_KINDS or (out.error_kind == "" and done)
     assert "\n" not in out.error
     measured = tally.result()
-    gaps, tokens = encode_chunks(tally.t0, tally.arrivals, measured.chunk_tokens)
+    gaps, tokens = encode_chunks(tally.t0, measured.arrivals, measured.chunk_tokens)
     row = RequestRecord(
         request_id="c-1", client_id="c", user_id=1, endpoint="chat", category="fuzz",
         start=tally.t0, end=tally.t0 + 1, status=200, ttft_ms=measured.ttft_ms,
@@ -88,12 +90,12 @@ def test_arbitrary_bytes_end_in_a_result_or_a_failure_kind(body: bytes, cuts: li
 @given(st.binary(max_size=300) | json_values.map(lambda v: json.dumps(v).encode()))
 def test_error_bodies_always_give_a_short_message(body: bytes) -> None:
     message = error_message_from_body(body)
-    assert isinstance(message, str) and len(message) <= 120 and "\n" not in message
+    assert isinstance(message, str) and 0 < len(message) <= 200 and "\n" not in message
 
 
 def test_decoder_splits_do_not_change_the_outcome() -> None:
-    body = (b'data: {"choices": [{"delta": {"content": "a"}}], "usage": '
-            b'{"completion_tokens": 2}}\r\n\r\ndata: [DONE]\n\n')
+    body = (b'data: {"choices": [{"delta": {"content": "a"}, "finish_reason": "stop"}], '
+            b'"usage": {"completion_tokens": 2}}\r\n\r\ndata: [DONE]\n\n')
     whole = consume(body, [])
     for cut in range(len(body) + 1):
         out, tally, done = consume(body, [cut])
