@@ -21,22 +21,23 @@ from pathlib import Path
 import pandas as pd
 
 from specload import records
-from specload.report import chunks, client_metrics, client_stats, locust_history, server_metrics
+from specload.report import client_metrics, client_stats, locust_history, server_metrics
 from specload.report.run_files import ArmSource, RepSource, RunSource, read_rep
 from specload.report.windows import rung_windows
 
 SUMMARY_COLUMNS = (
-    "arm", "concurrency", "output_tok_s", "output_tok_s_per_user", "requests_per_s",
-    "requests", "failures", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms",
+    "arm", "concurrency", "output_tok_s", "decode_tok_s_per_user", "request_tok_s_p50",
+    "requests_per_s", "requests", "failures", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms",
+    "tpot_p99_ms",
     "itl_chunk_p50_ms", "itl_token_p50_ms", "e2e_p50_ms", "tokens_per_chunk",
     "achieved_concurrency", "server_output_tok_s", "accept_len_mean", "accept_rate",
 )
-SUM_COLUMNS = ("requests", "requests_started", "failures", "interrupted")
+SUM_COLUMNS = ("requests", "requests_started", "failures", "interrupted", "timeouts")
 SPREAD_COLUMN = "output_tok_s"
 # Below this many bytes of request records, worker processes cost more than they save.
 PARALLEL_MIN_BYTES = 20_000_000
 # Columns kept per repeat only (they make no sense averaged).
-_REP_ONLY = ("rep", "window_start", "failures_by_kind", "window_source")
+_REP_ONLY = ("rep", "window_start", "failures_by_kind", "window_source", "top_failure")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +52,7 @@ def measure_rep(job: RepJob) -> pd.DataFrame:
     windows, source = rung_windows(data.rungs, data.history, data.requests)
     if not windows:
         return pd.DataFrame()
-    ch = chunks.build(data.requests)
-    table = client_metrics.rung_metrics(data.requests, ch, windows)
+    table = client_metrics.measure(data.requests, windows)
     extra = []
     server = server_metrics.index_metrics(data.server)
     end = data.requests["end"].to_numpy(dtype=float)
@@ -114,7 +114,8 @@ def combine_reps(per_rep: pd.DataFrame, arms: Sequence[ArmSource]) -> pd.DataFra
     spread = grouped[SPREAD_COLUMN].agg(["min", "max", "std", "count"])
     spread.columns = [f"{SPREAD_COLUMN}_{c}" for c in ("min", "max", "std")] + ["reps"]
     kinds = grouped["failures_by_kind"].agg(lambda s: _merge_kinds(list(s)))
-    out = pd.concat([means, sums, spread, kinds], axis=1).reset_index()
+    top = grouped["top_failure"].agg(lambda s: next((x for x in s if x), ""))
+    out = pd.concat([means, sums, spread, kinds, top], axis=1).reset_index()
     out["failure_rate"] = out["failures"] / (out["requests"] + out["failures"]).where(
         lambda x: x > 0)
     order = {a.name: i for i, a in enumerate(arms)}

@@ -34,6 +34,23 @@ class Chunks:
         """A per-row array expanded to one value per chunk."""
         return np.repeat(per_row, self.counts)
 
+    def subset(self, rows: np.ndarray) -> Chunks:
+        """The arrays of the rows selected by a boolean mask, in row order."""
+        counts = self.counts[rows]
+        flat = _flat_index(self.first_index[rows], counts)
+        return Chunks(gap_us=self.gap_us[flat], tokens=self.tokens[flat], counts=counts,
+                      first_index=np.cumsum(counts) - counts,
+                      row_tokens=self.row_tokens[rows],
+                      first_arrival=self.first_arrival[rows],
+                      last_arrival=self.last_arrival[rows])
+
+
+def _flat_index(first: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Flat chunk indices of rows starting at `first` with `counts` chunks each."""
+    total = int(counts.sum())
+    base = np.cumsum(counts) - counts
+    return np.repeat(first - base, counts) + np.arange(total)
+
 
 def _row_sums(values: np.ndarray, counts: np.ndarray, first_index: np.ndarray) -> np.ndarray:
     sums = np.zeros(counts.size, dtype=float)
@@ -79,11 +96,10 @@ def _chunk_tokens(requests: pd.DataFrame, counts: np.ndarray) -> np.ndarray:
 def arrivals(ch: Chunks, start: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Arrival time (epoch s) and tokens of every chunk of the given rows."""
     counts = ch.counts[rows]
-    total = int(counts.sum())
-    if total == 0:
+    if int(counts.sum()) == 0:
         return np.zeros(0), np.zeros(0)
     base = np.cumsum(counts) - counts
-    index = np.repeat(ch.first_index[rows] - base, counts) + np.arange(total)
+    index = _flat_index(ch.first_index[rows], counts)
     gaps = ch.gap_us[index]
     cum = np.cumsum(gaps)
     offset_us = cum - np.repeat((cum - gaps)[base[counts > 0]], counts[counts > 0])

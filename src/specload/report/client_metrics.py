@@ -1,19 +1,24 @@
 """Client-side metrics of one repeat per rung, from the per-request records.
 
-Follows DESIGN.md "Metric definitions (per ladder step and arm)": output tok/s counts
+Follows docs/design.md "Metric definitions (per rung and arm)": output tok/s counts
 tokens by chunk arrival time inside the measure window (interrupted and failed requests
-included); latency percentiles use successful requests that started in the window;
-requests/s counts successful requests that finished in it; failures are failed requests
-that started in it; achieved concurrency is the time-average of in-flight requests.
+included, tokens of requests cut before their usage came estimated from their rung's
+pace); latency percentiles use the requests that started in the window (timeouts
+included in TTFT, censored); requests/s counts successful requests that finished in
+it; failures are failed requests that started in it; achieved concurrency is the
+time-average of in-flight requests. `measure` is the one entry point: the report and
+the live views during a run both call it, so their numbers cannot differ.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from specload.records import TIMEOUT_KINDS
 from specload.report import chunks
 from specload.report.chunks import Chunks
 from specload.report.windows import Window
@@ -93,60 +98,174 @@ def _tpot_ms(req: pd.DataFrame) -> np.ndarray:
     return np.where(np.isfinite(tpot), tpot, derived)
 
 
+CENSORED = 1e18  # stands for "longer than the timeout" inside percentile arithmetic
+
+
+def _censored_pcts(values: np.ndarray, name: str) -> dict[str, float]:
+    """Percentiles where +inf means "still waiting when it timed out": a percentile that
+    falls among those is +inf (shown as "> timeout"), never a made-up number."""
+    got = _pcts(np.where(np.isposinf(values), CENSORED, values), name)
+    return {k: (float("inf") if v >= CENSORED / 10 else v) for k, v in got.items()}
+
+
+@dataclass(slots=True)
+class _Rows:
+    """Per-request arrays every window needs, computed once."""
+
+    start: np.ndarray
+    end: np.ndarray
+    started_in: np.ndarray
+    ended_in: np.ndarray
+    ok: np.ndarray
+    failed: np.ndarray
+    interrupted: np.ndarray
+    error_kind: np.ndarray
+    error: np.ndarray
+    ttft: np.ndarray  # +inf for requests that timed out before their first token
+    e2e: np.ndarray
+    tpot: np.ndarray
+    per_request_tok_s: np.ndarray  # output tokens / E2E (TTFT included)
+    tokens: np.ndarray
+    finish: np.ndarray
+    source: np.ndarray
+    backoff_s: np.ndarray
+
+    @classmethod
+    def of(cls, req: pd.DataFrame, windows: Sequence[Window]) -> _Rows:
+        start = req["start"].to_numpy(dtype=float)
+        end = req["end"].to_numpy(dtype=float)
+        error_kind = req["error_kind"].to_numpy(dtype=object)
+        interrupted = (req["interrupted"].to_numpy() != 0) | (error_kind == "interrupted")
+        ttft = req["ttft_ms"].to_numpy(dtype=float)
+        ttft = np.where(np.isin(error_kind, TIMEOUT_KINDS), np.inf, ttft)
+        e2e = req["e2e_ms"].to_numpy(dtype=float)
+        tokens = req["output_tokens"].to_numpy(dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rate = np.where(e2e > 0, tokens / (e2e / 1e3), np.nan)
+        return cls(
+            start=start, end=end, started_in=row_window(start, windows),
+            ended_in=row_window(end, windows), ok=(error_kind == "") & ~interrupted,
+            failed=(error_kind != "") & ~interrupted, interrupted=interrupted,
+            error_kind=error_kind, error=req["error"].to_numpy(dtype=object), ttft=ttft,
+            e2e=e2e, tpot=_tpot_ms(req), per_request_tok_s=rate, tokens=tokens,
+            finish=req["finish_reason"].to_numpy(dtype=object),
+            source=req["tokens_source"].to_numpy(dtype=object),
+            backoff_s=req["backoff_ms"].to_numpy(dtype=float) / 1e3)
+
+
+def _failure_columns(r: _Rows, in_w: np.ndarray) -> dict[str, object]:
+    failed = r.failed & in_w
+    kinds = pd.Series(r.error_kind[failed]).value_counts()
+    reasons = pd.Series(r.error[failed]).value_counts()
+    return {
+        "failures": int(kinds.sum()),
+        "failures_by_kind": {str(k): int(v) for k, v in kinds.items()},
+        "top_failure": str(reasons.index[0]) if len(reasons) else "",
+        "timeouts": int(np.count_nonzero(np.isposinf(r.ttft) & in_w)),
+    }
+
+
+def _share(mask: np.ndarray, of: np.ndarray) -> float:
+    return float(np.mean(mask[of])) if of.any() else float("nan")
+
+
 def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd.DataFrame:
-    """One row per window with every client-side metric of the summary."""
-    start = req["start"].to_numpy(dtype=float)
-    end = req["end"].to_numpy(dtype=float)
-    error_kind = req["error_kind"].to_numpy(dtype=object)
-    interrupted = (req["interrupted"].to_numpy() != 0) | (error_kind == "interrupted")
-    ok = (error_kind == "") & ~interrupted
-    failed = (error_kind != "") & ~interrupted
-    started_in = row_window(start, windows)
-    ended_in = row_window(end, windows)
-    tokens_by_w, chunks_by_w = window_tokens(ch, start, windows)
-    ttft = req["ttft_ms"].to_numpy(dtype=float)
-    e2e = req["e2e_ms"].to_numpy(dtype=float)
-    tpot = _tpot_ms(req)
-    out_tokens = req["output_tokens"].to_numpy(dtype=float)
+    """One row per window with every client-side metric of the summary.
+
+    Throughput counts tokens by arrival inside the window; latencies come from the
+    requests that started in it: TTFT from every one that got a first token, plus
+    those that timed out waiting for it (censored: a percentile among them reads
+    "> timeout"), TPOT, ITL and E2E from the successful ones.
+    """
+    r = _Rows.of(req, windows)
+    tokens_by_w, chunks_by_w = window_tokens(ch, r.start, windows)
+    estimated = r.source == "estimated"
+    est_tokens = np.zeros(len(windows))
+    if estimated.any():
+        est_tokens, _ = window_tokens(ch.subset(estimated), r.start[estimated], windows)
     # Window of the request each gap belongs to; -1 for first chunks and failed requests.
-    gap_window = ch.repeat(np.where(ok, started_in, -1).astype(np.int16))
+    gap_window = ch.repeat(np.where(r.ok, r.started_in, -1).astype(np.int16))
     gap_window[ch.first_index[ch.counts > 0]] = -1
     rows = []
     for i, w in enumerate(windows):
-        sel = ok & (started_in == i)
+        in_w = r.started_in == i
+        sel = r.ok & in_w
         gaps_of_w = gap_window == i
-        itl = _itl_pcts(ch.gap_us[gaps_of_w], ch.tokens[gaps_of_w])
-        fails = pd.Series(error_kind[failed & (started_in == i)]).value_counts()
-        overlap = np.clip(np.minimum(end, w.end) - np.maximum(start, w.start), 0, None)
-        tpot_p = _pcts(tpot[sel], "tpot")
+        overlap = np.clip(np.minimum(r.end, w.end) - np.maximum(r.start, w.start), 0, None)
+        tpot_p = _pcts(r.tpot[sel], "tpot")
         row: dict[str, object] = {
             "rung": w.rung,
             "concurrency": w.users,
             "window_start": w.start,
             "window_s": w.length,
             "output_tok_s": tokens_by_w[i] / w.length,
-            "output_tok_s_per_user": 1000.0 / tpot_p["tpot_p50_ms"],
-            "requests_per_s": float(np.count_nonzero(ok & (ended_in == i))) / w.length,
+            "decode_tok_s_per_user": 1000.0 / tpot_p["tpot_p50_ms"],
+            "request_tok_s_p50": _pcts(r.per_request_tok_s[sel], "x")["x_p50_ms"],
+            "requests_per_s": float(np.count_nonzero(r.ok & (r.ended_in == i))) / w.length,
             "requests": int(np.count_nonzero(sel)),
-            "requests_started": int(np.count_nonzero(started_in == i)),
-            "failures": int(fails.sum()),
-            "failures_by_kind": {str(k): int(v) for k, v in fails.items()},
-            "interrupted": int(np.count_nonzero(interrupted & (started_in == i))),
+            "requests_started": int(np.count_nonzero(in_w)),
+            **_failure_columns(r, in_w),
+            "interrupted": int(np.count_nonzero(r.interrupted & in_w)),
             "tokens_per_chunk": tokens_by_w[i] / chunks_by_w[i] if chunks_by_w[i] else np.nan,
             "achieved_concurrency": float(overlap.sum()) / w.length,
-            "output_tokens_mean": float(out_tokens[sel].mean()) if sel.any() else np.nan,
-            "finish_length_share": (
-                float(np.mean(req["finish_reason"].to_numpy(dtype=object)[sel] == "length"))
-                if sel.any() else np.nan
-            ),
-            "chunk_counted_share": (
-                float(np.mean(req["tokens_source"].to_numpy(dtype=object)[sel] == "chunks"))
-                if sel.any() else np.nan
-            ),
+            "backoff_share": float(r.backoff_s[in_w].sum()) / (w.users * w.length),
+            "output_tokens_mean": float(r.tokens[sel].mean()) if sel.any() else np.nan,
+            "finish_length_share": _share(r.finish == "length", sel),
+            "chunk_counted_share": _share(r.source == "chunks", sel),
+            "estimated_token_share": (est_tokens[i] / tokens_by_w[i] if tokens_by_w[i]
+                                      else 0.0),
         }
-        row.update(_pcts(ttft[sel], "ttft"))
+        ttft_rows = (r.ok | r.failed) & in_w
+        row.update(_censored_pcts(r.ttft[ttft_rows], "ttft"))
         row.update(tpot_p)
-        row.update(itl)
-        row.update(_pcts(e2e[sel], "e2e"))
+        row.update(_itl_pcts(ch.gap_us[gaps_of_w], ch.tokens[gaps_of_w]))
+        row.update(_pcts(r.e2e[sel], "e2e"))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def estimate_cut_tokens(req: pd.DataFrame, windows: Sequence[Window]) -> pd.DataFrame:
+    """Tokens of requests cut short before their usage came, from their own rung's pace.
+
+    A request interrupted (end of a run, a lower rung) or failed mid-stream has no final
+    usage, and counting its chunks undercounts whenever a chunk carries several tokens
+    (speculative decoding). Such rows get `chunks x tokens per chunk` of the requests
+    with usage in the window they ended in (else of the whole repeat), marked
+    `tokens_source = "estimated"`. Nothing changes when no request had usage, or when
+    those with usage show one token per chunk (then chunks are tokens).
+    """
+    source = req["tokens_source"].to_numpy(dtype=object)
+    chunks_n = req["num_chunks"].to_numpy(dtype=float)
+    error_kind = req["error_kind"].to_numpy(dtype=object)
+    stopped = (req["interrupted"].to_numpy() != 0) | (error_kind != "")
+    cut = (source == "chunks") & (chunks_n > 0) & stopped
+    usage = np.isin(source, ("usage", "continuous_usage")) & ~stopped & (chunks_n > 0)
+    if not cut.any() or not usage.any():
+        return req
+    tokens = req["output_tokens"].to_numpy(dtype=float)
+    n = len(windows)
+    used_in = row_window(req["start"].to_numpy(dtype=float), windows)
+    per_w_tokens = np.bincount(used_in[usage & (used_in >= 0)],
+                               weights=tokens[usage & (used_in >= 0)], minlength=n)
+    per_w_chunks = np.bincount(used_in[usage & (used_in >= 0)],
+                               weights=chunks_n[usage & (used_in >= 0)], minlength=n)
+    overall = tokens[usage].sum() / chunks_n[usage].sum()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_w = np.where(per_w_chunks > 0, per_w_tokens / per_w_chunks, overall)
+    cut_window = row_window(req["end"].to_numpy(dtype=float), windows)
+    cut_window = np.where(cut_window >= 0, cut_window,
+                          row_window(req["start"].to_numpy(dtype=float), windows))
+    rate = np.where(cut_window >= 0, per_w[np.maximum(cut_window, 0)], overall)
+    rows = cut & (np.abs(rate - 1.0) > 0.01)
+    if not rows.any():
+        return req
+    out = req.copy()
+    out.loc[rows, "output_tokens"] = np.rint(chunks_n[rows] * rate[rows]).astype("int64")
+    out.loc[rows, "tokens_source"] = "estimated"
+    return out
+
+
+def measure(req: pd.DataFrame, windows: Sequence[Window]) -> pd.DataFrame:
+    """Every client-side figure per window: the one path for the report and live views."""
+    req = estimate_cut_tokens(req, windows)
+    return rung_metrics(req, chunks.build(req), windows)

@@ -99,11 +99,15 @@ def speedup(pairs: Sequence[PairResult]) -> go.Figure:
 
 
 def per_user_throughput(summary: pd.DataFrame) -> go.Figure:
-    """Per-user tok/s (1000 / TPOT p50) vs C per arm."""
+    """Per-user decode speed (1000 / TPOT p50) and per-request rate incl. TTFT vs C."""
     fig = go.Figure()
-    _arm_lines(fig, summary, "output_tok_s_per_user", "per-user", "tok/s")
-    return _layout(fig, "Interactivity: per-user output speed (1 / TPOT p50)",
-                   "output tokens/s per user")
+    _arm_lines(fig, summary, "decode_tok_s_per_user", "decode speed (1/TPOT)", "tok/s",
+               suffix=" decode (1/TPOT)")
+    if "request_tok_s_p50" in summary:
+        _arm_lines(fig, summary, "request_tok_s_p50", "tokens / E2E", "tok/s", dash="dash",
+                   suffix=" per request incl. TTFT")
+    return _layout(fig, "Interactivity: per-user decode speed, and each request's output "
+                   "rate including its TTFT", "output tokens/s per user")
 
 
 def frontier(summary: pd.DataFrame) -> go.Figure:
@@ -113,13 +117,14 @@ def frontier(summary: pd.DataFrame) -> go.Figure:
     for arm in arms:
         part = summary[summary["arm"] == arm].sort_values("concurrency")
         fig.add_trace(go.Scatter(
-            x=part["output_tok_s"], y=part["output_tok_s_per_user"], mode="lines+markers+text",
+            x=part["output_tok_s"], y=part["decode_tok_s_per_user"], mode="lines+markers+text",
             name=arm, text=[f"C={c}" for c in part["concurrency"]], textposition="top center",
             line={"color": _colour(arms, arm)}, customdata=part["concurrency"],
             hovertemplate=f"{arm}<br>C=%{{customdata}}<br>system: %{{x:.1f}} tok/s<br>"
-                          "per user: %{y:.1f} tok/s<extra></extra>",
+                          "decode per user: %{y:.1f} tok/s<extra></extra>",
         ))
-    return _layout(fig, "Throughput vs interactivity frontier", "output tokens/s per user",
+    return _layout(fig, "Throughput vs interactivity frontier",
+                   "decode tokens/s per user (1/TPOT p50)",
                    x_title="system output tokens/s", log_x=False)
 
 

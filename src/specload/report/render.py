@@ -34,7 +34,7 @@ REPORT_HTML = "report.html"
 # Columns of the printed and HTML per-rung tables, with their headings.
 TABLE_COLUMNS = {
     "arm": "arm", "concurrency": "C", "output_tok_s": "tok/s", "speedup": "speedup",
-    "output_tok_s_per_user": "tok/s/user", "ttft_p50_ms": "TTFT p50 ms",
+    "decode_tok_s_per_user": "decode tok/s/user", "ttft_p50_ms": "TTFT p50 ms",
     "ttft_p99_ms": "TTFT p99 ms", "tpot_p50_ms": "TPOT p50 ms",
     "tokens_per_chunk": "tok/chunk", "accept_len_mean": "accept len",
     "achieved_concurrency": "achieved C", "requests": "requests", "failures": "failures",

@@ -29,10 +29,10 @@ SWEEP_PREFIX_NAME = "locust"
 _REP_DIR = re.compile(r"^rep-(\d+)$")
 
 # Columns of the requests file the report needs, with their types.
-_FLOAT_COLS = ("start", "end", "ttft_ms", "e2e_ms", "tpot_ms")
+_FLOAT_COLS = ("start", "end", "ttft_ms", "e2e_ms", "tpot_ms", "backoff_ms")
 _INT_COLS = ("status", "output_tokens", "num_chunks", "interrupted")
 _CHUNK_COLS = ("chunk_gaps_us", "chunk_tokens")
-_STR_COLS = ("endpoint", "tokens_source", "finish_reason", "error_kind", *_CHUNK_COLS)
+_STR_COLS = ("endpoint", "tokens_source", "finish_reason", "error_kind", "error", *_CHUNK_COLS)
 # Cells read as missing: pandas' default list, so old and new readers agree.
 _NULL_VALUES = ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan",
                 "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a",
@@ -209,19 +209,44 @@ def read_requests(prefix: Path) -> pd.DataFrame:
         )
     except (OSError, pa.ArrowException) as exc:
         raise UserError(f"{path} cannot be read as a requests file: {exc}") from exc
+    return _frame(table)
+
+
+def _frame(table: pa.Table) -> pd.DataFrame:
+    """The report's requests frame from an Arrow table of (some of) the record columns."""
+    have = set(table.column_names)
     valid = pc.and_(pc.is_valid(table["start"]), pc.is_valid(table["end"]))
     if not pc.all(valid).as_py():
         table = table.filter(valid)
     df = pd.DataFrame(index=pd.RangeIndex(table.num_rows))
     for col in _FLOAT_COLS:
-        df[col] = table[col].to_numpy() if col in wanted else float("nan")
+        df[col] = table[col].to_numpy() if col in have else float("nan")
+    df["backoff_ms"] = df["backoff_ms"].fillna(0.0)
     for col in _INT_COLS:
-        df[col] = pc.fill_null(table[col], 0).to_numpy().astype("int64") if col in wanted else 0
+        df[col] = pc.fill_null(table[col], 0).to_numpy().astype("int64") if col in have else 0
     for col in _STR_COLS:
-        text = pc.fill_null(table[col], "") if col in wanted else pa.repeat("", table.num_rows)
+        text = pc.fill_null(table[col], "") if col in have else pa.repeat("", table.num_rows)
         df[col] = pd.Series(pd.arrays.ArrowExtensionArray(text)) if col in _CHUNK_COLS else (
             text.to_numpy(zero_copy_only=False).astype(object))
     return df
+
+
+def frame_from_rows(rows: list[list[object]]) -> pd.DataFrame:
+    """The requests frame of record rows held in memory (`RequestRecord.row()` lists),
+    typed exactly as `read_requests` types the same rows read from a file."""
+    index = {name: i for i, name in enumerate(records.REQUEST_COLUMNS)}
+
+    def column(name: str, kind: pa.DataType) -> pa.Array:
+        i = index[name]
+        values = [None if r[i] == "" else r[i] for r in rows]
+        if kind == pa.string():
+            values = [None if v is None else str(v) for v in values]
+        return pa.array(values, type=kind)
+
+    table = pa.table(
+        {c: column(c, pa.float64()) for c in (*_FLOAT_COLS, *_INT_COLS)}
+        | {c: column(c, pa.string()) for c in _STR_COLS})
+    return _frame(table)
 
 
 def read_rep(prefix: Path) -> RepData:

@@ -59,7 +59,7 @@ def test_latency_percentiles_use_successful_requests_started_in_window(table: An
     assert row["tpot_p50_ms"] == pytest.approx(1150.0)
     assert row["itl_chunk_p50_ms"] == pytest.approx(2000.0)
     assert row["itl_token_p50_ms"] == pytest.approx((1000.0 + 2000.0 / 3) / 2)
-    assert row["output_tok_s_per_user"] == pytest.approx(1000.0 / 1150.0)
+    assert row["decode_tok_s_per_user"] == pytest.approx(1000.0 / 1150.0)
     assert table.iloc[1][["ttft_p50_ms", "tpot_p50_ms"]].isna().all()
 
 

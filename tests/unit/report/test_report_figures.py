@@ -16,7 +16,7 @@ def _summary() -> pd.DataFrame:
         for c in (1, 10, 100):
             rows.append({"arm": arm, "concurrency": c, "output_tok_s": 10.0 * c * scale,
                          "output_tok_s_min": 9.0 * c, "output_tok_s_max": 11.0 * c * scale,
-                         "reps": 2, "output_tok_s_per_user": 50 / scale, "ttft_p50_ms": 40.0,
+                         "reps": 2, "decode_tok_s_per_user": 50 / scale, "ttft_p50_ms": 40.0,
                          "ttft_p99_ms": 90.0, "tpot_p50_ms": 20.0, "itl_chunk_p50_ms": 30.0,
                          "itl_token_p50_ms": 12.0, "tokens_per_chunk": 2.5 if scale > 1 else 1,
                          "accept_len_mean": float("nan"), "failures": 1,
