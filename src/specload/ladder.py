@@ -1,20 +1,34 @@
-"""The concurrency ladder as pure data: a ladder spec becomes a list of timed rungs.
+"""The concurrency ladder as pure data, and the pure rule that moves a run through it.
 
-Like a k6 executor plan, the whole load plan is computed before the run starts. Each
-rung holds a fixed number of users for a warmup window (not counted) followed by a
-measure window (counted). Offsets are seconds from the start of the run; the Locust
-shape and the report both read the same plan, so rung boundaries are never guessed.
+Like a k6 executor plan, what the run will do is computed before it starts: `plan`
+turns a ladder spec into `RungPlan`s (user count and the bounds of each window). When
+each window really ends depends on what the server does, so the run moves through
+the plan with `advance`, a pure function of the current `Position`, the time and what
+the caller observes: how many requests that started at or after a given time have
+completed.
+
+- Warmup ends once every user has completed a request sent in this rung (the closed
+  loop has turned over once, so the batch no longer shows the step up), but after
+  `warmup_s` at most.
+- The measure window lasts at least `measure_s` and until `min_requests` requests that
+  started in it have completed, but `max_measure_s` at most, so even the slowest rung
+  gets latencies where the server allows it.
+- After the last rung the run drains: users finish the request they are in and start
+  no new one, so the last rung keeps its tokens and latencies (`drain_s` at most).
+`nominal_duration` gives the shortest time the plan can take (for ETAs).
 """
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
 
 DEFAULT_LADDER: tuple[int, ...] = (1, 2, 5, 10, 30, 70, 100, 250)
 DEFAULT_WARMUP_S = 10.0
 DEFAULT_MEASURE_S = 30.0
+DEFAULT_MIN_REQUESTS = 10
+DEFAULT_DRAIN_S = 120.0
 
 
 class LadderError(ValueError):
@@ -22,22 +36,39 @@ class LadderError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Rung:
-    """One rung of the ladder; offsets are seconds from the start of the run."""
+class RungPlan:
+    """One rung: its user count and the bounds of its windows (seconds)."""
 
     index: int  # position in the ladder, from 0
+    users: int
+    warmup_s: float  # at most
+    measure_s: float  # at least
+    max_measure_s: float  # at most
+    min_requests: int  # completed requests that started in the window
+
+
+Phase = Literal["warmup", "measure", "drain", "done"]
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where a run is: rung, phase, and when the rung and the phase began (epoch s)."""
+
+    rung: int
+    phase: Phase
+    rung_start: float
+    phase_start: float
+
+
+@dataclass(frozen=True, slots=True)
+class Rung:
+    """A finished rung as it really ran (epoch seconds), as the rungs file records it."""
+
+    index: int
     users: int
     warmup_start: float
     measure_start: float
     measure_end: float
-
-    @property
-    def warmup_s(self) -> float:
-        return self.measure_start - self.warmup_start
-
-    @property
-    def measure_s(self) -> float:
-        return self.measure_end - self.measure_start
 
 
 def validate_ladder(users: Sequence[int]) -> list[str]:
@@ -64,43 +95,91 @@ def plan(
     users: Sequence[int] = DEFAULT_LADDER,
     warmup_s: float = DEFAULT_WARMUP_S,
     measure_s: float = DEFAULT_MEASURE_S,
-) -> list[Rung]:
-    """The timed rungs of a ladder, validated; raises `LadderError` with every problem."""
+    min_requests: int = DEFAULT_MIN_REQUESTS,
+    max_measure_s: float | None = None,
+) -> list[RungPlan]:
+    """The rungs of a ladder, validated; raises `LadderError` with every problem.
+
+    `max_measure_s` defaults to four times `measure_s`.
+    """
     problems = validate_ladder(users)
     if not (warmup_s >= 0):
         problems.append(f"warmup window {warmup_s!r} s must be 0 or more")
     if not (measure_s > 0):
         problems.append(f"measure window {measure_s!r} s must be more than 0")
+    if min_requests < 0:
+        problems.append(f"min_requests {min_requests} must be 0 or more")
+    top = 4 * measure_s if max_measure_s is None else max_measure_s
+    if not (top >= measure_s):
+        problems.append(f"max_measure_s {top!r} must be at least measure_s {measure_s!r}")
     if problems:
         raise LadderError("; ".join(problems))
-    rungs: list[Rung] = []
-    t = 0.0
-    for index, u in enumerate(users):
-        rungs.append(Rung(index, int(u), t, t + warmup_s, t + warmup_s + measure_s))
-        t += warmup_s + measure_s
-    return rungs
+    return [RungPlan(i, int(u), float(warmup_s), float(measure_s), float(top), min_requests)
+            for i, u in enumerate(users)]
 
 
-def total_duration(rungs: Sequence[Rung]) -> float:
-    """Seconds from the first warmup start to the last measure end."""
-    return rungs[-1].measure_end if rungs else 0.0
+def start(now: float) -> Position:
+    return Position(0, "warmup", now, now)
 
 
-def rung_at(rungs: Sequence[Rung], elapsed: float) -> Rung | None:
-    """The rung running `elapsed` seconds into the run, or None once the plan is over."""
-    if elapsed < 0 or not rungs or elapsed >= rungs[-1].measure_end:
-        return None
-    ends = [s.measure_end for s in rungs]
-    return rungs[bisect.bisect_right(ends, elapsed)]
+def advance(rungs: Sequence[RungPlan], pos: Position, now: float,
+            completed_since: Callable[[float], int], drain_s: float, drained: bool
+            ) -> tuple[Position, Rung | None]:
+    """The position at `now`, and the rung that finished its measure window, if any.
+
+    `completed_since(t)`: requests that started at or after `t` and have completed (the
+    caller's observation); `drained`: nothing is in flight any more (during the drain).
+    A warmup cut by its cap ends at its cap, not at the tick that notices, and the
+    measure window that follows is judged in the same call; a window ends at `now`,
+    when the user count really changes.
+    """
+    finished = None
+    for _ in range(3):  # warmup -> measure -> next rung, at most, in one tick
+        nxt, done = _step(rungs, pos, now, completed_since, drain_s, drained)
+        finished = finished or done
+        if nxt == pos or done is not None:
+            return nxt, finished
+        pos = nxt
+    return pos, finished
 
 
-def spawn_rate(rungs: Sequence[Rung]) -> float:
+def _step(rungs: Sequence[RungPlan], pos: Position, now: float,
+          completed_since: Callable[[float], int], drain_s: float, drained: bool
+          ) -> tuple[Position, Rung | None]:
+    rung = rungs[pos.rung] if pos.rung < len(rungs) else None
+    elapsed = now - pos.phase_start
+    if pos.phase == "warmup" and rung is not None:
+        if elapsed >= rung.warmup_s:
+            return replace(pos, phase="measure", phase_start=pos.phase_start + rung.warmup_s), None
+        if completed_since(pos.rung_start) >= rung.users:
+            return replace(pos, phase="measure", phase_start=now), None
+        return pos, None
+    if pos.phase == "measure" and rung is not None:
+        long_enough = (elapsed >= rung.measure_s
+                       and completed_since(pos.phase_start) >= rung.min_requests)
+        if not (long_enough or elapsed >= rung.max_measure_s):
+            return pos, None
+        done = Rung(rung.index, rung.users, pos.rung_start, pos.phase_start, now)
+        if rung.index + 1 < len(rungs):
+            return Position(rung.index + 1, "warmup", now, now), done
+        return Position(rung.index + 1, "drain", now, now), done
+    if pos.phase == "drain" and (drained or elapsed >= drain_s):
+        return replace(pos, phase="done", phase_start=now), None
+    return pos, None
+
+
+def nominal_duration(rungs: Sequence[RungPlan]) -> float:
+    """The shortest the plan can take: every warmup in full, every window at its minimum."""
+    return sum(r.warmup_s + r.measure_s for r in rungs)
+
+
+def spawn_rate(rungs: Sequence[RungPlan]) -> float:
     """A spawn rate that reaches every rung's user count at once (the largest jump)."""
     prev = 0
     jump = 1
-    for s in rungs:
-        jump = max(jump, s.users - prev)
-        prev = s.users
+    for r in rungs:
+        jump = max(jump, r.users - prev)
+        prev = r.users
     return float(jump)
 
 

@@ -60,6 +60,7 @@ class ArmEntry(_Entry):
     ladder: list[int] = Field(default_factory=list)
     warmup_s: float | None = None
     measure_s: float | None = None
+    notes: list[str] = Field(default_factory=list)  # what the runner noticed (model, ...)
 
     def refresh_status(self) -> None:
         """The arm's status from its repeats' statuses."""

@@ -25,17 +25,23 @@ CLIENT_STATS_SUFFIX = "_client_stats.csv"
 LOCUST_STATS_SUFFIX = "_stats.csv"
 LOCUST_HISTORY_SUFFIX = "_stats_history.csv"
 LOCUST_FAILURES_SUFFIX = "_failures.csv"
+# Each rung's figures as the run computed them once the rung was complete (JSON lines).
+LIVE_SUFFIX = "_live.jsonl"
+# The simulated server's ground truth (`sim/trace.py`), next to a sim arm's Locust files.
+SERVER_TRACE_NAME = "server_trace.jsonl"
+LEGACY_SERVER_TRACE_NAME = "sim_trace.jsonl"  # as specload 0.1 named it
 
 # Columns of the rungs file written by the ladder shape (times are UTC epoch seconds).
 RUNGS_COLUMNS = ("rung", "users", "warmup_start", "measure_start", "measure_end")
 # Long-format server metrics: one row per (sample time, metric name); value is the sum
 # over label sets of that metric at that time.
 SERVER_METRICS_COLUMNS = ("ts", "metric", "value")
-# One row per load process per sample: CPU share of one core and event-loop lag; the
-# last two columns count the lag probe's wake-ups and those later than CLIENT_LAG_LIMIT_MS,
-# so a rung's share of late wake-ups (its lag p99 against the limit) is exact.
+# One row per load process per sample: CPU share of one core and event-loop lag; then
+# the lag probe's wake-ups and those later than CLIENT_LAG_LIMIT_MS (so a rung's share
+# of late wake-ups, its lag p99 against the limit, is exact); then the chunks received
+# since the previous sample and the requests in flight (the runner's liveness signal).
 CLIENT_STATS_COLUMNS = ("ts", "client_id", "cpu_percent", "lag_p50_ms", "lag_p99_ms", "users",
-                        "lag_samples", "lag_late")
+                        "lag_samples", "lag_late", "chunks", "in_flight")
 CLIENT_LAG_LIMIT_MS = 10.0
 
 # Error kinds recorded in `error_kind`; "" means the request succeeded.

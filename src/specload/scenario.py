@@ -42,6 +42,7 @@ SPEC_MODES = ("on", "off", "adaptive")
 ARM_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 Spec = Literal["on", "off", "adaptive"]
+Flavor = Literal["vllm", "sglang", "llamacpp", "llama-cpp-python", "tgi", "ollama"]
 Role = Literal["spec_on", "spec_off", "other"]
 
 
@@ -101,6 +102,15 @@ class RequestSettings(_Strict):
     seed: int = 0
     api_key_env: str | None = None
     request_timeout_s: float | None = Field(None, gt=0)
+    failure_backoff_s: float | None = Field(None, ge=0)  # cap of the backoff; 0 turns it off
+    request_id_header: str | None = None  # header name, or "off"
+    ca_bundle: str | None = None  # HTTPS: CA certificates to trust
+    insecure: bool = False  # HTTPS: do not verify certificates
+
+    @field_validator("ca_bundle")
+    @classmethod
+    def _ca_bundle_exists(cls, v: str | None, info: ValidationInfo) -> str | None:
+        return None if v is None else _resolve_file(v, info, "ca_bundle")
 
     @field_validator("prompts")
     @classmethod
@@ -144,7 +154,37 @@ class SimArm(_Strict):
     k: int | None = Field(None, ge=1, le=16)
     seed: int = 0
     faults: list[str] = Field(default_factory=list)
-    trace: bool = False
+    trace: bool = True  # ground truth for every sim arm: server_trace.jsonl
+    flavor: Flavor = "vllm"
+    data_parallel: int = Field(1, ge=1, le=64)
+    slots: int | None = Field(None, ge=1)
+    interrupt: bool | None = None
+    reasoning_tokens: int = Field(0, ge=0)
+    tls_cert: str | None = None
+    tls_key: str | None = None
+
+    @field_validator("tls_cert", "tls_key")
+    @classmethod
+    def _tls_files(cls, v: str | None, info: ValidationInfo) -> str | None:
+        return None if v is None else _resolve_file(v, info, info.field_name or "tls")
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> SimArm:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("tls_cert and tls_key go together")
+        return self
+
+    def extra_args(self) -> list[str]:
+        """`specload sim` options beyond profile, spec, k, seed, faults and trace."""
+        args = ["--flavor", self.flavor, "--data-parallel", str(self.data_parallel),
+                "--reasoning-tokens", str(self.reasoning_tokens)]
+        if self.slots is not None:
+            args += ["--slots", str(self.slots)]
+        if self.interrupt is not None:
+            args.append("--interrupt" if self.interrupt else "--no-interrupt")
+        if self.tls_cert and self.tls_key:
+            args += ["--tls-cert", self.tls_cert, "--tls-key", self.tls_key]
+        return args
 
     _spec_word = field_validator("spec", mode="before")(_yaml_bool_to_spec)
 
@@ -252,8 +292,11 @@ class Scenario(_Strict):
     name: str
     description: str = ""
     ladder: list[int] = Field(default_factory=lambda: list(DEFAULT_LADDER))
-    warmup_s: float = Field(10.0, ge=0)
-    measure_s: float = Field(30.0, gt=0)
+    warmup_s: float = Field(10.0, ge=0)  # at most: ends when the closed loop turned over
+    measure_s: float = Field(30.0, gt=0)  # at least
+    min_requests: int = Field(10, ge=0)  # completed requests that started in the window
+    max_measure_s: float | None = Field(None, gt=0)  # at most (default 4 x measure_s)
+    drain_s: float = Field(120.0, ge=0)  # after the last rung: let requests finish
     repeats: int = Field(1, ge=1, le=100)
     processes: int | None = None
     distributed: Distributed | None = None
@@ -279,6 +322,18 @@ class Scenario(_Strict):
         if v is not None and v != -1 and v < 1:
             raise ValueError(f"processes must be 1 or more (or -1 for one per core), got {v}")
         return v
+
+    @model_validator(mode="after")
+    def _measure_bounds(self) -> Scenario:
+        if self.max_measure_s is not None and self.max_measure_s < self.measure_s:
+            raise ValueError(f"max_measure_s ({self.max_measure_s:g}) must be at least "
+                             f"measure_s ({self.measure_s:g})")
+        return self
+
+    @property
+    def rung_bound_s(self) -> float:
+        """The longest one rung may take (warmup in full, measure window at its cap)."""
+        return self.warmup_s + (self.max_measure_s or 4 * self.measure_s)
 
     @model_validator(mode="after")
     def _one_load_mode(self) -> Scenario:

@@ -21,12 +21,13 @@ def start_sim(
     faults: Sequence[str] = (),
     trace: bool = True,
     extra_args: Sequence[str] = (),
+    flavor: str = "vllm",
 ) -> SimProcess:
     """One simulated server on 127.0.0.1 and a free port, its log and trace in `tmp_dir`."""
     tag = time.monotonic_ns()
     options = SimOptions(profile=profile, spec=spec, k=k, seed=seed, faults=tuple(faults),
                          trace_path=tmp_dir / f"sim-trace-{tag}.jsonl" if trace else None,
-                         extra_args=tuple(extra_args))
+                         extra_args=("--flavor", flavor, *extra_args))
     return launch(options, tmp_dir / f"sim-{tag}.log", ready_timeout_s=READY_TIMEOUT_S)
 
 

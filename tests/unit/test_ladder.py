@@ -1,51 +1,74 @@
-"""The ladder plan: user counts and windows -> timed steps."""
-
-import itertools
+"""The ladder plan and the pure rule that moves a run through its rungs."""
 
 import pytest
 
 from specload.ladder import (
     DEFAULT_LADDER,
     LadderError,
+    Position,
     Rung,
+    RungPlan,
+    advance,
+    nominal_duration,
     parse_ladder,
     plan,
-    rung_at,
     spawn_rate,
-    total_duration,
+    start,
     validate_ladder,
 )
 
 
-def test_default_plan_has_contiguous_rungs() -> None:
-    steps = plan()
-    assert [s.users for s in steps] == list(DEFAULT_LADDER)
-    assert steps[0].warmup_start == 0.0
-    for a, b in itertools.pairwise(steps):
-        assert b.warmup_start == a.measure_end
-    assert total_duration(steps) == pytest.approx(len(DEFAULT_LADDER) * 40.0)
+def test_default_plan() -> None:
+    rungs = plan()
+    assert [r.users for r in rungs] == list(DEFAULT_LADDER)
+    assert rungs[0] == RungPlan(0, 1, 10.0, 30.0, 120.0, 10)
+    assert nominal_duration(rungs) == pytest.approx(len(DEFAULT_LADDER) * 40.0)
 
 
 def test_windows_are_respected() -> None:
-    steps = plan([1, 4], warmup_s=2.5, measure_s=7.0)
-    assert steps == [Rung(0, 1, 0.0, 2.5, 9.5), Rung(1, 4, 9.5, 12.0, 19.0)]
-    assert steps[1].warmup_s == 2.5
-    assert steps[1].measure_s == 7.0
+    assert plan([1, 4], warmup_s=2.5, measure_s=7.0, min_requests=3, max_measure_s=9.0) == [
+        RungPlan(0, 1, 2.5, 7.0, 9.0, 3), RungPlan(1, 4, 2.5, 7.0, 9.0, 3)]
 
 
-def test_zero_warmup_is_allowed() -> None:
-    steps = plan([3], warmup_s=0, measure_s=5)
-    assert steps[0].measure_start == steps[0].warmup_start == 0.0
+RUNGS = plan([2, 5], warmup_s=10.0, measure_s=5.0, min_requests=4, max_measure_s=20.0)
 
 
-@pytest.mark.parametrize(
-    ("elapsed", "rung"),
-    [(0.0, 0), (9.49, 0), (9.5, 1), (18.99, 1), (19.0, None), (-1.0, None)],
-)
-def test_rung_at(elapsed: float, rung: int | None) -> None:
-    steps = plan([1, 4], warmup_s=2.5, measure_s=7.0)
-    got = rung_at(steps, elapsed)
-    assert (got.index if got else None) == rung
+def step(pos: Position, now: float, in_rung: int = 0, in_window: int = 0,
+         drained: bool = False) -> tuple[Position, object]:
+    # requests completed since the rung began / since the window began
+    def completed(t: float) -> int:
+        return in_window if t > pos.rung_start else in_rung
+
+    return advance(RUNGS, pos, now, completed, 30.0, drained)
+
+
+def test_warmup_ends_when_the_loop_turned_over_or_at_its_cap() -> None:
+    pos = start(100.0)
+    assert step(pos, 103.0, in_rung=1)[0] == pos  # one of two users came back
+    turned, _ = step(pos, 103.0, in_rung=2)
+    assert (turned.phase, turned.phase_start) == ("measure", 103.0)
+    capped, _ = step(pos, 112.0)
+    assert (capped.phase, capped.phase_start) == ("measure", 110.0)  # at the cap
+
+
+def test_measure_lasts_its_minimum_and_until_enough_requests_completed() -> None:
+    pos = Position(0, "measure", 100.0, 103.0)
+    assert step(pos, 107.0, in_window=9)[0] == pos  # 4 s < 5 s
+    assert step(pos, 110.0, in_window=3)[0] == pos  # too few completed
+    nxt, done = step(pos, 110.0, in_window=4)
+    assert nxt == Position(1, "warmup", 110.0, 110.0)
+    assert done == Rung(0, 2, 100.0, 103.0, 110.0)
+    capped, done = step(pos, 123.0, in_window=0)  # 20 s cap: latencies may be missing
+    assert capped.rung == 1 and done.measure_end == 123.0
+
+
+def test_after_the_last_rung_the_run_drains_then_stops() -> None:
+    pos = Position(1, "measure", 200.0, 201.0)
+    drain, done = step(pos, 206.0, in_window=4)
+    assert drain == Position(2, "drain", 206.0, 206.0) and done.index == 1
+    assert step(drain, 210.0)[0] == drain
+    assert step(drain, 210.0, drained=True)[0].phase == "done"
+    assert step(drain, 236.0)[0].phase == "done"  # the drain bound
 
 
 def test_spawn_rate_is_the_largest_jump() -> None:
@@ -75,6 +98,8 @@ def test_invalid_ladders(users: list, message: str) -> None:
 def test_invalid_windows(warmup: float, measure: float) -> None:
     with pytest.raises(LadderError, match="window"):
         plan([1], warmup_s=warmup, measure_s=measure)
+    with pytest.raises(LadderError, match="max_measure_s"):
+        plan([1], measure_s=10, max_measure_s=5)
 
 
 def test_parse_ladder() -> None:

@@ -25,6 +25,7 @@ from locust import events
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
+from specload.loadgen.inflight import IN_FLIGHT
 from specload.records import CLIENT_LAG_LIMIT_MS, CLIENT_STATS_COLUMNS, CLIENT_STATS_SUFFIX
 
 MESSAGE_TYPE = "specload_client_stats"
@@ -49,6 +50,7 @@ class ClientProbe:
         self.client_id = client_id
         self._process = psutil.Process()
         self._greenlet: gevent.Greenlet | None = None
+        self._chunks = IN_FLIGHT.chunks
 
     def start(self) -> None:
         if self._greenlet is None:
@@ -78,8 +80,9 @@ class ClientProbe:
         runner = self.environment.runner
         users = runner.user_count if runner is not None else 0
         late = sum(1 for lag in lags if lag > CLIENT_LAG_LIMIT_MS)
+        chunks, self._chunks = IN_FLIGHT.chunks - self._chunks, IN_FLIGHT.chunks
         row = [round(time.time(), 3), self.client_id, self._process.cpu_percent(None),
-               round(p50, 3), round(p99, 3), users, len(lags), late]
+               round(p50, 3), round(p99, 3), users, len(lags), late, chunks, IN_FLIGHT.count]
         if runner is not None:
             runner.send_message(MESSAGE_TYPE, row)
 

@@ -5,9 +5,11 @@ call `add(record)` for every finished, failed or interrupted request. Where the 
 depends on the runner:
 - local runner: appended to `<csv prefix>_requests.csv` at once (flushed about every
   second and when the test stops);
-- worker: buffered, and shipped to the master with every stats report
-  (`report_to_master`) and whenever the master asks for a flush;
-- master: writes what arrives (stats reports and `specload_rows` messages).
+- worker: buffered, and shipped to the master every `SHIP_INTERVAL_S` together with the
+  process's state (its watermark and requests in flight, see `inflight.py`), and
+  whenever the master asks for a flush or a drain; a killed worker loses at most that
+  interval of rows;
+- master: writes what arrives and hands rows and states to the live rungs (`live.py`).
 
 The end of a run is the subtle part: the master waits only ~0.5 s for workers' last
 reports. So when the test stops, the master sends every worker `specload_flush`; the
@@ -28,6 +30,7 @@ from itertools import count
 from typing import IO, Any
 from weakref import WeakKeyDictionary
 
+import gevent
 from gevent.event import Event
 from locust import events
 from locust.env import Environment
@@ -39,6 +42,8 @@ from locust.runners import (
     WorkerRunner,
 )
 
+from specload.loadgen.inflight import IN_FLIGHT
+from specload.loadgen.live import LiveRungs, ProcessState, local_state
 from specload.loadgen.options import RunOptions
 from specload.records import REQUEST_COLUMNS, REQUESTS_SUFFIX, RequestRecord
 
@@ -47,8 +52,9 @@ log = logging.getLogger(__name__)
 MSG_ROWS = "specload_rows"
 MSG_FLUSH = "specload_flush"
 MSG_DONE = "specload_done"
-REPORT_KEY = "specload_rows"
+MSG_DRAIN = "specload_drain"
 FLUSH_INTERVAL_S = 1.0
+SHIP_INTERVAL_S = 1.0
 HANDSHAKE_MARGIN_S = 10.0
 
 _recorders: WeakKeyDictionary[Environment, Recorder] = WeakKeyDictionary()
@@ -70,6 +76,9 @@ class Recorder:
         self._waiting: set[str] = set()
         self._answered = Event()
         self._token = 0
+        self._shipper: gevent.Greenlet | None = None
+        self.live = LiveRungs.for_env(environment)
+        self.live.flush = self._flush
         self._hook()
 
     @classmethod
@@ -107,10 +116,9 @@ class Recorder:
         ev.quit.add_listener(self._on_quit)
         runner = self.env.runner
         if isinstance(runner, WorkerRunner):
-            ev.report_to_master.add_listener(self._on_report_to_master)
             runner.register_message(MSG_FLUSH, self._on_flush_request)
+            runner.register_message(MSG_DRAIN, self._on_drain_request)
         elif isinstance(runner, MasterRunner):
-            ev.worker_report.add_listener(self._on_worker_report)
             runner.register_message(MSG_ROWS, self._on_rows_message)
             runner.register_message(MSG_DONE, self._on_done_message)
         self._refresh_enabled()
@@ -128,8 +136,14 @@ class Recorder:
 
     def _on_test_start(self, environment: Environment, **_: Any) -> None:
         self._refresh_enabled()
-        if self._enabled and not isinstance(self.env.runner, WorkerRunner):
-            self._open()
+        IN_FLIGHT.reset()
+        if isinstance(self.env.runner, WorkerRunner):
+            if self._shipper is None:
+                self._shipper = gevent.spawn(self._ship_forever)
+        else:
+            self.live.reset(self._csv_prefix() or None)
+            if self._enabled:
+                self._open()
 
     def _on_test_stop(self, environment: Environment, **_: Any) -> None:
         runner = self.env.runner
@@ -138,6 +152,8 @@ class Recorder:
         elif isinstance(runner, MasterRunner) and self._enabled:
             self._collect_from_workers(runner)
         self._flush()
+        if not isinstance(runner, WorkerRunner):
+            self.live.poll()  # rungs whose last requests just ended
 
     def _on_quitting(self, environment: Environment, **_: Any) -> None:
         # Locust fires `quitting` before its final runner.quit(), which still stops users
@@ -152,20 +168,29 @@ class Recorder:
         self._flush()
 
     def _on_quit(self, **_: Any) -> None:
+        if self._shipper is not None:
+            self._shipper.kill(block=False)
+            self._shipper = None
         if self._file is not None:
             self._file.close()
             self._file = None
 
     # --- worker side -----------------------------------------------------------------
 
-    def _on_report_to_master(self, client_id: str, data: dict[str, Any], **_: Any) -> None:
-        if self._buffer:
-            data[REPORT_KEY], self._buffer = self._buffer, []
+    def _ship_forever(self) -> None:
+        while True:
+            gevent.sleep(SHIP_INTERVAL_S)
+            self._send_buffer()
 
     def _send_buffer(self) -> None:
-        if self._buffer:
-            rows, self._buffer = self._buffer, []
-            self.env.runner.send_message(MSG_ROWS, rows)
+        """Ship the buffered rows (maybe none) with this process's state, in one message."""
+        rows, self._buffer = self._buffer, []
+        self.env.runner.send_message(MSG_ROWS, {"rows": rows,
+                                                "state": local_state().as_message()})
+
+    def _on_drain_request(self, environment: Environment, msg: Any, **_: Any) -> None:
+        IN_FLIGHT.drain(int(msg.data))
+        self._send_buffer()
 
     def _on_flush_request(self, environment: Environment, msg: Any, **_: Any) -> None:
         runner = self.env.runner
@@ -176,13 +201,11 @@ class Recorder:
 
     # --- master side -----------------------------------------------------------------
 
-    def _on_worker_report(self, client_id: str, data: dict[str, Any], **_: Any) -> None:
-        rows = data.get(REPORT_KEY)
-        if rows:
-            self._write(rows)
-
     def _on_rows_message(self, environment: Environment, msg: Any, **_: Any) -> None:
-        self._write(msg.data)
+        data = msg.data
+        if data["rows"]:
+            self._write(data["rows"])
+        self.live.update(msg.node_id, ProcessState.from_message(data["state"]))
 
     def _on_done_message(self, environment: Environment, msg: Any, **_: Any) -> None:
         if msg.data == self._token:
@@ -226,6 +249,7 @@ class Recorder:
             self._created = True
 
     def _write(self, rows: list[list[Any]]) -> None:
+        self.live.add_rows(rows)
         if self._file is None:
             if not self._enabled:
                 return

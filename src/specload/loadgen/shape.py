@@ -1,23 +1,24 @@
 """`LadderShape`: the concurrency ladder as a Locust load shape, plus its rungs file.
 
-The shape walks through the plan from `specload.ladder`: each rung holds its user
-count for a warmup window and then a measure window, and every new user count is
-reached at once (the spawn rate is the largest jump in the ladder). The ladder and the
-two windows are Locust custom arguments (`--ladder 1,2,5,10 --warmup 10 --measure 30`),
-so they show up as fields in the web UI and travel to workers in spawn messages; the
-shape itself runs only where Locust runs shapes (the master, or the single process).
+The shape walks through the plan from `specload.ladder` with its pure `advance`: each
+rung holds its user count through a warmup (until the closed loop has turned over once,
+at most `--warmup` seconds) and a measure window (at least `--measure` seconds and until
+`--min-requests` requests that started in it have completed, at most `--max-measure`
+seconds); after the last rung it drains (users finish their request and start no new
+one, at most `--drain` seconds), then stops. Every new user count is reached at once
+(the spawn rate is the largest jump in the ladder). The options are Locust custom
+arguments, so they show up as fields in the web UI and travel to workers in spawn
+messages; the shape itself runs where Locust runs shapes (the master, or the single
+process), and learns completions and in-flight counts from the live rungs (`live.py`).
 
 Rung boundaries are written to `<csv prefix>_rungs.csv` (`records.RUNGS_COLUMNS`, UTC
-epoch seconds), one row appended as each rung's measure window ends. Only rungs whose
-measure window completed are written, so a run stopped mid-rung keeps exactly its
-finished rungs. Locust ticks shapes about once a second, so a rung can begin up to a
-second after the plan; the rest of the plan then shifts by that delay, so every rung
-keeps its full warmup and measure windows: `warmup_start` is when the shape actually
-asked for the rung's user count, `measure_start` = warmup_start + warmup and
-`measure_end` = measure_start + measure, at which the users are still at its count.
-Without `--csv` (a plain web-UI session) there is no run folder, so no rungs file is
-written and the report falls back to segmenting Locust's own history by user count.
-A new start (e.g. pressing Start again in the web UI) begins a fresh rungs file.
+epoch seconds), one row appended as each rung's measure window ends, with the times the
+shape really changed the user count (Locust ticks shapes about once a second). Only
+rungs whose measure window completed are written, so a run stopped mid-rung keeps
+exactly its finished rungs. Without `--csv` (a plain web-UI session) there is no run
+folder: no rungs file is written, and the report falls back to segmenting Locust's own
+history by user count. A new start (e.g. pressing Start again in the web UI) begins a
+fresh rungs file.
 """
 
 from __future__ import annotations
@@ -30,18 +31,26 @@ from pathlib import Path
 from typing import Any
 
 from locust import LoadTestShape, events
+from locust.runners import MasterRunner
 
 from specload.ladder import (
+    DEFAULT_DRAIN_S,
     DEFAULT_LADDER,
     DEFAULT_MEASURE_S,
+    DEFAULT_MIN_REQUESTS,
     DEFAULT_WARMUP_S,
     LadderError,
-    Rung,
+    Position,
+    RungPlan,
+    advance,
     parse_ladder,
     plan,
-    rung_at,
     spawn_rate,
+    start,
 )
+from specload.loadgen.inflight import IN_FLIGHT
+from specload.loadgen.live import LiveRungs, Span
+from specload.loadgen.recorder import MSG_DRAIN
 from specload.records import RUNGS_COLUMNS, RUNGS_SUFFIX
 
 log = logging.getLogger(__name__)
@@ -53,20 +62,26 @@ def add_ladder_arguments(parser: Any) -> None:
     # On the parser itself: argument groups bypass LocustArgumentParser.add_argument, and
     # with it the web-UI flag.
     parser.add_argument(
-        "--ladder",
-        type=str,
-        default=",".join(map(str, DEFAULT_LADDER)),
+        "--ladder", type=str, default=",".join(map(str, DEFAULT_LADDER)),
         include_in_web_ui=True,
-        help="ladder: comma-separated increasing user counts, one rung each",
-    )
+        help="ladder: comma-separated increasing user counts, one rung each")
     parser.add_argument(
         "--warmup", type=float, default=DEFAULT_WARMUP_S, include_in_web_ui=True,
-        help="ladder: warmup seconds per rung (not measured)",
-    )
+        help="ladder: warmup seconds per rung at most (not measured; it ends earlier once "
+        "every user has completed a request)")
     parser.add_argument(
         "--measure", type=float, default=DEFAULT_MEASURE_S, include_in_web_ui=True,
-        help="ladder: measured seconds per rung",
-    )
+        help="ladder: measured seconds per rung at least")
+    parser.add_argument(
+        "--min-requests", type=int, default=DEFAULT_MIN_REQUESTS, include_in_web_ui=True,
+        help="ladder: a measure window lasts until this many requests that started in it "
+        "have completed")
+    parser.add_argument(
+        "--max-measure", type=float, default=0.0, include_in_web_ui=True,
+        help="ladder: measured seconds per rung at most (0: four times --measure)")
+    parser.add_argument(
+        "--drain", type=float, default=DEFAULT_DRAIN_S, include_in_web_ui=True,
+        help="ladder: after the last rung, seconds to let requests in flight finish")
 
 
 class RungsFile:
@@ -88,16 +103,30 @@ class RungsFile:
             )
 
 
-class LadderShape(LoadTestShape):
-    """Hold each ladder rung for warmup + measure seconds; stop after the last rung."""
+def ladder_plan(opts: Any) -> tuple[list[RungPlan], float]:
+    """The plan and the drain bound from Locust's parsed options (defaults if absent)."""
+    ladder = getattr(opts, "ladder", None)
+    users = parse_ladder(ladder) if isinstance(ladder, str) else list(DEFAULT_LADDER)
+    top = float(getattr(opts, "max_measure", 0.0) or 0.0)
+    rungs = plan(users, float(getattr(opts, "warmup", DEFAULT_WARMUP_S)),
+                 float(getattr(opts, "measure", DEFAULT_MEASURE_S)),
+                 int(getattr(opts, "min_requests", DEFAULT_MIN_REQUESTS)), top or None)
+    return rungs, float(getattr(opts, "drain", DEFAULT_DRAIN_S))
 
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+
+class LadderShape(LoadTestShape):
+    """Walk the ladder (see the module docstring); stop after the drain."""
+
+    def __init__(self, clock: Callable[[], float] = time.time,
+                 live: LiveRungs | None = None) -> None:
         self._now = clock
-        self._rungs: list[Rung] | None = None
+        self._live_given = live
+        self._rungs: list[RungPlan] | None = None
+        self._drain_s = DEFAULT_DRAIN_S
         self._rate = 1.0
         self._t0_epoch = clock()
-        self._current: Rung | None = None
-        self._shift = 0.0  # how far the plan has slipped behind the clock, seconds
+        self._pos: Position | None = None
+        self._drain_seq = 0
         self._rungs_file = RungsFile(None)
         super().__init__()
 
@@ -106,57 +135,77 @@ class LadderShape(LoadTestShape):
         super().reset_time()
         self._t0_epoch = self._now()
         self._rungs = None
-        self._current = None
-        self._shift = 0.0
+        self._pos = None
 
     def get_run_time(self) -> float:
         """Seconds since the test started, on the same clock as the rungs file."""
         return self._now() - self._t0_epoch
 
-    def _options(self) -> tuple[list[int], float, float, Path | None]:
-        opts = getattr(getattr(self.runner, "environment", None), "parsed_options", None)
-        ladder = getattr(opts, "ladder", None)
-        users = parse_ladder(ladder) if isinstance(ladder, str) else list(DEFAULT_LADDER)
-        warmup = float(getattr(opts, "warmup", DEFAULT_WARMUP_S))
-        measure = float(getattr(opts, "measure", DEFAULT_MEASURE_S))
-        prefix = getattr(opts, "csv_prefix", None)
-        return users, warmup, measure, Path(prefix + RUNGS_SUFFIX) if prefix else None
+    @property
+    def _environment(self) -> Any:
+        return getattr(self.runner, "environment", None)
+
+    def _live(self) -> LiveRungs | None:
+        if self._live_given is not None:
+            return self._live_given
+        env = self._environment
+        return LiveRungs.for_env(env) if env is not None else None
 
     def _begin(self) -> bool:
+        opts = getattr(self._environment, "parsed_options", None)
         try:
-            users, warmup, measure, rungs_path = self._options()
-            self._rungs = plan(users, warmup, measure)
+            self._rungs, self._drain_s = ladder_plan(opts)
         except LadderError as exc:
             log.error("ladder shape: %s; stopping", exc)
             return False
+        prefix = getattr(opts, "csv_prefix", None)
+        self._rungs_file = RungsFile(Path(prefix + RUNGS_SUFFIX) if prefix else None)
         self._rate = spawn_rate(self._rungs)
-        self._rungs_file = RungsFile(rungs_path)
-        log.info(
-            "ladder shape: %s users, %.0f s warmup + %.0f s measure per rung, spawn rate %.0f",
-            ",".join(str(s.users) for s in self._rungs), warmup, measure, self._rate,
-        )
+        self._pos = start(self._now())
+        log.info("ladder shape: %s users, warmup <= %.0f s, measure >= %.0f s (until %d "
+                 "requests completed, <= %.0f s), spawn rate %.0f",
+                 ",".join(str(r.users) for r in self._rungs), self._rungs[0].warmup_s,
+                 self._rungs[0].measure_s, self._rungs[0].min_requests,
+                 self._rungs[0].max_measure_s, self._rate)
         return True
 
-    def _finish_current(self, plan_time: float) -> None:
-        rung = self._current
-        if rung is None or plan_time < rung.measure_end:
-            return
-        origin = self._t0_epoch + self._shift
-        self._rungs_file.append(rung.index, rung.users, origin + rung.warmup_start,
-                                origin + rung.measure_start, origin + rung.measure_end)
-        self._current = None
 
     def tick(self) -> tuple[int, float] | None:
         if self._rungs is None and not self._begin():
             return None
-        assert self._rungs is not None
-        plan_time = self.get_run_time() - self._shift
-        self._finish_current(plan_time)
-        rung = rung_at(self._rungs, plan_time)
-        if rung is None:
+        assert self._rungs is not None and self._pos is not None
+        now = self._now()
+        live = self._live()
+        if live is not None:
+            live.active = True  # keep rows: a ladder runs
+            live.poll()
+        completed = live.completed_since if live is not None else (lambda t: 0)
+        drained = live.drained(self._drain_seq) if live is not None else True
+        pos, finished = advance(self._rungs, self._pos, now, completed, self._drain_s,
+                                drained)
+        if finished is not None:
+            self._rungs_file.append(finished.index, finished.users, finished.warmup_start,
+                                    finished.measure_start, finished.measure_end)
+            live = self._live()
+            if live is not None:
+                live.add_window(Span(finished.index, finished.users,
+                                     finished.measure_start, finished.measure_end))
+        if pos.phase == "drain" and self._pos.phase != "drain":
+            self._start_drain()
+        if pos.phase == "done" and not drained:
+            log.warning("ladder shape: drain bound of %.0f s reached; requests still in "
+                        "flight are cut", self._drain_s)
+        self._pos = pos
+        if pos.phase == "done":
             return None
-        if self._current is None or rung.index != self._current.index:
-            # the rung starts now, not when planned: slide the rest of the plan
-            self._shift += plan_time - rung.warmup_start
-            self._current = rung
-        return rung.users, self._rate
+        users = self._rungs[min(pos.rung, len(self._rungs) - 1)].users
+        return users, self._rate
+
+    def _start_drain(self) -> None:
+        """Users finish their requests and start no new ones (on every load process)."""
+        self._drain_seq += 1
+        runner = self.runner
+        if isinstance(runner, MasterRunner):
+            runner.send_message(MSG_DRAIN, self._drain_seq)
+        else:
+            IN_FLIGHT.drain(self._drain_seq)

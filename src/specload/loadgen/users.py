@@ -252,6 +252,7 @@ class StreamingUser(FastHttpUser):
             out.fail("stream_error", f"error in stream: {chunk.error}")
             return False
         tally.add(now, chunk)
+        IN_FLIGHT.chunks += 1
         return False
 
     def _report(self, resp: Any, measured: Measured, out: _Outcome, tally: StreamTally) -> None:

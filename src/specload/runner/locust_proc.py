@@ -61,12 +61,17 @@ def request_args(req: RequestSettings) -> list[str]:
         "--prompts": req.prompts,
         "--api-key-env": req.api_key_env,
         "--request-timeout": req.request_timeout_s,
+        "--failure-backoff": req.failure_backoff_s,
+        "--request-id-header": req.request_id_header,
+        "--ca-bundle": req.ca_bundle,
     }
     for flag, value in optional.items():
         if value is not None:
             args += [flag, str(value)]
     if req.ignore_eos:
         args.append("--ignore-eos")
+    if req.insecure:
+        args.append("--insecure")
     return args
 
 
@@ -96,6 +101,8 @@ def locust_command(
         "--csv", str(prefix), "--csv-full-history", "--host", host,
         "--ladder", ",".join(map(str, ladder)),
         "--warmup", repr(scenario.warmup_s), "--measure", repr(scenario.measure_s),
+        "--min-requests", str(scenario.min_requests),
+        "--max-measure", repr(scenario.max_measure_s or 0.0), "--drain", repr(scenario.drain_s),
         *request_args(scenario.request), *load_mode_args(mode),
     ]
 

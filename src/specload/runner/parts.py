@@ -25,12 +25,11 @@ from specload.records import (
     LOCUST_HISTORY_SUFFIX,
     REQUESTS_SUFFIX,
     RUNGS_SUFFIX,
+    SERVER_TRACE_NAME,
     rungs_path,
 )
 
 APPENDED_SUFFIXES = (REQUESTS_SUFFIX, CLIENT_STATS_SUFFIX, LOCUST_HISTORY_SUFFIX)
-# The built-in simulator's ground-truth trace, written next to the run's Locust files.
-SIM_TRACE_NAME = "sim_trace.jsonl"
 
 
 def _read_rows(path: Path) -> tuple[list[str], list[list[str]]]:
@@ -104,7 +103,7 @@ def merge_part(part_prefix: Path, main_prefix: Path, ladder: Sequence[int]) -> N
     for suffix in APPENDED_SUFFIXES:
         _append(*files(suffix))
     _merge_failures(*files(LOCUST_FAILURES_SUFFIX))
-    trace = part_prefix.parent / SIM_TRACE_NAME
+    trace = part_prefix.parent / SERVER_TRACE_NAME
     if trace.exists():
-        with (main_prefix.parent / SIM_TRACE_NAME).open("ab") as dst:
+        with (main_prefix.parent / SERVER_TRACE_NAME).open("ab") as dst:
             dst.write(trace.read_bytes())

@@ -1,10 +1,11 @@
-"""The sweep's progress lines: one per finished rung, with elapsed time, ETA and live tok/s.
+"""The sweep's progress lines: one per finished rung, with the figures the report will show.
 
-Rungs are detected from the rungs file the ladder shape appends to as each rung ends.
-Live tok/s comes from the server's generated-tokens counter over the rung's measure
-window when the server exposes one (vLLM, SGLang, the simulator), otherwise from the
-per-request rows that ended inside the window (an approximation: the report counts
-tokens by arrival time).
+The Locust process appends a line to `<prefix>_live.jsonl` once a rung is complete
+(every request that could count for it has ended and its row is on disk,
+`loadgen/live.py`). For each new line this module reads the requests file and computes
+the rung's figures with the report's own function (`client_metrics.measure`), so the
+tok/s, TTFT and failures a progress line shows are the table's; it formats them with
+elapsed time and an estimate of the time left, and judges an arm by its failures.
 """
 
 from __future__ import annotations
@@ -12,9 +13,14 @@ from __future__ import annotations
 import csv
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from specload.records import REQUESTS_SUFFIX, RUNGS_SUFFIX
-from specload.runner.metrics_scrape import MetricsSampler
+import orjson
+
+from specload.records import LIVE_SUFFIX, LOCUST_FAILURES_SUFFIX
+
+# An arm where more than this share of requests failed is marked failed.
+FAILED_ARM_SHARE = 0.5
 
 
 def fmt_s(seconds: float) -> str:
@@ -23,49 +29,105 @@ def fmt_s(seconds: float) -> str:
     return f"{m}m{s:02d}s" if m else f"{s}s"
 
 
-def rungs_rows(prefix: Path) -> list[dict[str, str]]:
-    """Rows of `<prefix>_rungs.csv` so far (none before the first rung ends)."""
+def live_lines(prefix: Path) -> list[dict[str, Any]]:
+    """The complete lines of `<prefix>_live.jsonl` so far."""
     try:
-        with Path(str(prefix) + RUNGS_SUFFIX).open(newline="") as fh:
-            return list(csv.DictReader(fh))
+        text = Path(f"{prefix}{LIVE_SUFFIX}").read_bytes()
     except FileNotFoundError:
         return []
+    return [orjson.loads(line) for line in text.split(b"\n")[:-1] if line.strip()]
 
 
-def client_tok_s(prefix: Path, t0: float, t1: float) -> float | None:
-    """Approximate tok/s from per-request rows that ended inside [t0, t1]."""
-    path = Path(str(prefix) + REQUESTS_SUFFIX)
-    if not path.exists() or t1 <= t0:
-        return None
-    tokens = 0
-    with path.open(newline="") as fh:
-        for row in csv.DictReader(fh):
-            try:
-                if t0 <= float(row["end"]) <= t1:
-                    tokens += int(row["output_tokens"] or 0)
-            except (KeyError, ValueError):
-                continue
-    return tokens / (t1 - t0)
+FIGURES = ("output_tok_s", "requests", "requests_started", "failures", "top_failure",
+           "timeouts", "interrupted", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms",
+           "achieved_concurrency", "estimated_token_share")
 
 
-def live_tok_s(
-    row: dict[str, str], sampler: MetricsSampler | None, prefix: Path
-) -> tuple[float | None, str]:
-    """Output tok/s over a rungs row's measure window, and where the number came from."""
-    t0, t1 = float(row["measure_start"]), float(row["measure_end"])
-    rate = sampler.generated_tok_s(t0, t1) if sampler else None
-    if rate is not None:
-        return rate, "server"
-    return client_tok_s(prefix, t0, t1), "client, by request end"
+def rung_figures(prefix: Path, line: dict[str, Any]) -> dict[str, Any]:
+    """The live line with the rung's figures, as the report computes them."""
+    from specload.errors import UserError
+    from specload.report.client_metrics import measure
+    from specload.report.run_files import read_requests
+    from specload.report.windows import Window
+
+    try:
+        requests = read_requests(prefix)
+    except UserError:
+        return line  # no request has ended yet
+    if requests.empty:
+        return line
+    window = Window(int(line["rung"]), int(line["users"]), float(line["measure_start"]),
+                    float(line["measure_end"]))
+    row = measure(requests, [window]).iloc[0]
+    return {**line, **{k: (v.item() if hasattr(v, "item") else v)
+                       for k, v in row.items() if k in FIGURES}}
 
 
-def progress_line(
-    label: str, row: dict[str, str], ladder: Sequence[int], elapsed_s: float,
-    remaining_s: float, rate: float | None, source: str,
-) -> str:
-    live = f"{rate:.1f} tok/s ({source})" if rate is not None else "tok/s n/a"
-    rung = list(ladder).index(int(row["users"])) + 1
-    return (
-        f"[{label}] rung {rung}/{len(ladder)} C={row['users']} done | "
-        f"elapsed {fmt_s(elapsed_s)}, ETA {fmt_s(remaining_s)} | {live}"
-    )
+def _number(value: Any) -> float | None:
+    if value == "inf":
+        return float("inf")
+    if isinstance(value, int | float) and value == value:  # NaN: not measured
+        return float(value)
+    return None
+
+
+def _latency(value: Any) -> str:
+    ms = _number(value)
+    if ms is None:
+        return "-"
+    return "> timeout" if ms == float("inf") else f"{ms:.0f} ms"
+
+
+def failure_text(failures: int, total: int, reason: str) -> str:
+    """`failures 3 of 40 (7.5%): HTTP 500: boom`, or `no failures`."""
+    if not failures:
+        return "no failures"
+    share = 100.0 * failures / total if total else 100.0
+    return f"failures {failures} of {total} ({share:.0f}%)" + (f": {reason}" if reason else "")
+
+
+def progress_line(label: str, line: dict[str, Any], ladder: Sequence[int], elapsed_s: float,
+                  remaining_s: float) -> str:
+    """One finished rung, as a person reading the console wants it."""
+    rung = list(ladder).index(int(line["users"])) + 1
+    head = f"[{label}] rung {rung}/{len(ladder)} C={line['users']}"
+    tok_s = _number(line.get("output_tok_s"))
+    if tok_s is None:
+        figures = "no requests measured"
+    else:
+        failures = int(line.get("failures") or 0)
+        total = int(line.get("requests") or 0) + failures
+        figures = (f"{tok_s:.1f} tok/s, TTFT p50 {_latency(line.get('ttft_p50_ms'))}, "
+                   f"{int(line.get('requests') or 0)} requests, "
+                   f"{failure_text(failures, total, str(line.get('top_failure') or ''))}")
+    return f"{head} | {figures} | elapsed {fmt_s(elapsed_s)}, ETA ~{fmt_s(remaining_s)}"
+
+
+def top_failure(prefix: Path) -> str:
+    """The most frequent entry of Locust's failure table ("" if none), e.g. for requests
+    that never produced a record (model discovery)."""
+    try:
+        with Path(f"{prefix}{LOCUST_FAILURES_SUFFIX}").open(newline="") as fh:
+            rows = list(csv.DictReader(fh))
+    except (OSError, csv.Error):
+        return ""
+    rows = [r for r in rows if r.get("Occurrences", "").isdigit()]
+    if not rows:
+        return ""
+    top = max(rows, key=lambda r: int(r["Occurrences"]))
+    return f"{top.get('Method', '')} {top.get('Name', '')}: {top.get('Error', '')}".strip()
+
+
+def arm_failure(lines: Sequence[dict[str, Any]], prefix: Path) -> str | None:
+    """Why an arm counts as failed (most requests failed, or none got through), or None."""
+    failures = sum(int(ln.get("failures") or 0) for ln in lines)
+    ok = sum(int(ln.get("requests") or 0) for ln in lines)
+    reasons = [str(ln.get("top_failure") or "") for ln in lines if ln.get("failures")]
+    total = ok + failures
+    if total and failures / total > FAILED_ARM_SHARE:
+        return (f"{failure_text(failures, total, reasons[-1] if reasons else '')} "
+                f"(more than {FAILED_ARM_SHARE:.0%} failed)")
+    if lines and total == 0:
+        why = top_failure(prefix)
+        return "no request completed in any rung" + (f": {why}" if why else "")
+    return None

@@ -2,45 +2,37 @@
 
 Three kinds, one interface (`ArmServer`): the built-in simulator started as a
 `specload sim --port 0` subprocess whose ready line gives its URL; a server started
-and stopped by the user's shell commands, ready when its readiness URL answers 2xx
-(stopped by the stop command, then by signals to the start command's process group);
-and an already-running base URL, only checked for readiness. Every child runs in its
-own process group with its output in a log file in the arm folder, so stopping it
-reaches every process it spawned and a Ctrl-C in the terminal reaches only the runner,
-which then shuts children down in order. Failures raise `ServerError` with one line.
+and stopped by the user's shell commands; and an already-running base URL. The last
+two are ready when their `ready_url` answers 2xx, or else `/health` and then
+`/v1/models` (`probes.readiness`); a failure says what each answered. While a run
+goes, a server is watched by `probes.Liveness` (alive while tokens stream; probed only
+after a silence; dead on refused connections or a long silence) and, where the runner
+started it, by its process. Every child runs in its own process group with its output
+in a log file in the arm folder, so stopping it reaches every process it spawned and a
+Ctrl-C in the terminal reaches only the runner, which then shuts children down in
+order. Failures raise `ServerError` with one line.
 """
 
 from __future__ import annotations
 
 import os
+import ssl
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from abc import ABC, abstractmethod
 from pathlib import Path
 
+from specload.runner import probes
 from specload.runner.processes import log_tail, stop_process_group
 from specload.runner.sim_launcher import LaunchError, SimOptions, SimProcess, launch
 from specload.scenario import Arm
 
 SIM_READY_TIMEOUT_S = 60.0
+READY_PROBE_TIMEOUT_S = 5.0
 
 
 class ServerError(Exception):
     """An arm's server could not be started, became unreachable, or died."""
-
-
-def http_ok(url: str, timeout: float = 2.0, api_key: str | None = None) -> bool:
-    """True when GET `url` answers with a 2xx status within `timeout` seconds."""
-    req = urllib.request.Request(url)
-    if api_key:
-        req.add_header("Authorization", f"Bearer {api_key}")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return 200 <= resp.status < 300
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
 
 
 def _spawn(args: list[str] | str, log_path: Path, shell: bool = False) -> subprocess.Popen:
@@ -55,26 +47,59 @@ def _spawn(args: list[str] | str, log_path: Path, shell: bool = False) -> subpro
 class ArmServer(ABC):
     """A server under test, as seen by the runner."""
 
-    def __init__(self, arm: Arm, api_key: str | None = None) -> None:
+    def __init__(self, arm: Arm, api_key: str | None = None,
+                 tls: ssl.SSLContext | None = None) -> None:
         self.arm = arm
         self.api_key = api_key
+        self.tls = tls
         self.base_url = ""
+        self.ready_results: list[probes.ProbeResult] = []
+        self._liveness: probes.Liveness | None = None
 
     @property
     def metrics_url(self) -> str:
         return self.arm.metrics_url or f"{self.base_url}/metrics"
 
     @property
-    def ready_url(self) -> str:
-        return self.arm.ready_url or f"{self.base_url}/health"
+    def explicit_ready_url(self) -> str | None:
+        return self.arm.ready_url
 
     @abstractmethod
     def start(self, log_path: Path) -> str:
         """Start (or find) the server and wait until it is ready; returns its base URL."""
 
-    @abstractmethod
-    def problem(self) -> str | None:
+    def process_problem(self) -> str | None:
+        """Why the server's process is gone, if the runner started one."""
+        return None
+
+    def problem(self, last_chunk_at: float | None) -> str | None:
         """None while the server looks alive, else why it does not."""
+        gone = self.process_problem()
+        if gone:
+            return gone
+        if self._liveness is None:
+            url = self.ready_results[-1].url if self.ready_results else (
+                self.explicit_ready_url or self.base_url + probes.READY_PATHS[0])
+            self._liveness = probes.Liveness(
+                url, lambda u, t: probes.probe(u, t, self.api_key, self.tls))
+        return self._liveness.check(last_chunk_at)
+
+    def check_ready(self, timeout: float = READY_PROBE_TIMEOUT_S) -> bool:
+        self.ready_results = probes.readiness(self.base_url, self.explicit_ready_url,
+                                              timeout, self.api_key, self.tls)
+        return self.ready_results[-1].ok
+
+    def not_ready(self) -> str:
+        return probes.describe(self.ready_results)
+
+    def models(self) -> list[str] | None:
+        """The model ids the server lists (None when it does not answer /v1/models)."""
+        result = next((r for r in self.ready_results
+                       if r.ok and r.url.endswith("/v1/models")), None)
+        if result is None:
+            result = probes.probe(self.base_url + "/v1/models", READY_PROBE_TIMEOUT_S,
+                                  self.api_key, self.tls)
+        return probes.listed_models(result.body) if result.ok else None
 
     def stop(self) -> None:  # noqa: B027 - an already-running server has nothing to stop
         """Stop the server if the runner started it."""
@@ -88,7 +113,8 @@ class SimServer(ArmServer):
         sim = arm.sim
         assert sim is not None
         self.options = SimOptions(profile=sim.profile, spec=sim.spec, k=sim.k, seed=sim.seed,
-                                  faults=tuple(sim.faults), trace_path=trace_path)
+                                  faults=tuple(sim.faults), trace_path=trace_path,
+                                  extra_args=tuple(sim.extra_args()))
         self.process: SimProcess | None = None
         self.draft_k: int | None = None
 
@@ -104,7 +130,8 @@ class SimServer(ArmServer):
         self.draft_k = self.process.draft_k
         return self.base_url
 
-    def problem(self) -> str | None:
+    def problem(self, last_chunk_at: float | None) -> str | None:
+        # our own server: alive while its process runs
         return self.process.problem() if self.process is not None else None
 
     def stop(self) -> None:
@@ -116,8 +143,9 @@ class SimServer(ArmServer):
 class CommandServer(ArmServer):
     """A server started and stopped by the user's shell commands."""
 
-    def __init__(self, arm: Arm, api_key: str | None = None) -> None:
-        super().__init__(arm, api_key)
+    def __init__(self, arm: Arm, api_key: str | None = None,
+                 tls: ssl.SSLContext | None = None) -> None:
+        super().__init__(arm, api_key, tls)
         assert arm.command is not None
         self.spec = arm.command
         self.base_url = self.spec.base_url
@@ -125,36 +153,33 @@ class CommandServer(ArmServer):
         self.log_path: Path | None = None
 
     @property
-    def ready_url(self) -> str:
-        return self.spec.ready_url or self.arm.ready_url or f"{self.base_url}/health"
+    def explicit_ready_url(self) -> str | None:
+        return self.spec.ready_url or self.arm.ready_url
 
     def start(self, log_path: Path) -> str:
         self.log_path = log_path
         self.proc = _spawn(self.spec.start, log_path, shell=True)
         deadline = time.monotonic() + self.spec.ready_timeout_s
         while time.monotonic() < deadline:
-            if http_ok(self.ready_url, api_key=self.api_key):
+            if self.check_ready():
                 return self.base_url
             # A start command may exit 0 after launching a daemon (`docker run -d`).
             code = self.proc.poll()
             if code not in (None, 0):
                 raise ServerError(
-                    f"start command exited with status {code} before {self.ready_url} "
-                    f"was ready: {log_tail(log_path)}"
-                )
+                    f"start command exited with status {code} before the server was ready "
+                    f"({self.not_ready()}): {log_tail(log_path)}")
             time.sleep(0.5)
         self.stop()
-        raise ServerError(
-            f"{self.ready_url} not ready after {self.spec.ready_timeout_s:.0f} s "
-            f"(start command log: {log_path})"
-        )
+        raise ServerError(f"not ready after {self.spec.ready_timeout_s:.0f} s "
+                          f"({self.not_ready()}; start command log: {log_path})")
 
-    def problem(self) -> str | None:
-        if self.proc is not None and self.proc.poll() is None:
-            return None
-        if http_ok(self.ready_url, api_key=self.api_key):
-            return None
-        return f"server stopped answering at {self.ready_url}"
+    def process_problem(self) -> str | None:
+        code = self.proc.poll() if self.proc is not None else None
+        if code not in (None, 0):
+            return f"start command exited with status {code}: {log_tail(self.log_path)}" \
+                if self.log_path else f"start command exited with status {code}"
+        return None
 
     def stop(self) -> None:
         if self.spec.stop:
@@ -172,29 +197,24 @@ class CommandServer(ArmServer):
 class UrlServer(ArmServer):
     """An already-running server: checked for readiness, never started or stopped."""
 
-    def __init__(self, arm: Arm, api_key: str | None = None) -> None:
-        super().__init__(arm, api_key)
+    def __init__(self, arm: Arm, api_key: str | None = None,
+                 tls: ssl.SSLContext | None = None) -> None:
+        super().__init__(arm, api_key, tls)
         assert arm.url is not None
         self.base_url = arm.url
 
     def start(self, log_path: Path) -> str:
-        if not http_ok(self.ready_url, timeout=5.0, api_key=self.api_key):
-            raise ServerError(
-                f"server at {self.base_url} is not reachable ({self.ready_url} did not "
-                "answer 2xx); start it or set the arm's ready_url"
-            )
+        if not self.check_ready():
+            raise ServerError(f"server at {self.base_url} is not ready "
+                              f"({self.not_ready()}); start it or set the arm's ready_url")
         return self.base_url
 
-    def problem(self) -> str | None:
-        if http_ok(self.ready_url, api_key=self.api_key):
-            return None
-        return f"server stopped answering at {self.ready_url}"
 
-
-def server_for(arm: Arm, trace_path: Path | None, api_key: str | None) -> ArmServer:
+def server_for(arm: Arm, trace_path: Path | None, api_key: str | None,
+               tls: ssl.SSLContext | None = None) -> ArmServer:
     """The `ArmServer` for an arm's kind."""
     if arm.sim is not None:
         return SimServer(arm, trace_path if arm.sim.trace else None)
     if arm.command is not None:
-        return CommandServer(arm, api_key)
-    return UrlServer(arm, api_key)
+        return CommandServer(arm, api_key, tls)
+    return UrlServer(arm, api_key, tls)

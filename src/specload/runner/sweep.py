@@ -13,10 +13,12 @@ Locust and the server, keeps every finished rung and marks the run interrupted;
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import shlex
 import shutil
 import signal
+import ssl
 import sys
 import time
 from collections.abc import Iterator
@@ -36,7 +38,13 @@ from specload.manifest import (
     utc_now,
     write_manifest,
 )
-from specload.records import SERVER_METRICS_SUFFIX
+from specload.records import (
+    CLIENT_STATS_COLUMNS,
+    CLIENT_STATS_SUFFIX,
+    SERVER_METRICS_SUFFIX,
+    SERVER_TRACE_NAME,
+)
+from specload.runner import probes
 from specload.runner.locust_proc import (
     LoadMode,
     LocustProcess,
@@ -45,8 +53,14 @@ from specload.runner.locust_proc import (
 )
 from specload.runner.manifest import new_manifest
 from specload.runner.metrics_scrape import MetricsSampler
-from specload.runner.parts import SIM_TRACE_NAME, finished_users, merge_part
-from specload.runner.progress import fmt_s, live_tok_s, progress_line, rungs_rows
+from specload.runner.parts import finished_users, merge_part
+from specload.runner.progress import (
+    arm_failure,
+    fmt_s,
+    live_lines,
+    progress_line,
+    rung_figures,
+)
 from specload.runner.servers import ArmServer, ServerError, server_for
 from specload.scenario import Arm, Scenario, load_scenario, parse_scenario
 
@@ -74,11 +88,13 @@ class Sweep:
     mode: LoadMode
     selected: list[str]
     api_key: str | None = None
+    tls: ssl.SSLContext | None = None  # the users' TLS trust, for the runner's probes
     started: float = field(default_factory=time.monotonic)
     interrupts: int = 0
 
     @property
     def rung_s(self) -> float:
+        """A rung's nominal length (its windows may run longer, up to `rung_bound_s`)."""
         return self.scenario.warmup_s + self.scenario.measure_s
 
     def save(self) -> None:
@@ -106,7 +122,7 @@ class Sweep:
 
 def _fresh_start(rep_dir: Path) -> None:
     """Move leftovers of an attempt that finished no rung out of the way."""
-    leftovers = [p for p in [*rep_dir.glob("locust*"), rep_dir / SIM_TRACE_NAME] if p.is_file()]
+    leftovers = [p for p in [*rep_dir.glob("locust*"), rep_dir / SERVER_TRACE_NAME] if p.is_file()]
     if not leftovers:
         return
     n = 1
@@ -118,6 +134,23 @@ def _fresh_start(rep_dir: Path) -> None:
         shutil.move(str(p), dest / p.name)
 
 
+def last_chunk_time(prefix: Path) -> float | None:
+    """When the load processes last reported receiving a chunk (client stats), if ever."""
+    path = Path(f"{prefix}{CLIENT_STATS_SUFFIX}")
+    try:
+        with path.open("rb") as fh:
+            fh.seek(max(0, path.stat().st_size - 16384))
+            tail = fh.read().decode(errors="replace").splitlines()[1:]
+    except OSError:
+        return None
+    chunks_col = CLIENT_STATS_COLUMNS.index("chunks")
+    last = None
+    for row in csv.reader(tail):
+        if len(row) > chunks_col and row[chunks_col].isdigit() and int(row[chunks_col]):
+            last = float(row[0])
+    return last
+
+
 def _part_prefix(rep_dir: Path) -> Path:
     n = 2
     while (rep_dir / f"part-{n}").exists():
@@ -127,38 +160,39 @@ def _part_prefix(rep_dir: Path) -> Path:
 
 def _watch(
     sweep: Sweep, label: str, locust: LocustProcess, server: ArmServer,
-    sampler: MetricsSampler, run_prefix: Path, n_rungs: int,
+    run_prefix: Path, n_rungs: int,
 ) -> None:
-    deadline = time.monotonic() + n_rungs * sweep.rung_s + SLACK_S
+    bound = n_rungs * sweep.scenario.rung_bound_s + sweep.scenario.drain_s + SLACK_S
+    deadline = time.monotonic() + bound
     if sweep.mode.workers:
         deadline += sweep.mode.workers_wait_s
-    reported = 0
+    rungs: list[dict[str, Any]] = []  # each complete rung with its figures
     next_health = time.monotonic() + HEALTH_EVERY_S
     while True:
         code = locust.poll()
-        rows = rungs_rows(run_prefix)
-        for row in rows[reported:]:
-            rate, source = live_tok_s(row, sampler, run_prefix)
-            say(progress_line(label, row, sweep.scenario.ladder,
-                              time.monotonic() - sweep.started, sweep.remaining_s(),
-                              rate, source))
-        reported = len(rows)
+        for line in live_lines(run_prefix)[len(rungs):]:
+            rungs.append(rung_figures(run_prefix, line))
+            say(progress_line(label, rungs[-1], sweep.scenario.ladder,
+                              time.monotonic() - sweep.started, sweep.remaining_s()))
         if code is not None:
             if code != 0:
                 raise RepFailed(f"locust exited with status {code} (log: {locust.log_path})")
-            if reported < n_rungs:
-                raise RepFailed(
-                    f"locust finished after {reported} of {n_rungs} rungs "
-                    f"(log: {locust.log_path})"
-                )
+            done = len(finished_users(run_prefix))
+            if done < n_rungs:
+                raise RepFailed(f"locust finished after {done} of {n_rungs} rungs "
+                                f"(log: {locust.log_path})")
+            why = arm_failure(rungs, run_prefix)
+            if why:
+                raise RepFailed(why)
             return
         if time.monotonic() >= next_health:
             next_health = time.monotonic() + HEALTH_EVERY_S
-            problem = server.problem()
+            problem = server.problem(last_chunk_time(run_prefix))
             if problem:
                 raise RepFailed(f"server failed during the run: {problem}")
         if time.monotonic() > deadline:
-            raise RepFailed(f"locust still running {SLACK_S:.0f} s after the planned end")
+            raise RepFailed(f"locust still running {bound:.0f} s after it started, the "
+                            "longest the plan allows")
         time.sleep(POLL_S)
 
 
@@ -180,18 +214,12 @@ def run_rep(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> None:
         run_prefix = prefix
     label = arm.name if sweep.scenario.repeats == 1 else f"{arm.name} rep {rep.rep}"
     # The trace sits next to this attempt's Locust files: the simulator truncates it.
-    server = server_for(arm, run_prefix.parent / SIM_TRACE_NAME, sweep.api_key)
+    server = server_for(arm, run_prefix.parent / SERVER_TRACE_NAME, sweep.api_key,
+                        sweep.tls)
     locust: LocustProcess | None = None
     sampler: MetricsSampler | None = None
     try:
-        say(f"[{label}] starting {arm.kind} server ...")
-        try:
-            url = server.start(rep_dir / "server.log")
-        except ServerError as exc:
-            raise RepFailed(str(exc)) from exc
-        arm_entry.base_url = url
-        if arm_entry.k is None:
-            arm_entry.k = getattr(server, "draft_k", None)
+        url = _start_server(sweep, server, arm_entry, rep_dir, label)
         sampler = MetricsSampler(
             server.metrics_url, Path(str(prefix) + SERVER_METRICS_SUFFIX), api_key=sweep.api_key
         ).start()
@@ -201,7 +229,7 @@ def run_rep(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> None:
         if sweep.mode.workers:
             say(f"[{label}] waiting for {sweep.mode.workers} workers: {worker_command(sweep.mode)}")
         locust = LocustProcess(cmd, rep_dir / "locust.log")
-        _watch(sweep, label, locust, server, sampler, run_prefix, len(missing))
+        _watch(sweep, label, locust, server, run_prefix, len(missing))
     finally:
         if locust is not None:
             locust.stop()
@@ -212,6 +240,29 @@ def run_rep(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> None:
         server.stop()
         if run_prefix != prefix:
             merge_part(run_prefix, prefix, sweep.scenario.ladder)
+
+
+def _start_server(sweep: Sweep, server: ArmServer, arm_entry: ArmEntry, rep_dir: Path,
+                  label: str) -> str:
+    """Start (or find) the arm's server and check the model it serves; its base URL."""
+    say(f"[{label}] starting {server.arm.kind} server ...")
+    try:
+        url = server.start(rep_dir / "server.log")
+    except ServerError as exc:
+        raise RepFailed(str(exc)) from exc
+    arm_entry.base_url = url
+    if arm_entry.k is None:
+        arm_entry.k = getattr(server, "draft_k", None)
+    model = sweep.scenario.request.model
+    listed = server.models()
+    if model and listed is not None and model not in listed:
+        note = (f"the server does not list model {model!r} (it lists "
+                f"{', '.join(listed) or 'none'}); it may serve another model or reject "
+                "the requests")
+        say(f"[{label}] warning: {note}")
+        if note not in arm_entry.notes:
+            arm_entry.notes.append(note)
+    return url
 
 
 def run_arm(sweep: Sweep, arm_entry: ArmEntry) -> None:
@@ -368,7 +419,11 @@ def main(args: argparse.Namespace) -> int:
         manifest = new_manifest(scenario)
     else:
         run_dir = where
-    sweep = Sweep(scenario, run_dir, manifest, mode, selected, _api_key(scenario))
+    req = scenario.request
+    if req.insecure:
+        say("warning: request.insecure: HTTPS certificates are not verified")
+    sweep = Sweep(scenario, run_dir, manifest, mode, selected, _api_key(scenario),
+                  probes.tls_context(req.ca_bundle, req.insecure))
     sweep.save()
     say(f"run folder: {run_dir} (planned {fmt_s(sweep.remaining_s())})")
     try:

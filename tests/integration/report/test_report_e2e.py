@@ -31,7 +31,7 @@ def _truth_tok_s(arm_dir: Path) -> dict[int, float]:
     """Tokens the simulator emitted inside each measure window, per second."""
     steps = pd.read_csv(arm_dir / "locust_rungs.csv")
     emits, tokens = [], []
-    with open(arm_dir / "sim_trace.jsonl", encoding="utf-8") as fh:
+    with open(arm_dir / "server_trace.jsonl", encoding="utf-8") as fh:
         for line in fh:
             for t, n in json.loads(line)["chunks"]:
                 emits.append(t)

@@ -25,14 +25,11 @@ def test_command_server_ready_then_stop_command_and_signal(tmp_path: Path) -> No
                       stop=f"touch {flag}", ready_timeout_s=30)
     server = CommandServer(arm)
     assert server.start(tmp_path / "server.log") == f"http://127.0.0.1:{port}"
-    assert server.problem() is None
+    assert server.problem(last_chunk_at=None) is None
     proc = server.proc
     server.stop()
     assert flag.exists()
     assert proc is not None and proc.poll() is not None
-    assert UrlServer(Arm.model_validate({"name": "u", "url": f"http://127.0.0.1:{port}",
-                                         "ready_url": f"http://127.0.0.1:{port}/"})
-                     ).problem() is not None
 
 
 def test_command_that_fails_is_reported_with_its_output(tmp_path: Path) -> None:
@@ -48,10 +45,21 @@ def test_command_never_ready_times_out_and_is_stopped(tmp_path: Path) -> None:
     assert server.proc is None  # stopped and forgotten
 
 
-def test_url_server_that_is_not_running(tmp_path: Path) -> None:
-    arm = Arm.model_validate({"name": "u", "url": f"http://127.0.0.1:{free_port()}"})
-    with pytest.raises(ServerError, match="is not reachable"):
+def test_url_server_that_is_not_running_says_what_it_got(tmp_path: Path) -> None:
+    port = free_port()
+    arm = Arm.model_validate({"name": "u", "url": f"http://127.0.0.1:{port}"})
+    with pytest.raises(ServerError, match=f"127.0.0.1:{port}/health: connection refused"):
         UrlServer(arm).start(tmp_path / "server.log")
+
+
+def test_readiness_falls_back_to_models_when_there_is_no_health_route(
+        tmp_path: Path, sim_server) -> None:
+    sim = sim_server(flavor="llama-cpp-python")
+    server = UrlServer(Arm.model_validate({"name": "u", "url": sim.url}))
+    assert server.start(tmp_path / "server.log") == sim.url
+    assert [(r.url.removeprefix(sim.url), r.detail) for r in server.ready_results] == [
+        ("/health", "HTTP 404"), ("/v1/models", "HTTP 200")]
+    assert server.models() == ["meta-llama/Llama-3.1-8B-Instruct"]
 
 
 def test_sim_that_cannot_start_says_why(tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ def test_every_fault_kind_counted_nothing_lost_no_key_leaked(
     arm = run_dir / "faulty"
     assert read_manifest(run_dir)["status"] == "done"
     rows = read_csv(arm / "locust_requests.csv")
-    trace = read_trace(arm / "sim_trace.jsonl")
+    trace = read_trace(arm / "server_trace.jsonl")
 
     # nothing lost, nothing twice: server trace and client records hold the same requests
     ids = Counter(r["request_id"] for r in rows)
@@ -84,7 +84,7 @@ def test_every_fault_kind_counted_nothing_lost_no_key_leaked(
     # the keys are nowhere: output, run folder (incl. server log and trace), scenario folder
     assert CUSTOM_KEY not in res.stdout + res.stderr and OPENAI_KEY not in res.stdout
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert {"server.log", "locust.log", "manifest.json", "report.html", "sim_trace.jsonl",
+    assert {"server.log", "locust.log", "manifest.json", "report.html", "server_trace.jsonl",
             "locust_requests.csv", "locust_failures.csv"} <= {p.name for p in written}
     for path in written:
         data = path.read_bytes()

@@ -48,7 +48,7 @@ def check_nothing_lost(arm_dir: Path, only: str = "") -> None:
     rows = read_csv(arm_dir / "locust_requests.csv")
     ids = Counter(r["request_id"] for r in rows)
     assert max(ids.values()) == 1
-    traced = [t["request_id"] for t in read_trace(arm_dir / "sim_trace.jsonl")
+    traced = [t["request_id"] for t in read_trace(arm_dir / "server_trace.jsonl")
               if t["request_id"].startswith(only)]
     assert traced and len(traced) == len(set(traced))
     assert set(traced) <= set(ids), sorted(set(traced) - set(ids))[:5]
@@ -115,7 +115,7 @@ def test_server_killed_mid_rung_and_servers_not_ready_then_resume(
     assert summary_rungs(run_dir) == [(arm, c) for arm in ("killed", "late", "slow")
                                       for c in (2, 4)]
     check_nothing_lost(killed)
-    assert (killed / "part-2" / "sim_trace.jsonl").exists()
+    assert (killed / "part-2" / "server_trace.jsonl").exists()
 
 
 @pytest.mark.slow

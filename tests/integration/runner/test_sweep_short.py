@@ -46,7 +46,7 @@ def test_failing_arms_are_marked_and_the_others_still_run(
     assert res.returncode == 1, res.stdout + res.stderr
     m = read_manifest(tmp_path / run_dir_of(res.stdout))
     status = {a["name"]: (a["status"], a["reps"][0]["error"]) for a in m["arms"]}
-    assert status["gone"][0] == "failed" and "is not reachable" in status["gone"][1]
+    assert status["gone"][0] == "failed" and "/health: connection refused" in status["gone"][1]
     assert status["dies"][0] == "failed" and "server failed during the run" in status["dies"][1]
     assert status["fine"] == ("done", None)
     assert m["status"] == "failed"

@@ -1,10 +1,22 @@
-"""Progress lines and the client-side tok/s fallback."""
+"""Progress lines from the live rung file, and when an arm counts as failed."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from specload.runner.progress import client_tok_s, fmt_s, live_tok_s, progress_line, rungs_rows
+import orjson
+
+from specload.runner.progress import (
+    arm_failure,
+    failure_text,
+    fmt_s,
+    live_lines,
+    progress_line,
+)
+
+LINE = {"rung": 2, "users": 10, "measure_start": 0.0, "measure_end": 10.0,
+        "output_tok_s": 214.53, "requests": 40, "failures": 0, "top_failure": "",
+        "ttft_p50_ms": 123.4}
 
 
 def test_fmt_s() -> None:
@@ -12,19 +24,43 @@ def test_fmt_s() -> None:
         "0s", "9s", "1m00s", "1m15s", "59m59s", "0s"]
 
 
-def test_progress_line_names_arm_rung_users_times_and_rate() -> None:
-    row = {"rung": "2", "users": "10", "measure_start": "0", "measure_end": "1"}
-    line = progress_line("spec-on rep 2", row, [1, 5, 10, 30], 75, 130, 214.53, "server")
-    assert line == ("[spec-on rep 2] rung 3/4 C=10 done | elapsed 1m15s, ETA 2m10s | "
-                    "214.5 tok/s (server)")
-    assert progress_line("a", row, [10], 1, 0, None, "x").endswith("| tok/s n/a")
+def test_progress_line_shows_the_tables_figures() -> None:
+    line = progress_line("spec-on rep 2", LINE, [1, 5, 10, 30], 75, 130)
+    assert line == ("[spec-on rep 2] rung 3/4 C=10 | 214.5 tok/s, TTFT p50 123 ms, "
+                    "40 requests, no failures | elapsed 1m15s, ETA ~2m10s")
 
 
-def test_client_fallback_counts_tokens_of_requests_ending_in_the_window(tmp_path: Path) -> None:
+def test_progress_line_shows_failures_and_their_top_reason() -> None:
+    bad = {**LINE, "requests": 10, "failures": 30, "top_failure": "HTTP 400: (empty body)",
+           "ttft_p50_ms": "inf"}
+    line = progress_line("a", bad, [10], 1, 0)
+    assert "TTFT p50 > timeout" in line
+    assert "failures 30 of 40 (75%): HTTP 400: (empty body)" in line
+    empty = progress_line("a", {"rung": 0, "users": 10}, [10], 1, 0)
+    assert "no requests measured" in empty
+
+
+def test_failure_text() -> None:
+    assert failure_text(0, 10, "x") == "no failures"
+    assert failure_text(1, 8, "") == "failures 1 of 8 (12%)"
+
+
+def test_live_lines_read_complete_lines_only(tmp_path: Path) -> None:
     prefix = tmp_path / "locust"
-    assert rungs_rows(prefix) == [] and client_tok_s(prefix, 0, 10) is None
-    Path(f"{prefix}_requests.csv").write_text(
-        "request_id,end,output_tokens\na,5,100\nb,9.5,60\nc,11,500\nd,bad,7\n")
-    assert client_tok_s(prefix, 0, 10) == 16.0
-    row = {"measure_start": "0", "measure_end": "10"}
-    assert live_tok_s(row, None, prefix) == (16.0, "client, by request end")
+    assert live_lines(prefix) == []
+    Path(f"{prefix}_live.jsonl").write_bytes(orjson.dumps(LINE) + b"\n" + b'{"rung": 3')
+    assert live_lines(prefix) == [LINE]
+
+
+def test_an_arm_fails_when_most_requests_failed_or_none_got_through(tmp_path: Path) -> None:
+    prefix = tmp_path / "locust"
+    ok = [LINE, {**LINE, "failures": 5, "top_failure": "boom"}]
+    assert arm_failure(ok, prefix) is None
+    bad = [{**LINE, "requests": 1, "failures": 30, "top_failure": "HTTP 400: (empty body)"}]
+    assert arm_failure(bad, prefix) == ("failures 30 of 31 (97%): HTTP 400: (empty body) "
+                                        "(more than 50% failed)")
+    Path(f"{prefix}_failures.csv").write_text(
+        "Method,Name,Error,Occurrences\nGET,/v1/models,GET /v1/models: HTTP 404,12\n")
+    none = [{**LINE, "requests": 0, "failures": 0}]
+    assert arm_failure(none, prefix) == ("no request completed in any rung: "
+                                         "GET /v1/models: GET /v1/models: HTTP 404")
