@@ -33,7 +33,7 @@ MODEL_PLACEHOLDER = "<draft model or EAGLE head>"
 BATCH_SIZE_CEILING = 65536
 # Methods that run without a separate draft model in vLLM (vllm/config/speculative.py:
 # mtp uses the target model's own layers, ngram looks up the prompt).
-_NO_DRAFT_MODEL = ("mtp", "ngram", "ngram_gpu", "suffix")
+NO_DRAFT_MODEL = ("mtp", "ngram", "ngram_gpu", "suffix")
 _SGLANG_ALGORITHMS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN",
                       "ngram": "NGRAM", "draft_model": "STANDALONE"}
 _TRTLLM_DECODING_TYPES = {"eagle": "Eagle3", "eagle3": "Eagle3", "mtp": "MTP",
@@ -99,7 +99,7 @@ def vllm_speculative_config(tiers: Sequence[Tier], spec: SpecSettings) -> dict[s
     method = config.get("method") or spec.method or METHOD_PLACEHOLDER
     out: dict[str, Any] = {"method": method}
     model = config.get("model") or spec.model
-    if model or method not in _NO_DRAFT_MODEL:
+    if model or method not in NO_DRAFT_MODEL:
         out["model"] = model or MODEL_PLACEHOLDER
     out["num_speculative_tokens"] = max_k(tiers)
     out |= {key: value for key, value in config.items() if key not in out}
@@ -158,7 +158,7 @@ def sglang_flags(tiers: Sequence[Tier], spec: SpecSettings,
     steps = max_k(tiers)
     draft_tokens = steps + 1 if isinstance(steps, int) else f"{steps}+1"
     words = ["--speculative-algorithm", algorithm]
-    if method not in _NO_DRAFT_MODEL:
+    if method not in NO_DRAFT_MODEL:
         words += ["--speculative-draft-model-path", spec.model or MODEL_PLACEHOLDER]
     words += ["--speculative-num-steps", str(steps), "--speculative-eagle-topk", "1",
               "--speculative-num-draft-tokens", str(draft_tokens), "--speculative-adaptive",
@@ -215,7 +215,7 @@ def trtllm_yaml(tiers: Sequence[Tier], spec: SpecSettings) -> str:
              "speculative_config:",
              f"  decoding_type: {_yaml_scalar(decoding)}",
              f"  max_draft_len: {_yaml_scalar(k)}"]
-    if method not in _NO_DRAFT_MODEL:
+    if method not in NO_DRAFT_MODEL:
         lines.append(f"  speculative_model: {_yaml_scalar(spec.model or MODEL_PLACEHOLDER)}"
                      "  # speculative_model_dir in older releases")
     if schedule:

@@ -324,9 +324,11 @@ def _add_schedule(rec: Recommendation, cross: Crossover, bound: Bound, spec: Spe
                  TRTLLM_FILE: es.trtllm_yaml(rec.tiers, spec)}
     rec.lines += _engine_lines(rec.engine, rec.vllm_config, flags, rec.tiers, folder)
     rec.notes += [f"The arm's start command: {problem}." for problem in spec.problems]
-    if k == es.K_PLACEHOLDER:
-        rec.notes.append(f"Replace {es.K_PLACEHOLDER} with your draft length: the run does "
-                         "not record it.")
+    unknown = [(es.K_PLACEHOLDER, "your draft length")] if k == es.K_PLACEHOLDER else []
+    if not (spec.model or spec.method in es.NO_DRAFT_MODEL):
+        unknown.append((es.MODEL_PLACEHOLDER, "your draft model"))
+    rec.notes += [f"Replace {mark} with {what}: the run does not record it."
+                  for mark, what in unknown]
     if spec.method not in (None, "eagle", "eagle3") and rec.engine in (None, "sglang"):
         rec.notes.append(f"The arm ran method {spec.method}: SGLang's adaptive mode takes "
                          "only EAGLE or EAGLE3.")

@@ -115,6 +115,9 @@ def test_unknown_k_and_method_are_placeholders() -> None:
     assert got.vllm_config is not None
     assert got.vllm_config["num_speculative_tokens_per_batch_size"][0] == [1, 17, K_PLACEHOLDER]
     assert any(K_PLACEHOLDER in note for note in got.notes)
+    assert any("with your draft model" in note for note in got.notes)
+    known = _recommend(_pair([1.5, 1.2, 0.8, 0.6]))
+    assert not any("Replace" in note for note in known.notes)
 
 
 def test_slo_goodput_decides_when_given() -> None:
