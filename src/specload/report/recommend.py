@@ -270,8 +270,8 @@ def _deployment_text(engine: str, cross: Crossover, bound: Bound | None) -> str:
     return (f"{head} Instead run two deployments, one with speculation for low load and one "
             f"without for high load, and route by load: send a request to the spec-on "
             f"deployment while {gate}, else to the spec-off one. If load changes slowly, "
-            f"one deployment switched by load level does too: with speculation while "
-            f"concurrency stays below C = {_num(bound.concurrency)}.")
+            f"one deployment restarted with or without speculation by load level also "
+            f"works: with it while concurrency stays below C = {_num(bound.concurrency)}.")
 
 
 def _engine_lines(engine: str | None, vllm: dict[str, Any], flags: str,

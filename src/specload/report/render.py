@@ -165,7 +165,8 @@ def _curve_words(cross: Crossover) -> str | None:
         return None
     parts = [f"{c.direction} at C≈{c.c:.3g}" + (" (within noise)" if c.within_noise else "")
              for c in cross.crossings]
-    text = f"the speedup crosses 1 {len(cross.crossings)} time(s)"
+    n = len(cross.crossings)
+    text = "the speedup crosses 1 " + {0: "nowhere", 1: "once", 2: "twice"}.get(n, f"{n} times")
     text += f": {', '.join(parts)}" if parts else ""
     if cross.rises:
         text += "; not monotone, it rises " + ", ".join(
