@@ -5,7 +5,9 @@ Locust users send, how many load processes (or remote workers) drive the load, a
 list of arms. An arm is one server under test: a built-in simulated server
 (`sim: {profile, spec, k}`), a server started and stopped by shell commands
 (`command: {start, stop, base_url, ready_url, ready_timeout_s}`) or an already-running
-base URL (`url:`). `load_scenario` collects YAML syntax errors, unknown keys, wrong
+base URL (`url:`); an arm may name its `engine:` (which the report's recommendation
+follows), and `slo: {ttft_p99_ms, tpot_p99_ms}` makes the report recommend on goodput
+within those latencies. `load_scenario` collects YAML syntax errors, unknown keys, wrong
 types, ladder mistakes, duplicate arm names, bad URLs, missing files and prompt files
 that do not parse into a single `UserError`, one line per problem, each prefixed with
 its key path (`arms[1].sim.spec`).
@@ -30,6 +32,7 @@ from pydantic import (
     model_validator,
 )
 
+from specload.engines import Engine
 from specload.errors import UserError
 from specload.ladder import DEFAULT_LADDER, parse_ladder, validate_ladder
 from specload.prompts import load_prompts
@@ -238,6 +241,7 @@ class Arm(_Strict):
     spec: Spec | None = None
     k: int | None = Field(None, ge=0)
     role: Role | None = None
+    engine: Engine | None = None
     metrics_url: str | None = None
     ready_url: str | None = None
 
@@ -277,6 +281,19 @@ class Arm(_Strict):
         return {"on": "spec_on", "off": "spec_off"}.get(self.spec_mode or "", "other")
 
 
+class Slo(_Strict):
+    """Latency objectives a rung must meet for its throughput to count as goodput."""
+
+    ttft_p99_ms: float | None = Field(None, gt=0)
+    tpot_p99_ms: float | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _at_least_one(self) -> Slo:
+        if self.ttft_p99_ms is None and self.tpot_p99_ms is None:
+            raise ValueError("give ttft_p99_ms, tpot_p99_ms or both (milliseconds)")
+        return self
+
+
 class Distributed(_Strict):
     """Locust master/worker mode: the runner starts a master, workers connect to it."""
 
@@ -301,6 +318,7 @@ class Scenario(_Strict):
     processes: int | None = None
     distributed: Distributed | None = None
     request: RequestSettings = Field(default_factory=RequestSettings)
+    slo: Slo | None = None
     arms: Annotated[list[Arm], Field(min_length=1)]
 
     _name = field_validator("name")(lambda v: _folder_name(v, "scenario name"))

@@ -78,7 +78,11 @@ def steady_requests(t0: float, t1: float, users: int, period: float, chunks: int
     return out
 
 
-def write_manifest(run_dir: Path, arms: Sequence[dict[str, Any]], **scenario: Any) -> None:
+def write_manifest(run_dir: Path, arms: Sequence[dict[str, Any]],
+                   planned: Sequence[dict[str, Any]] | None = None, **scenario: Any) -> None:
+    """A manifest of finished arms; `planned` are the scenario's own arm entries."""
+    if planned is not None:
+        scenario["arms"] = list(planned)
     manifest = {"scenario": {"name": "t", **scenario}, "scenario_name": "t",
                 "created": "2026-01-01T00:00:00Z", "arms": list(arms), "status": "done"}
     (run_dir / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")

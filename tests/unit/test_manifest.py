@@ -75,6 +75,14 @@ def test_older_and_newer_manifests_are_read(tmp_path: Path) -> None:
                                              "clock_offsets": [0.1]}], "future": 1}))
     m = read_manifest(tmp_path)
     assert m.arms[0].reps[0].status == "pending" and m.arms[0].profile is None
+    assert m.arms[0].engine is None
+
+
+def test_arm_engine_is_recorded(tmp_path: Path) -> None:
+    m = _manifest()
+    m.arms[0].engine = "sglang"
+    write_manifest(tmp_path, m)
+    assert read_manifest(tmp_path).arms[0].engine == "sglang"
 
 
 @pytest.mark.parametrize("text", ["", "[]", '{"arms": []}', '{"scenario": {}, "arms": 3}'])

@@ -83,6 +83,14 @@ INVALID = [
      " base_url: 'http://h:1', ready_url: 'h:1/health'}\n",
      ["arms[0].command.ready_url: 'h:1/health' is not an http(s) URL"]),
     ("top level not a mapping", "- just\n- a list\n", ["the top level must be a mapping"]),
+    ("unknown engine", "name: x\narms:\n  - name: a\n    engine: vllmm\n    url: http://h:1\n",
+     ["arms[0].engine: must be one of vllm, sglang, trtllm, llamacpp, ollama, tgi, other"]),
+    ("empty slo", "name: x\nslo: {}\n" + ARMS_TAIL,
+     ["slo: give ttft_p99_ms, tpot_p99_ms or both (milliseconds)"]),
+    ("zero slo bound", "name: x\nslo: {ttft_p99_ms: 0}\n" + ARMS_TAIL,
+     ["slo.ttft_p99_ms: must be more than 0, got 0"]),
+    ("misspelt slo key", "name: x\nslo: {ttft_ms: 500}\n" + ARMS_TAIL,
+     ["slo.ttft_ms: unknown key"]),
 ]
 
 
@@ -162,6 +170,15 @@ def test_external_arms_take_role_from_spec_and_strip_trailing_slash(tmp_path: Pa
     assert [a.arm_role for a in sc.arms] == ["spec_off", "spec_on"]
     assert [a.kind for a in sc.arms] == ["url", "command"]
     assert sc.arms[1].draft_k == 4
+
+
+def test_engine_and_slo_keys(tmp_path: Path) -> None:
+    text = ("name: x\nslo: {tpot_p99_ms: 50}\narms:\n  - name: a\n    engine: llamacpp\n"
+            "    url: http://h:1\n")
+    sc = load_scenario(write(tmp_path, text))
+    assert sc.arms[0].engine == "llamacpp"
+    assert sc.slo is not None and (sc.slo.ttft_p99_ms, sc.slo.tpot_p99_ms) == (None, 50)
+    assert sc.public_dict()["slo"] == {"ttft_p99_ms": None, "tpot_p99_ms": 50.0}
 
 
 def test_ladder_may_be_a_comma_string(tmp_path: Path) -> None:

@@ -4,8 +4,11 @@
 for each rung; `chunks` and `client_metrics` compute the per-rung client figures of one
 repeat from its request records, `server_metrics` the server's from its /metrics,
 `client_stats` the load processes' health, `locust_history` Locust's own cross-check;
-`aggregate` combines arms and repeats; `crossover` and `recommend` give the speedup, C*
-and the engine setting; `quality` collects data-quality warnings; `figures` draws them
-and `render` writes summary.csv, summary.json and report.html. The package reads files
+`aggregate` combines arms and repeats; `crossover` gives the speedup with its noise
+band, every crossing and C* (on SLO goodput too, with `slo`); `recommend` turns it into
+a batch-size policy, written by `engine_settings` in each engine's syntax with the
+method and draft model `spec_command` reads from the arm's command; `quality` collects
+data-quality warnings; `figures` draws them and `render` writes summary.csv,
+summary.json, report.html and the recommended settings' files. The package reads files
 only: it never imports Locust, the load generator or the runner.
 """

@@ -1,10 +1,18 @@
-"""Speedup of spec-on over spec-off per concurrency, and the crossover concurrency C*.
+"""Speedup of spec-on over spec-off per concurrency, every crossing of 1, and C*.
 
 Arms are paired by role (spec_on against spec_off; names decide when there is no
-manifest). speedup(C) = spec-on system tok/s / spec-off system tok/s. C* is where the
-speedup crosses 1 for the last time and stays below, interpolated linearly in log C
-between the two rungs around the crossing. With repeats, C* is also computed per
-repeat pair and its range reported.
+manifest). speedup(C) = spec-on system tok/s / spec-off system tok/s. Each rung has a
+noise band: the range of the repeat pairs' speedups when there are repeats, else
+±2% (`NOISE_BAND`). A rung is decided "on" when its whole band is above 1, "off" when
+it is below 1 and a "tie" when the band holds 1; with an SLO the decision is the arm
+that meets it with more tok/s, and a rung where neither meets it is left out.
+
+The verdict never says "always" or "never" while a rung is a tie. C* is where
+speculation stops paying off: after the last "on" rung, the curve's last downward
+crossing of 1 before the first "off" rung, interpolated linearly in log C (or the last
+"on" rung itself when the SLO, not the speedup, decides). Every crossing of 1 and
+every rise of the curve is reported too, so a non-monotone curve shows. With repeats,
+C* is also computed per repeat pair (without a band) and its range reported.
 """
 
 from __future__ import annotations
@@ -18,59 +26,178 @@ import numpy as np
 import pandas as pd
 
 from specload.report.run_files import ArmSource
+from specload.report.slo import SloTarget
 
-ALWAYS = "always"  # spec-on ahead at every measured concurrency
-NEVER = "never"  # spec-on behind already at the lowest concurrency
-CROSSES = "crosses"
+ALWAYS = "always"  # on at every rung measured
+NEVER = "never"  # off at every rung measured
+CROSSES = "crosses"  # on, then off from some rung on: C* exists
+INCONCLUSIVE = "inconclusive"  # ties or a non-monotone curve leave no clean answer
 UNKNOWN = "unknown"  # no concurrency measured by both arms
+SLO_UNMET = "slo_unmet"  # neither arm meets the SLO at any rung
+ON, OFF, TIE, NEITHER = "on", "off", "tie", "neither"
+NOISE_BAND = 0.02  # without repeats, a speedup within 1 ± 2% is a tie
+BAND_REPEATS = "repeats' spread"
+BAND_DEFAULT = f"±{NOISE_BAND:.0%}"
+
+
+@dataclass(frozen=True, slots=True)
+class Crossing:
+    """The mean speedup curve crossing 1 between two rungs."""
+
+    c: float  # interpolated in log C
+    direction: str  # "down": speculation stops paying off; "up": it pays off again
+    below: int  # the rungs around the crossing
+    above: int
+    within_noise: bool  # a rung beside it is a tie: the crossing may be noise
+
+    def as_dict(self) -> dict[str, object]:
+        return {"c": self.c, "direction": self.direction, "between": [self.below, self.above],
+                "within_noise": self.within_noise}
 
 
 @dataclass(frozen=True, slots=True)
 class Crossover:
-    """C* of one speedup curve, or why there is none."""
+    """The verdict on one speedup curve, its C* and the on/off policy it implies."""
 
-    verdict: str  # ALWAYS, NEVER, CROSSES or UNKNOWN
+    verdict: str
     c_star: float | None = None
     below: int | None = None  # the last rung where speculation still paid off
     above: int | None = None  # the first rung from which it no longer does
+    speculate_to: float | None = None  # C up to which to speculate; None: nowhere
+    off_above: bool = False  # turn speculation off above speculate_to
+    crossings: tuple[Crossing, ...] = ()
+    ties: tuple[int, ...] = ()  # rungs inside the noise band
+    behind: tuple[int, ...] = ()  # rungs decided "off"
+    unmet: tuple[int, ...] = ()  # rungs where neither arm meets the SLO
+    rises: tuple[tuple[int, int, bool], ...] = ()  # (from C, to C, beyond the noise)
+    band: str = BAND_DEFAULT
+
+    @property
+    def monotone(self) -> bool:
+        return not self.rises
 
     def as_dict(self) -> dict[str, object]:
-        return {"verdict": self.verdict, "c_star": self.c_star,
-                "below": self.below, "above": self.above}
+        return {"verdict": self.verdict, "c_star": self.c_star, "below": self.below,
+                "above": self.above, "speculate_to": self.speculate_to,
+                "off_above": self.off_above, "band": self.band,
+                "crossings": [c.as_dict() for c in self.crossings],
+                "ties": list(self.ties), "behind": list(self.behind),
+                "slo_unmet": list(self.unmet), "monotone": self.monotone,
+                "rises": [{"from": a, "to": b, "beyond_noise": big}
+                          for a, b, big in self.rises]}
 
 
 @dataclass(slots=True)
 class PairResult:
     on: ArmSource
     off: ArmSource
-    speedup: pd.DataFrame  # concurrency, speedup, speedup_min, speedup_max
-    crossover: Crossover
+    # concurrency, output_tok_s_on/_off, speedup, speedup_min/_max, band_lo/_hi,
+    # decision, batch_on/_off (the servers' mean running requests), p99s per arm
+    speedup: pd.DataFrame
+    crossover: Crossover  # on raw system tok/s
     rep_c_stars: list[Crossover] = field(default_factory=list)
+    goodput: Crossover | None = None  # on SLO goodput, when the scenario has an SLO
+
+    @property
+    def decision(self) -> Crossover:
+        """The crossover the recommendation follows: SLO goodput if given, else tok/s."""
+        return self.goodput or self.crossover
 
     def c_star_range(self) -> tuple[float, float] | None:
         values = [c.c_star for c in self.rep_c_stars if c.c_star is not None]
         return (min(values), max(values)) if len(values) >= 2 else None
 
 
-def find_crossover(concurrency: Sequence[float], speedup: Sequence[float]) -> Crossover:
-    """C* in log C for a speedup curve (NaN points are ignored)."""
+def rung_decisions(band_lo: Sequence[float], band_hi: Sequence[float]) -> list[str]:
+    """ON where the whole band is above 1, OFF where it is below, else TIE."""
+    return [ON if lo > 1.0 else OFF if hi < 1.0 else TIE
+            for lo, hi in zip(band_lo, band_hi, strict=True)]
+
+
+def _log_interp(c0: float, c1: float, s0: float, s1: float) -> float:
+    t = (s0 - 1.0) / (s0 - s1)
+    return float(math.exp(math.log(c0) + t * (math.log(c1) - math.log(c0))))
+
+
+def _crossings(c: np.ndarray, s: np.ndarray, raw: Sequence[str]) -> list[Crossing]:
+    out = []
+    for m in range(c.size - 1):
+        down = s[m] >= 1.0 > s[m + 1]
+        if down or s[m] < 1.0 <= s[m + 1]:
+            clean = (raw[m], raw[m + 1]) == ((ON, OFF) if down else (OFF, ON))
+            out.append(Crossing(_log_interp(c[m], c[m + 1], s[m], s[m + 1]),
+                                "down" if down else "up", int(c[m]), int(c[m + 1]),
+                                not clean))
+    return out
+
+
+def _rises(c: np.ndarray, s: np.ndarray, lo: np.ndarray,
+           hi: np.ndarray) -> list[tuple[int, int, bool]]:
+    return [(int(c[m]), int(c[m + 1]), bool(lo[m + 1] > hi[m]))
+            for m in range(c.size - 1) if s[m + 1] > s[m]]
+
+
+def find_crossover(
+    concurrency: Sequence[float], speedup: Sequence[float],
+    band_lo: Sequence[float] | None = None, band_hi: Sequence[float] | None = None,
+    decisions: Sequence[str] | None = None, from_speedup: Sequence[bool] | None = None,
+    band: str = BAND_DEFAULT,
+) -> Crossover:
+    """Verdict, C* and crossings of a speedup curve (points without a speedup are ignored).
+
+    Without `band_lo`/`band_hi` each rung's band is its speedup ± NOISE_BAND. The
+    verdict follows `decisions` (one per rung, ON/OFF/TIE/NEITHER; default: from the
+    band); `from_speedup` marks rungs whose decision the speedup made, the only ones
+    between which C* is interpolated.
+    """
     c = np.asarray(concurrency, dtype=float)
     s = np.asarray(speedup, dtype=float)
+    lo = s - NOISE_BAND if band_lo is None else np.asarray(band_lo, dtype=float)
+    hi = s + NOISE_BAND if band_hi is None else np.asarray(band_hi, dtype=float)
+    lo, hi = np.fmin(lo, s), np.fmax(hi, s)  # a NaN band edge falls back to the speedup
+    raw = rung_decisions(lo, hi)
+    chosen = np.asarray(raw if decisions is None else list(decisions), dtype=object)
+    by_speedup = np.asarray([True] * c.size if from_speedup is None else list(from_speedup))
     keep = np.isfinite(c) & np.isfinite(s) & (c > 0)
-    c, s = c[keep], s[keep]
-    order = np.argsort(c)
-    c, s = c[order], s[order]
+    order = np.argsort(c[keep], kind="stable")
+    c, s, lo, hi = (a[keep][order] for a in (c, s, lo, hi))
+    raw = [d for d, k in zip(raw, keep, strict=True) if k]
+    raw = [raw[i] for i in order]
+    chosen, by_speedup = chosen[keep][order], by_speedup[keep][order]
+    common = {"crossings": tuple(_crossings(c, s, raw)), "rises": tuple(_rises(c, s, lo, hi)),
+              "band": band, "unmet": tuple(int(x) for x in c[chosen == NEITHER])}
     if c.size == 0:
-        return Crossover(UNKNOWN)
-    paying = s >= 1.0
-    if paying[-1]:
-        return Crossover(ALWAYS, below=int(c[-1]))
-    if not paying.any():
-        return Crossover(NEVER, above=int(c[0]))
-    j = int(np.flatnonzero(paying)[-1]) + 1  # first rung of the final run below 1
-    x0, x1 = math.log(c[j - 1]), math.log(c[j])
-    t = (s[j - 1] - 1.0) / (s[j - 1] - s[j])
-    return Crossover(CROSSES, float(math.exp(x0 + t * (x1 - x0))), int(c[j - 1]), int(c[j]))
+        return Crossover(UNKNOWN, **common)
+    # NEITHER rungs take no part in the verdict: no arm gives goodput there.
+    idx = np.flatnonzero(chosen != NEITHER)
+    if idx.size == 0:
+        return Crossover(SLO_UNMET, **common)
+    d = chosen[idx]
+    common |= {"ties": tuple(int(x) for x in c[idx][d == TIE]),
+               "behind": tuple(int(x) for x in c[idx][d == OFF])}
+    top, bottom = int(c[idx[-1]]), int(c[idx[0]])
+    ons = np.flatnonzero(d == ON)
+    if (d == ON).all():
+        return Crossover(ALWAYS, below=top, speculate_to=float(top), **common)
+    if not ons.size:
+        verdict = INCONCLUSIVE if (d == TIE).any() else NEVER
+        return Crossover(verdict, above=bottom, off_above=True, **common)
+    last_on = idx[ons[-1]]
+    offs_after = [i for i in idx if i > last_on and chosen[i] == OFF]
+    if not offs_after:
+        if last_on == idx[-1]:  # ahead at the top, a dip or a tie somewhere below
+            return Crossover(INCONCLUSIVE, below=top, speculate_to=float(top), **common)
+        return Crossover(INCONCLUSIVE, below=int(c[last_on]), speculate_to=float(c[last_on]),
+                         off_above=True, **common)
+    first_off = offs_after[0]
+    c_star = float(c[last_on])
+    if by_speedup[last_on] and by_speedup[first_off]:
+        downs = [m for m in range(last_on, first_off) if s[m] >= 1.0 > s[m + 1]]
+        if downs:
+            m = downs[-1]
+            c_star = _log_interp(c[m], c[m + 1], s[m], s[m + 1])
+    return Crossover(CROSSES, c_star, int(c[last_on]), int(c[first_off]),
+                     speculate_to=c_star, off_above=True, **common)
 
 
 def pair_arms(arms: Sequence[ArmSource]) -> list[tuple[ArmSource, ArmSource]]:
@@ -84,19 +211,46 @@ def pair_arms(arms: Sequence[ArmSource]) -> list[tuple[ArmSource, ArmSource]]:
     return list(zip(on, off, strict=True))
 
 
+# Columns of each arm carried into the pair table (suffixed _on / _off).
+_ARM_COLUMNS = {"output_tok_s": "output_tok_s", "server_running_mean": "batch",
+                "ttft_p99_ms": "ttft_p99_ms", "tpot_p99_ms": "tpot_p99_ms"}
+PAIR_COLUMNS = ("concurrency", "output_tok_s_on", "output_tok_s_off", "speedup",
+                "speedup_min", "speedup_max", "band_lo", "band_hi", "decision", "batch_on",
+                "batch_off", "ttft_p99_ms_on", "ttft_p99_ms_off", "tpot_p99_ms_on",
+                "tpot_p99_ms_off")
+
+
 def _ratio_table(per_arm_on: pd.DataFrame, per_arm_off: pd.DataFrame) -> pd.DataFrame:
     merged = per_arm_on.merge(per_arm_off, on="concurrency", suffixes=("_on", "_off"))
     merged["speedup"] = merged["output_tok_s_on"] / merged["output_tok_s_off"]
     return merged.sort_values("concurrency").reset_index(drop=True)
 
 
+def _arm_rows(summary: pd.DataFrame, arm: str) -> pd.DataFrame:
+    rows = summary.loc[summary["arm"] == arm].rename(columns=_ARM_COLUMNS)
+    return rows.reindex(columns=["concurrency", *_ARM_COLUMNS.values()])
+
+
+def _slo_decisions(table: pd.DataFrame, slo: SloTarget) -> tuple[list[str], list[bool]]:
+    """Per rung: the arm meeting the SLO with more tok/s; the speedup decides when both do."""
+    on_ok = slo.meets(table["ttft_p99_ms_on"], table["tpot_p99_ms_on"])
+    off_ok = slo.meets(table["ttft_p99_ms_off"], table["tpot_p99_ms_off"])
+    both = on_ok & off_ok
+    decisions = [raw if b else ON if a else OFF if o else NEITHER
+                 for raw, a, o, b in zip(table["decision"], on_ok, off_ok, both, strict=True)]
+    return decisions, [bool(b) for b in both]
+
+
 def analyse_pair(
-    on: ArmSource, off: ArmSource, summary: pd.DataFrame, per_rep: pd.DataFrame
+    on: ArmSource, off: ArmSource, summary: pd.DataFrame, per_rep: pd.DataFrame,
+    slo: SloTarget | None = None,
 ) -> PairResult:
-    """Speedup per concurrency (with its range over repeat pairs) and C*."""
+    """Speedup per concurrency with its band and decision, crossings and C*.
+
+    With an SLO, `goodput` is the crossover on SLO goodput as well.
+    """
+    table = _ratio_table(_arm_rows(summary, on.name), _arm_rows(summary, off.name))
     cols = ["concurrency", "output_tok_s"]
-    table = _ratio_table(summary.loc[summary["arm"] == on.name, cols],
-                         summary.loc[summary["arm"] == off.name, cols])
     rep_curves = []
     reps_on = per_rep[per_rep["arm"] == on.name]
     reps_off = per_rep[per_rep["arm"] == off.name]
@@ -104,12 +258,25 @@ def analyse_pair(
         curve = _ratio_table(reps_on.loc[reps_on["rep"] == rep, cols],
                              reps_off.loc[reps_off["rep"] == rep, cols])
         rep_curves.append(curve[["concurrency", "speedup"]].assign(rep=rep))
-    if rep_curves:
+    multi = len(rep_curves) > 1
+    if multi:
         spread = pd.concat(rep_curves).groupby("concurrency")["speedup"].agg(["min", "max"])
         spread.columns = ["speedup_min", "speedup_max"]
         table = table.merge(spread, on="concurrency", how="left")
-    speedup = table.reindex(columns=["concurrency", "output_tok_s_on", "output_tok_s_off",
-                                     "speedup", "speedup_min", "speedup_max"])
-    rep_c_stars = [find_crossover(c["concurrency"], c["speedup"]) for c in rep_curves]
-    return PairResult(on, off, speedup, find_crossover(table["concurrency"], table["speedup"]),
-                      rep_c_stars if len(rep_curves) > 1 else [])
+    table = table.reindex(columns=list(PAIR_COLUMNS))
+    band = BAND_REPEATS if table["speedup_min"].notna().any() else BAND_DEFAULT
+    table["band_lo"] = table["speedup_min"].fillna(table["speedup"] - NOISE_BAND)
+    table["band_hi"] = table["speedup_max"].fillna(table["speedup"] + NOISE_BAND)
+    table["decision"] = rung_decisions(np.fmin(table["band_lo"], table["speedup"]),
+                                       np.fmax(table["band_hi"], table["speedup"]))
+    args = (table["concurrency"], table["speedup"], table["band_lo"], table["band_hi"])
+    crossover = find_crossover(*args, band=band)
+    goodput = None
+    if slo is not None:
+        decisions, from_speedup = _slo_decisions(table, slo)
+        table["slo_decision"] = decisions
+        goodput = find_crossover(*args, decisions=decisions, from_speedup=from_speedup,
+                                 band=band)
+    rep_c_stars = [find_crossover(r["concurrency"], r["speedup"], r["speedup"], r["speedup"])
+                   for r in rep_curves]
+    return PairResult(on, off, table, crossover, rep_c_stars if multi else [], goodput)

@@ -64,12 +64,19 @@ def system_throughput(summary: pd.DataFrame) -> go.Figure:
 
 
 def speedup(pairs: Sequence[PairResult]) -> go.Figure:
-    """Speedup spec-on / spec-off vs C per pair, the 1.0 line and C* marked."""
+    """Speedup spec-on / spec-off vs C per pair with its noise band, the 1.0 line and C*."""
     fig = go.Figure()
     for i, pair in enumerate(pairs):
         table = pair.speedup
         name = f"{pair.on.name} / {pair.off.name}"
         colour = PALETTE[i % len(PALETTE)]
+        if "band_lo" in table:
+            fig.add_trace(go.Scatter(
+                x=[*table["concurrency"], *table["concurrency"][::-1]],
+                y=[*table["band_hi"], *table["band_lo"][::-1]], fill="toself",
+                fillcolor=colour, opacity=0.15, line={"width": 0},
+                name=f"noise band ({pair.crossover.band}), {name}",
+                hovertemplate="noise band edge<br>C=%{x}<br>%{y:.3f}×<extra></extra>"))
         error = None
         if table["speedup_min"].notna().any():
             error = {"type": "data", "symmetric": False,
@@ -96,6 +103,18 @@ def speedup(pairs: Sequence[PairResult]) -> go.Figure:
                   annotation_text="1.0 = break-even", annotation_position="bottom left")
     return _layout(fig, "Speedup of speculative decoding (spec-on / spec-off system tok/s)",
                    "speedup (×)")
+
+
+def batch_size(summary: pd.DataFrame) -> go.Figure:
+    """The servers' mean running requests (their batch size) vs C per arm, and batch = C."""
+    fig = go.Figure()
+    _arm_lines(fig, summary, "server_running_mean", "mean running requests", "requests")
+    c = sorted(summary["concurrency"].unique())
+    fig.add_trace(go.Scatter(x=c, y=c, mode="lines", name="batch size = C",
+                             line={"color": "grey", "dash": "dot", "width": 1},
+                             hovertemplate="batch size = C = %{x}<extra></extra>"))
+    return _layout(fig, "Batch size: the servers' mean running requests (below C when "
+                   "requests wait)", "mean running requests")
 
 
 def per_user_throughput(summary: pd.DataFrame) -> go.Figure:
@@ -189,6 +208,8 @@ def all_figures(summary: pd.DataFrame, pairs: Sequence[PairResult]) -> list[go.F
     figs = [system_throughput(summary)]
     if pairs:
         figs.append(speedup(pairs))
+    if summary.get("server_running_mean", pd.Series(dtype=float)).notna().any():
+        figs.append(batch_size(summary))
     figs += [per_user_throughput(summary), frontier(summary), ttft(summary),
              inter_token(summary), tokens_per_chunk(summary), failures(summary)]
     return figs

@@ -2,8 +2,9 @@
 
 `build` runs the whole analysis on a run folder or Locust prefix and returns a `Report`;
 `write` puts the three files into the output folder (report.html is self-contained:
-plotly.js is inlined, nothing is fetched); `main` does both and prints the report path,
-the per-rung table and C* for every spec-on/spec-off pair.
+plotly.js is inlined, nothing is fetched) and each pair's recommended engine settings
+into `recommended/`; `main` does both and prints the report path, the per-rung table,
+C* and the recommendation for every spec-on/spec-off pair.
 """
 
 from __future__ import annotations
@@ -24,16 +25,25 @@ from specload import __version__
 from specload.errors import UserError
 from specload.report import figures, quality
 from specload.report.aggregate import combine_reps, measure_all
-from specload.report.crossover import CROSSES, PairResult, analyse_pair, pair_arms
-from specload.report.recommend import recommend
+from specload.report.crossover import Crossover, PairResult, analyse_pair, pair_arms
+from specload.report.recommend import (
+    ENGINE_FILES,
+    RECOMMENDED_DIR,
+    Recommendation,
+    arm_setup,
+    batch_at,
+    recommend,
+)
 from specload.report.run_files import RunSource, discover
+from specload.report.slo import SloTarget, arm_goodput, slo_from_scenario
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_JSON = "summary.json"
 REPORT_HTML = "report.html"
 # Columns of the printed and HTML per-rung tables, with their headings.
 TABLE_COLUMNS = {
-    "arm": "arm", "concurrency": "C", "output_tok_s": "tok/s", "speedup": "speedup",
+    "arm": "arm", "concurrency": "C", "server_running_mean": "batch",
+    "output_tok_s": "tok/s", "speedup": "speedup",
     "decode_tok_s_per_user": "decode tok/s/user", "ttft_p50_ms": "TTFT p50 ms",
     "ttft_p99_ms": "TTFT p99 ms", "tpot_p50_ms": "TPOT p50 ms",
     "tokens_per_chunk": "tok/chunk", "accept_len_mean": "accept len",
@@ -48,9 +58,14 @@ class Report:
     summary: pd.DataFrame
     pairs: list[PairResult]
     warnings: list[dict[str, Any]]
+    recommendations: list[Recommendation]
+    slo: SloTarget | None = None
 
-    def recommendations(self) -> list[dict[str, object]]:
-        return [recommend(p.crossover, p.on.k) for p in self.pairs]
+
+def recommended_folder(pairs: list[PairResult], pair: PairResult) -> str:
+    """`recommended/` for a single pair, else one subfolder per pair."""
+    return RECOMMENDED_DIR if len(pairs) == 1 else \
+        f"{RECOMMENDED_DIR}/{pair.on.name}-vs-{pair.off.name}"
 
 
 def build(path: str | Path, processes: int | None = None) -> Report:
@@ -60,9 +75,11 @@ def build(path: str | Path, processes: int | None = None) -> Report:
     if per_rep.empty:
         raise UserError(f"{path}: the run has request records but no measurable rung")
     summary = combine_reps(per_rep, source.arms)
-    pairs = [analyse_pair(on, off, summary, per_rep) for on, off in pair_arms(source.arms)]
+    slo = slo_from_scenario(source.manifest.scenario if source.manifest else None)
+    pairs = [analyse_pair(on, off, summary, per_rep, slo) for on, off in pair_arms(source.arms)]
     warnings = quality.all_warnings(per_rep, summary, pairs, source.manifest, source.notes)
-    return Report(source, per_rep, summary, pairs, warnings)
+    recs = [recommend(p, arm_setup(p.on), slo, recommended_folder(pairs, p)) for p in pairs]
+    return Report(source, per_rep, summary, pairs, warnings, recs, slo)
 
 
 def _clean(value: Any) -> Any:
@@ -88,18 +105,28 @@ def _speedup_column(report: Report) -> pd.Series:
     return values
 
 
+def _slo_json(report: Report) -> dict[str, Any] | None:
+    if report.slo is None:
+        return None
+    return {"target": report.slo.as_dict(),
+            "arms": [arm_goodput(report.summary, a.name, report.slo) for a in report.source.arms]}
+
+
 def summary_json(report: Report) -> dict[str, Any]:
     manifest = report.source.manifest
     pairs = []
-    for pair, rec in zip(report.pairs, report.recommendations(), strict=True):
+    for pair, rec in zip(report.pairs, report.recommendations, strict=True):
+        c_star = pair.crossover.c_star
         pairs.append({
             "spec_on": pair.on.name, "spec_off": pair.off.name,
             "speedup": pair.speedup.to_dict(orient="records"),
             "crossover": pair.crossover.as_dict(),
-            "c_star": pair.crossover.c_star,
+            "goodput_crossover": pair.goodput.as_dict() if pair.goodput else None,
+            "c_star": c_star,
+            "c_star_batch_size": batch_at(pair.speedup, c_star) if c_star else None,
             "c_star_range": pair.c_star_range(),
             "c_star_per_rep": [c.as_dict() for c in pair.rep_c_stars],
-            "recommendation": rec,
+            "recommendation": rec.as_dict(recommended_folder(report.pairs, pair)),
         })
     return _clean({
         "specload_version": __version__,
@@ -107,11 +134,14 @@ def summary_json(report: Report) -> dict[str, Any]:
         "scenario_name": manifest.scenario_name if manifest else None,
         "created": manifest.created if manifest else None,
         "arms": [{"name": a.name, "role": a.role, "spec": a.spec, "kind": a.kind, "k": a.k,
+                  "engine": a.engine, "engine_source": a.engine_source,
                   "reps": [r.rep for r in a.reps]} for a in report.source.arms],
         "summary": report.summary.to_dict(orient="records"),
         "pairs": pairs,
         "c_star": pairs[0]["c_star"] if pairs else None,
         "recommendation": pairs[0]["recommendation"] if pairs else None,
+        "slo": _slo_json(report),
+        "recommended_files": [f for p in pairs for f in p["recommendation"]["files"]],
         "warnings": report.warnings,
     })
 
@@ -121,29 +151,81 @@ def _table(report: Report) -> pd.DataFrame:
     return table[[c for c in TABLE_COLUMNS if c in table]].rename(columns=TABLE_COLUMNS)
 
 
+def _c_star_words(pair: PairResult, cross: Crossover) -> str:
+    if cross.c_star is None:
+        return f"C*: none ({cross.verdict})"
+    batch = batch_at(pair.speedup, cross.c_star)
+    at = f" (batch size {batch:.1f})" if batch is not None else ""
+    return f"C* = {cross.c_star:.1f}{at}, between C={cross.below} and C={cross.above}"
+
+
+def _curve_words(cross: Crossover) -> str | None:
+    """The crossings and rises of a curve that does not simply cross 1 once, going down."""
+    if len(cross.crossings) <= 1 and cross.monotone:
+        return None
+    parts = [f"{c.direction} at C≈{c.c:.3g}" + (" (within noise)" if c.within_noise else "")
+             for c in cross.crossings]
+    n = len(cross.crossings)
+    text = "the speedup crosses 1 " + {0: "nowhere", 1: "once", 2: "twice"}.get(n, f"{n} times")
+    text += f": {', '.join(parts)}" if parts else ""
+    if cross.rises:
+        text += "; not monotone, it rises " + ", ".join(
+            f"from C={a} to C={b}" + ("" if big else " (within noise)")
+            for a, b, big in cross.rises)
+    return text
+
+
 def _crossover_lines(report: Report, with_advice: bool = True) -> list[str]:
     if not report.pairs:
         return ["C*: no spec-on/spec-off pair of arms (roles or names with on/off) to compare"]
     lines = []
-    for pair, rec in zip(report.pairs, report.recommendations(), strict=True):
-        head = f"{pair.on.name} vs {pair.off.name}: "
-        cross = pair.crossover
-        if cross.verdict == CROSSES:
-            span = pair.c_star_range()
-            rng = f" (range over repeats {span[0]:.1f}-{span[1]:.1f})" if span else ""
-            head += f"C* = {cross.c_star:.1f}{rng}, between C={cross.below} and C={cross.above}"
-        else:
-            head += f"C*: none ({cross.verdict})"
+    for pair, rec in zip(report.pairs, report.recommendations, strict=True):
+        head = f"{pair.on.name} vs {pair.off.name}: {_c_star_words(pair, pair.crossover)}"
+        span = pair.c_star_range()
+        if span and pair.crossover.c_star is not None:
+            head += f" (range over repeats {span[0]:.1f}-{span[1]:.1f})"
         lines.append(head)
+        curve = _curve_words(pair.crossover)
+        if curve:
+            lines.append(f"  {curve}")
+        if pair.goodput:
+            lines.append(f"  on SLO goodput: {_c_star_words(pair, pair.goodput)}")
         if with_advice:
-            lines.append(f"  {rec['summary']}")
-            if rec.get("vllm"):
-                lines.append(f"  {rec['vllm']}")
+            lines.append(f"  {rec.summary}")
+            lines += [f"  {line}" for line in rec.lines]
+            if rec.files:
+                folder = recommended_folder(report.pairs, pair)
+                lines.append(f"  files in {report.source.out_dir / folder}: "
+                             f"{', '.join(rec.files)}")
     return lines
+
+
+def _slo_lines(report: Report) -> list[str]:
+    if report.slo is None:
+        return []
+    parts = []
+    for arm in report.source.arms:
+        got = arm_goodput(report.summary, arm.name, report.slo)
+        parts.append(f"{arm.name} at no rung" if got["highest_c"] is None else
+                     f"{arm.name} up to C={got['highest_c']} ({got['tok_s']:.1f} tok/s)")
+    return [f"SLO ({report.slo.describe()}) met by: {'; '.join(parts)}"]
 
 
 def _format_table(table: pd.DataFrame) -> str:
     return table.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:.4g}")
+
+
+def _html_recommendation(report: Report, pair: PairResult, rec: Recommendation) -> str:
+    esc = html.escape
+    folder = recommended_folder(report.pairs, pair)
+    items = "".join(f"<li>{esc(line)}</li>" for line in rec.lines)
+    notes = "".join(f"<li>{esc(note)}</li>" for note in rec.notes)
+    files = "".join(f"<details><summary>{esc(folder)}/{esc(name)}</summary>"
+                    f"<pre>{esc(text)}</pre></details>" for name, text in rec.files.items())
+    return (f"<li><b>{esc(pair.on.name)} vs {esc(pair.off.name)}</b> (on {esc(rec.basis)}): "
+            f"{esc(rec.summary)}<ul>{items}</ul>{files}"
+            + (f"<details><summary>notes</summary><ul>{notes}</ul></details>" if notes else "")
+            + "</li>")
 
 
 def _html(report: Report) -> str:
@@ -151,14 +233,10 @@ def _html(report: Report) -> str:
     manifest = report.source.manifest
     name = manifest.scenario_name if manifest else None
     title = f"specload report — {name or report.source.out_dir.name}"
-    crossover = "".join(f"<li>{esc(line)}</li>"
-                        for line in _crossover_lines(report, with_advice=False))
-    recs = "".join(
-        f"<li><b>{esc(p.on.name)} vs {esc(p.off.name)}</b>: {esc(str(r['summary']))}<ul>"
-        + "".join(f"<li>{esc(str(r[key]))}</li>" for key in ("vllm", "sglang", "tensorrt_llm")
-                  if r.get(key))
-        + "</ul></li>"
-        for p, r in zip(report.pairs, report.recommendations(), strict=True))
+    crossover = "".join(f"<li>{esc(line)}</li>" for line in
+                        [*_crossover_lines(report, with_advice=False), *_slo_lines(report)])
+    recs = "".join(_html_recommendation(report, p, r)
+                   for p, r in zip(report.pairs, report.recommendations, strict=True))
     warns = "".join(f"<li>{esc(line)}</li>" for line in quality.digest(report.warnings))
     details = "".join(f"<li>{esc(w['message'])}</li>" for w in report.warnings)
     if details:
@@ -181,6 +259,7 @@ table.summary {{ border-collapse: collapse; font-size: 0.85em; }}
 table.summary th, table.summary td {{ padding: 3px 8px; text-align: right;
        border-bottom: 1px solid #ddd; white-space: nowrap; }}
 .warn li {{ color: #8a4b00; }}
+pre {{ background: #f6f6f6; padding: 8px; overflow-x: auto; font-size: 0.85em; }}
 </style>
 <script type="text/javascript">{get_plotlyjs()}</script>
 </head><body>
@@ -199,7 +278,8 @@ specload {esc(__version__)}.</p>
 
 
 def write(report: Report) -> Path:
-    """Write summary.csv, summary.json and report.html; returns the report.html path."""
+    """Write summary.csv, summary.json, report.html and the recommended settings' files;
+    returns the report.html path."""
     out = report.source.out_dir
     csv_table = report.summary.assign(
         failures_by_kind=report.summary["failures_by_kind"].map(json.dumps))
@@ -208,6 +288,14 @@ def write(report: Report) -> Path:
                                     encoding="utf-8")
     page = out / REPORT_HTML
     page.write_text(_html(report), encoding="utf-8")
+    for pair, rec in zip(report.pairs, report.recommendations, strict=True):
+        folder = out / recommended_folder(report.pairs, pair)
+        for name in ENGINE_FILES:  # a re-run must not leave an outdated setting behind
+            (folder / name).unlink(missing_ok=True)
+        if rec.files:
+            folder.mkdir(parents=True, exist_ok=True)
+        for name, text in rec.files.items():
+            (folder / name).write_text(text, encoding="utf-8")
     return page
 
 
@@ -217,7 +305,7 @@ def main(args: argparse.Namespace) -> int:
     page = write(report)
     print(f"report: {page}")
     print(_format_table(_table(report)))
-    for line in _crossover_lines(report):
+    for line in [*_crossover_lines(report), *_slo_lines(report)]:
         print(line)
     if report.warnings:
         print(f"{len(report.warnings)} data-quality warning(s), each in {SUMMARY_JSON}:")

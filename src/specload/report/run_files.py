@@ -1,7 +1,8 @@
 """Find the run files behind a path and read them into DataFrames.
 
 A path given to `specload report` is one of: a sweep folder (its `manifest.json` names
-the arms, their roles and repeat folders, each holding the prefix `locust`); a scenario
+the arms, their roles, how each was served and its repeat folders, each holding the
+prefix `locust`); a scenario
 folder of such runs (the latest, by its UTC timestamp name, is reported); a folder
 without a manifest (every `*_requests.csv` below it is one arm, `<arm>/rep-N/` folders
 are repeats); or a single Locust `--csv` prefix from a web-UI or plain `locust` run.
@@ -22,6 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from specload import records
+from specload.engines import resolve_engine
 from specload.errors import UserError
 from specload.manifest import MANIFEST, Manifest, read_manifest
 
@@ -57,6 +59,10 @@ class ArmSource:
     kind: str | None = None
     k: int | None = None
     reps: list[RepSource] = field(default_factory=list)
+    engine: str | None = None  # "vllm", "sglang", ... (specload.engines)
+    engine_source: str = "unknown"  # how the engine is known
+    command: str | None = None  # the start command of a `command:` arm
+    profile: str | None = None  # the simulator profile of a `sim:` arm
 
 
 @dataclass(slots=True)
@@ -121,13 +127,26 @@ def discover(path: str | Path) -> RunSource:
     )
 
 
+def _scenario_arm(manifest: Manifest, name: str) -> dict[str, Any]:
+    arms = manifest.scenario.get("arms")
+    found = (a for a in arms if isinstance(a, dict) and a.get("name") == name) \
+        if isinstance(arms, list) else iter(())
+    return next(found, {})
+
+
 def _from_manifest(run_dir: Path) -> RunSource:
     manifest = read_manifest(run_dir)
     arms: list[ArmSource] = []
     notes: list[str] = []
     for entry in manifest.arms:
+        planned = _scenario_arm(manifest, entry.name)
+        engine, engine_source = resolve_engine(planned, entry.engine)
+        command = planned.get("command")
         arm = ArmSource(name=entry.name, role=entry.role or role_from_name(entry.name),
-                        spec=entry.spec, kind=entry.kind, k=entry.k)
+                        spec=entry.spec, kind=entry.kind, k=entry.k, engine=engine,
+                        engine_source=engine_source,
+                        command=command.get("start") if isinstance(command, dict) else None,
+                        profile=entry.profile)
         for rep in entry.reps:
             prefix = run_dir / rep.dir / SWEEP_PREFIX_NAME
             if has_requests(prefix):

@@ -72,3 +72,19 @@ def test_failures_axis_is_categorical_and_says_when_there_are_none() -> None:
     assert not figures.failures(s).layout.annotations
     quiet = figures.failures(s.assign(failures=0))
     assert quiet.layout.annotations[0].text == "no failed requests"
+
+
+def test_speedup_shades_the_noise_band() -> None:
+    pair = _pair()
+    pair.speedup = pair.speedup.assign(band_lo=pair.speedup["speedup_min"],
+                                       band_hi=pair.speedup["speedup_max"])
+    band = next(t for t in figures.speedup([pair]).data if t.name.startswith("noise band"))
+    assert band.fill == "toself" and list(band.y) == [1.6, 1.6, 1.0, 0.8, 1.4, 1.4]
+
+
+def test_batch_size_figure_only_with_the_running_requests_gauge() -> None:
+    s = _summary().assign(server_running_mean=lambda d: d["concurrency"].clip(upper=16) * 1.0)
+    figs = figures.all_figures(s, [_pair()])
+    assert len(figs) == 9 and figs[2].layout.yaxis.title.text == "mean running requests"
+    on = next(t for t in figs[2].data if t.name == "on")
+    assert list(on.y) == [1.0, 10.0, 16.0]

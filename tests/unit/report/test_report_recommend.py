@@ -1,38 +1,149 @@
-"""The recommended engine settings for each crossover verdict."""
+"""The recommendation: bounds in batch size, per-engine settings, and honest verdict words."""
 
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Sequence
 
+import pandas as pd
+import pytest
+
+from specload.report import crossover as cx
 from specload.report import recommend as rec
-from specload.report.crossover import ALWAYS, CROSSES, NEVER, UNKNOWN, Crossover
+from specload.report.engine_settings import BATCH_SIZE_CEILING, K_PLACEHOLDER, Tier
+from specload.report.run_files import ArmSource
+from specload.report.slo import SloTarget
+from specload.report.spec_command import parse_command
+
+CS = (1, 10, 30, 100)
+VLLM_CMD = ("vllm serve m --speculative-config '{\"method\": \"eagle3\", \"model\": \"d\", "
+            "\"num_speculative_tokens\": 3}'")
 
 
-def test_crossing_gives_vllm_per_batch_size_schedule() -> None:
-    got = rec.recommend(Crossover(CROSSES, 17.6, 10, 30), k=3)
-    cfg = got["vllm_speculative_config"]
-    assert cfg["num_speculative_tokens_per_batch_size"] == [[1, 17, 3],
-                                                            [18, rec.BATCH_SIZE_CEILING, 0]]
-    assert json.loads(got["vllm"].split("model): ", 1)[1]) == cfg
-    assert "1-17" in got["sglang"] and "max_concurrency=17" in got["tensorrt_llm"]
+def _pair(speedups: Sequence[float], batches: Sequence[float] | None = None,
+          cs: Sequence[int] = CS, k: int | None = 3, slo: SloTarget | None = None,
+          ttft_on: Sequence[float] | None = None) -> cx.PairResult:
+    rows = []
+    for i, (c, s) in enumerate(zip(cs, speedups, strict=True)):
+        rows.append({"arm": "on", "concurrency": c, "output_tok_s": 100.0 * c * s,
+                     "server_running_mean": batches[i] if batches else float("nan"),
+                     "ttft_p99_ms": ttft_on[i] if ttft_on else 100.0})
+        rows.append({"arm": "off", "concurrency": c, "output_tok_s": 100.0 * c,
+                     "server_running_mean": float(c) if batches else float("nan"),
+                     "ttft_p99_ms": 100.0})
+    summary = pd.DataFrame(rows)
+    per_rep = summary[["arm", "concurrency", "output_tok_s"]].assign(rep=1)
+    return cx.analyse_pair(ArmSource("on", "spec_on", k=k), ArmSource("off", "spec_off"),
+                           summary, per_rep, slo)
 
 
-def test_c_star_below_two_still_speculates_for_a_single_request() -> None:
-    got = rec.recommend(Crossover(CROSSES, 1.4, 1, 2), k=5)
-    assert got["vllm_speculative_config"]["num_speculative_tokens_per_batch_size"][0] == [1, 1, 5]
+def _recommend(pair: cx.PairResult, engine: str | None = None,
+               command: str | None = VLLM_CMD) -> rec.Recommendation:
+    return rec.recommend(pair, rec.ArmSetup(engine, "command", parse_command(command)))
 
 
-def test_unknown_k_is_a_visible_placeholder() -> None:
-    got = rec.recommend(Crossover(CROSSES, 8.0, 5, 10), k=None)
-    assert got["vllm_speculative_config"]["num_speculative_tokens_per_batch_size"][0] == [
-        1, 8, rec.K_PLACEHOLDER]
-    assert rec.K_PLACEHOLDER in got["summary"]
+def test_bound_is_a_batch_size_mapped_through_the_spec_on_server() -> None:
+    got = _recommend(_pair([1.5, 1.2, 0.8, 0.6], batches=[1, 9, 20, 20]))
+    c_star = math.sqrt(10 * 30)  # halfway between 10 and 30 in log C
+    assert got.bound is not None and got.bound.concurrency == pytest.approx(c_star)
+    assert got.bound.batch == pytest.approx(14.5) and got.bound.last_on == 14
+    assert got.tiers == (Tier(14, 3), Tier(None, 0))
+    assert got.vllm_config == {"method": "eagle3", "model": "d", "num_speculative_tokens": 3,
+                               "num_speculative_tokens_per_batch_size": [
+                                   [1, 14, 3], [15, BATCH_SIZE_CEILING, 0]]}
+    assert "batch size 14.5" in got.summary and "up to batch size 14" in got.summary
+    assert set(got.files) == set(rec.ENGINE_FILES)
+    assert got.bound.capped == 20  # 20 running requests at C = 30 and 100
+    assert any("at most about 20 requests" in n for n in got.notes)
 
 
-def test_always_never_unknown() -> None:
-    always = rec.recommend(Crossover(ALWAYS, below=250), k=3)
-    assert always["verdict"] == ALWAYS and "250" in always["summary"]
-    assert "num_speculative_tokens_per_batch_size" not in always["vllm_speculative_config"]
-    never = rec.recommend(Crossover(NEVER, above=1), k=3)
-    assert never["vllm_speculative_config"] is None and "turn it off" in never["summary"]
-    assert rec.recommend(Crossover(UNKNOWN), k=3)["vllm"] == ""
+def test_without_the_gauge_the_bound_stays_in_concurrency_and_says_so() -> None:
+    got = _recommend(_pair([1.5, 1.2, 0.8, 0.6]))
+    assert got.bound is not None and got.bound.batch is None and got.bound.last_on == 17
+    assert got.bound.axis == "concurrency" and "no running-requests gauge" in got.summary
+
+
+def test_a_bound_at_or_above_the_running_cap_is_kept_below_it() -> None:
+    got = _recommend(_pair([1.5, 1.3, 1.1, 0.8], batches=[1, 10, 16, 16]))
+    assert got.bound is not None and got.bound.batch == pytest.approx(16)
+    assert got.bound.last_on == 15 and got.bound.capped == 16
+
+
+@pytest.mark.parametrize("engine", ["llamacpp", "ollama", "tgi"])
+def test_engines_without_load_control_get_the_deployment_alternative(engine: str) -> None:
+    got = _recommend(_pair([1.5, 1.2, 0.8, 0.6], batches=[1, 9, 20, 20]), engine,
+                     "llama-server -m t.gguf -md d.gguf")
+    assert not got.load_aware and got.tiers is None and list(got.files) == [rec.README_FILE]
+    (line,) = got.lines
+    assert "no setting that turns speculation off by load" in line
+    assert "two deployments" in line and "route by load" in line
+    assert "running requests are below 15" in line
+    assert "--speculative" not in got.files[rec.README_FILE]
+
+
+@pytest.mark.parametrize(("engine", "starts"), [
+    ("vllm", ["vLLM"]), ("sglang", ["SGLang"]), ("trtllm", ["TensorRT-LLM"]),
+    (None, ["vLLM", "SGLang", "TensorRT-LLM"])])
+def test_load_aware_engines_lead_with_their_own_setting(engine: str | None,
+                                                        starts: list[str]) -> None:
+    got = _recommend(_pair([1.5, 1.2, 0.8, 0.6], batches=[1, 9, 20, 20]), engine)
+    assert [line.split(" ")[0] for line in got.lines] == starts
+    assert set(got.files) == set(rec.ENGINE_FILES)  # every engine's file is written
+
+
+def test_the_issue_curve_never_reads_every_concurrency() -> None:
+    got = _recommend(_pair([1.6, 1.2, 0.97, 0.99, 1.01], cs=(1, 5, 10, 30, 100)))
+    assert got.verdict == cx.CROSSES
+    words = got.summary.lower()
+    assert "every concurrency" not in words and "always" not in words and "never" not in words
+    assert "within the noise band (±2%) at c = 30, 100" in words
+
+
+def test_always_and_never() -> None:
+    always = _recommend(_pair([1.8, 1.5, 1.3, 1.1], batches=[1, 10, 30, 95]))
+    assert always.verdict == cx.ALWAYS and "keep it on" in always.summary
+    assert "batch size 95.0" in always.summary and always.tiers is None
+    assert rec.VLLM_FILE not in always.files
+    never = _recommend(_pair([0.9, 0.8, 0.7, 0.6]))
+    assert never.verdict == cx.NEVER and "turn it off" in never.summary
+    assert "Serve without speculation" in never.lines[0]
+
+
+def test_unknown_k_and_method_are_placeholders() -> None:
+    got = _recommend(_pair([1.5, 1.2, 0.8, 0.6], k=None), command=None)
+    assert got.vllm_config is not None
+    assert got.vllm_config["num_speculative_tokens_per_batch_size"][0] == [1, 17, K_PLACEHOLDER]
+    assert any(K_PLACEHOLDER in note for note in got.notes)
+    assert any("with your draft model" in note for note in got.notes)
+    known = _recommend(_pair([1.5, 1.2, 0.8, 0.6]))
+    assert not any("Replace" in note for note in known.notes)
+
+
+def test_slo_goodput_decides_when_given() -> None:
+    slo = SloTarget(ttft_p99_ms=500)
+    pair = _pair([1.5, 1.3, 1.2, 1.1], slo=slo, ttft_on=[100, 200, 900, 2000])
+    got = rec.recommend(pair, rec.ArmSetup("vllm", "command", parse_command(VLLM_CMD)), slo)
+    assert got.basis == "SLO goodput (TTFT p99 ≤ 500 ms)"
+    assert got.summary.startswith("On SLO goodput (TTFT p99 ≤ 500 ms): Speculation pays off "
+                                  "up to C* = 10")
+    assert got.bound is not None and got.bound.last_on == 10
+
+
+def test_as_dict_is_json_with_folder_paths() -> None:
+    got = _recommend(_pair([1.5, 1.2, 0.8, 0.6], batches=[1, 9, 20, 20]))
+    data = json.loads(json.dumps(got.as_dict("recommended/a-vs-b")))
+    assert data["schedule"] == [[1, 14, 3], [15, None, 0]]
+    assert "recommended/a-vs-b/trtllm.yaml" in data["files"]
+    assert data["bound"]["first_off"] == 15 and data["bound"]["axis"] == "batch size"
+
+
+def test_sim_arms_take_method_and_k_from_their_profile() -> None:
+    arm = ArmSource("on", "spec_on", kind="sim", profile="seed-glm", engine="vllm",
+                    engine_source="sim default")
+    setup = rec.arm_setup(arm)
+    assert (setup.engine, setup.spec.method, setup.spec.k) == ("vllm", "eagle3", 3)
+    arm.k = 5
+    assert rec.arm_setup(arm).spec.k == 5
+    arm.profile = "no-such-profile"
+    assert rec.arm_setup(arm).spec.method is None

@@ -104,3 +104,107 @@ def test_parallel_measurement_matches_serial(sweep: Path, monkeypatch: Any) -> N
     monkeypatch.setattr(aggregate, "PARALLEL_MIN_BYTES", 0)
     parallel = aggregate.measure_all(run, processes=2)
     pd.testing.assert_frame_equal(serial, parallel)
+
+
+# Three rungs, C = 1, 4, 16; spec-on (with a running-requests gauge: 1, 4, 10) at 30, 80
+# and about 55 tok/s, spec-off at 20, 66.7, 160: speedup 1.5, 1.2, then about 0.35.
+# TPOT p99: spec-on 31, 47, 248 ms; spec-off 50, 60, 100 ms.
+STEPS3 = [*STEPS, (2, 16, 175.0, 180.05, 210.05)]
+ON_PLAN = (((1, 1.0, 3), (4, 1.5, 3), (16, 8.0, 3)), (1.0, 4.0, 10.0))
+OFF_PLAN = ((1, 0.5, 1), (4, 0.6, 1), (16, 1.0, 1))
+VLLM_START = ("vllm serve m --port 8000 --speculative-config '{\"method\": \"eagle3\", "
+              "\"model\": \"org/eagle3-head\", \"num_speculative_tokens\": 3}'")
+
+
+def _three_rungs(prefix: Path, plan: tuple[tuple[int, float, int], ...],
+                 batches: tuple[float, ...] | None = None) -> None:
+    reqs = []
+    server = []
+    for i, ((users, period, tpc), (_, _, start, _, end)) in enumerate(
+            zip(plan, STEPS3, strict=True)):
+        reqs += make.steady_requests(start, end + 2.0, users, period, 10, tpc)
+        if batches:
+            server += [(float(t), "vllm:num_requests_running", batches[i])
+                       for t in range(int(start), int(end) + 1)]
+    make.write_prefix(prefix, reqs, rungs=STEPS3, server=server or None)
+
+
+def _planned(engine_start: str, **on: Any) -> list[dict[str, Any]]:
+    return [{"name": "on", "spec": "on", "k": 3, **on,
+             "command": {"start": engine_start, "base_url": "http://127.0.0.1:8000"}},
+            {"name": "off", "spec": "off",
+             "command": {"start": "vllm serve m", "base_url": "http://127.0.0.1:8000"}}]
+
+
+@pytest.fixture
+def crossing_run(tmp_path: Path) -> Path:
+    _three_rungs(tmp_path / "on" / "locust", ON_PLAN[0], ON_PLAN[1])
+    _three_rungs(tmp_path / "off" / "locust", OFF_PLAN)
+    make.write_manifest(tmp_path, [make.arm_entry("on", "spec_on"),
+                                   make.arm_entry("off", "spec_off", k=None)],
+                        planned=_planned(VLLM_START))
+    return tmp_path
+
+
+def test_recommendation_in_batch_size_with_files(crossing_run: Path, capsys: Any) -> None:
+    assert cli_main(["report", str(crossing_run)]) == 0
+    out = capsys.readouterr().out
+    data = json.loads((crossing_run / "summary.json").read_text())
+    s4, s16 = (r["speedup"] for r in data["pairs"][0]["speedup"][1:])
+    t = (s4 - 1) / (s4 - s16)
+    c_star, batch = 4 * 4 ** t, 4 + t * 6
+    assert s4 == pytest.approx(1.2) and data["c_star"] == pytest.approx(c_star)
+    assert f"C* = {c_star:.1f} (batch size {batch:.1f})" in out
+    assert " batch " in out.splitlines()[1]  # the table's batch column next to C
+    assert "speculate up to batch size 5 and turn it off from 6" in out
+    assert out.count("--speculative-config") == 1 and "SGLang" not in out  # vLLM only
+    folder = crossing_run / "recommended"
+    config = json.loads((folder / "vllm-speculative-config.json").read_text())
+    assert config == {"method": "eagle3", "model": "org/eagle3-head",
+                      "num_speculative_tokens": 3,
+                      "num_speculative_tokens_per_batch_size": [[1, 5, 3], [6, 65536, 0]]}
+    assert json.loads((folder / "sglang-adaptive.json").read_text())["6"] == {
+        "candidate_steps": [0]}
+    assert "    5: 3  # batch sizes 1-5" in (folder / "trtllm.yaml").read_text()
+    assert data["pairs"][0]["c_star_batch_size"] == pytest.approx(batch)
+    assert data["recommendation"]["engine"] == "vllm"
+    assert data["recommendation"]["bound"]["last_on"] == 5
+    assert "recommended/trtllm.yaml" in data["recommended_files"]
+    assert data["pairs"][0]["crossover"]["band"] == "±2%"
+    page = (crossing_run / "report.html").read_text()
+    assert "recommended/vllm-speculative-config.json" in page
+    assert page.count('class="plotly-graph-div"') == 9  # with the batch-size figure
+
+
+def test_llamacpp_arms_get_deployments_and_no_engine_files(crossing_run: Path,
+                                                           capsys: Any) -> None:
+    make.write_manifest(crossing_run, [make.arm_entry("on", "spec_on"),
+                                       make.arm_entry("off", "spec_off", k=None)],
+                        planned=_planned("llama-server -m t.gguf -md d.gguf"))
+    render.write(render.build(crossing_run))  # an earlier report's files must go
+    assert cli_main(["report", str(crossing_run)]) == 0
+    out = capsys.readouterr().out
+    assert "llama.cpp has no setting that turns speculation off by load" in out
+    assert "--speculative-config" not in out
+    assert sorted(p.name for p in (crossing_run / "recommended").iterdir()) == ["README.md"]
+
+
+def test_slo_results_per_arm_and_goodput_decision(crossing_run: Path, capsys: Any) -> None:
+    make.write_manifest(crossing_run, [make.arm_entry("on", "spec_on"),
+                                       make.arm_entry("off", "spec_off", k=None)],
+                        planned=_planned(VLLM_START, engine="sglang"),
+                        slo={"tpot_p99_ms": 120.0})
+    assert cli_main(["report", str(crossing_run)]) == 0
+    out = capsys.readouterr().out
+    data = json.loads((crossing_run / "summary.json").read_text())
+    arms = {a["arm"]: a for a in data["slo"]["arms"]}
+    assert data["slo"]["target"] == {"ttft_p99_ms": None, "tpot_p99_ms": 120.0}
+    assert (arms["on"]["highest_c"], arms["on"]["tok_s"]) == (4, pytest.approx(80.0))
+    assert (arms["off"]["highest_c"], arms["off"]["tok_s"]) == (16, pytest.approx(160.0))
+    rec = data["recommendation"]
+    assert rec["basis"] == "SLO goodput (TPOT p99 ≤ 120 ms)" and rec["engine"] == "sglang"
+    # spec-on misses the SLO at C = 16: speculation stops at the last rung meeting it
+    assert data["pairs"][0]["goodput_crossover"]["c_star"] == 4.0
+    assert rec["bound"]["last_on"] == 4
+    assert "SLO (TPOT p99 ≤ 120 ms) met by: on up to C=4 (80.0 tok/s); off up to C=16" in out
+    assert "SGLang (with recommended/sglang-adaptive.json)" in out

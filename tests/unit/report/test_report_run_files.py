@@ -27,6 +27,20 @@ def test_manifest_names_arms_roles_k_and_missing_reps(tmp_path: Path) -> None:
     assert len(run.notes) == 1 and "fast rep 2" in run.notes[0]
 
 
+def test_manifest_tells_how_each_arm_was_served(tmp_path: Path) -> None:
+    for name in ("a", "b", "c"):
+        _one(tmp_path / name / "locust")
+    entries = [make.arm_entry("a", "spec_on"), make.arm_entry("b", "spec_off"),
+               {**make.arm_entry("c", "other"), "engine": "tgi"}]
+    make.write_manifest(tmp_path, entries, planned=[
+        {"name": "a", "command": {"start": "trtllm-serve m --config x.yaml"}},
+        {"name": "b", "sim": {"spec": "off"}}, {"name": "c", "url": "http://h:1"}])
+    got = {a.name: (a.engine, a.engine_source, a.command) for a in
+           run_files.discover(tmp_path).arms}
+    assert got == {"a": ("trtllm", "command", "trtllm-serve m --config x.yaml"),
+                   "b": ("vllm", "sim default", None), "c": ("tgi", "scenario", None)}
+
+
 def test_folder_without_manifest_groups_rep_folders(tmp_path: Path) -> None:
     for rel in ("spec-on/rep-1/locust", "spec-on/rep-2/locust", "spec-off/locust"):
         _one(tmp_path / rel)
