@@ -4,6 +4,8 @@ and wire the pieces together: ports, CPUs per worker process, scenario, API key,
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +13,10 @@ import pytest
 import yaml
 
 from specload.scenario import parse_scenario
+from tests.support import REPO
 from tests.support.deploy import (
     BASE,
+    KUBERNETES,
     SCHEMA_VERSIONS,
     SWEEP,
     by_kind,
@@ -107,3 +111,24 @@ def test_sweep_overlay_runs_the_scenario_as_a_job_writing_to_a_claim(sweep) -> N
     assert by_kind(sweep, "Deployment", "specload-master")["spec"]["replicas"] == 0
     assert container["ports"] == [{"name": "master", "containerPort": 5557}]
 
+
+def test_the_docs_recipe_for_your_own_overlay_renders(tmp_path: Path) -> None:
+    """docs/distributed.md's deploy/kubernetes/local overlay: image, key and scenario."""
+    docs = (REPO / "docs" / "distributed.md").read_text()
+    block = re.search(r"```yaml\n(# deploy/kubernetes/local/kustomization.yaml\n.*?)```",
+                      docs, re.DOTALL)
+    assert block, "the recipe's kustomization.yaml is not in docs/distributed.md"
+    local = tmp_path / "local"
+    local.mkdir()
+    to_repo = os.path.relpath(KUBERNETES, local)
+    (local / "kustomization.yaml").write_text(block.group(1).replace("../", f"{to_repo}/", 1))
+    (local / "scenario.yaml").write_text((BASE / "scenario.yaml").read_text())
+    (local / "api-key").write_text("sk-test")
+    objs = render(local)
+    images = {c["image"] for o in objs if o["kind"] in ("Deployment", "Job")
+              for c in containers(o)}
+    assert len(images) == 1 and IMAGE not in images
+    secret = by_kind(objs, "Secret", "specload-api-key")
+    assert secret["metadata"]["name"] == "specload-api-key"
+    assert "data" in secret and "api-key" in secret["data"]
+    assert by_kind(objs, "Job", "specload-sweep")
