@@ -7,7 +7,7 @@
 # both windows and the request options as custom parameters; press Start to run the
 # ladder. Workers connect to MASTER_BIND_HOST:MASTER_PORT (defaults 127.0.0.1:5557; use
 # MASTER_BIND_HOST=0.0.0.0 to accept workers from other machines, on a trusted network
-# only) and are started with `MASTER_PORT=5557 scripts/start-worker.sh THIS_HOST N`.
+# only) and are started with `specload worker THIS_HOST --port 5557 --processes N`.
 # Results go to reports/manual/<UTC timestamp>/locust_* unless you pass --csv.
 # For scripted, reproducible sweeps use `specload sweep` with `distributed:` instead.
 set -euo pipefail

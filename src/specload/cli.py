@@ -120,6 +120,28 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run_sweep)
 
 
+def _add_worker(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "worker",
+        help="run Locust workers on a load machine for a distributed sweep's master",
+        description="Run Locust worker processes for the master of a distributed sweep "
+        "(scenario key `distributed`) and start them again for every arm and repeat, "
+        "until SIGINT/SIGTERM.",
+    )
+    p.add_argument("master_host", metavar="MASTER_HOST",
+                   help="host name or address of the machine running `specload sweep`")
+    p.add_argument("--port", type=int, default=5557,
+                   help="the master's port: the scenario's distributed.master_bind_port "
+                   "(default: %(default)s)")
+    p.add_argument("--processes", type=int, default=None,
+                   help="worker processes on this machine, one per core "
+                   "(default: the cores this process may use)")
+    p.add_argument("--loglevel", default="WARNING",
+                   help="Locust's log level in the workers (default: %(default)s; INFO also "
+                   "shows attempts to reach the master)")
+    p.set_defaults(func=_run_worker)
+
+
 def _add_report(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
@@ -142,6 +164,7 @@ _run_sim = _entry("specload.sim.server")
 _run_sim_curve = _entry("specload.sim.curve")
 _run_sweep = _entry("specload.runner.sweep")
 _run_report = _entry("specload.report.render")
+_run_worker = _entry("specload.runner.worker")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -152,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"specload {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for add in (_add_sweep, _add_report, _add_sim, _add_sim_curve):
+    for add in (_add_sweep, _add_worker, _add_report, _add_sim, _add_sim_curve):
         add(sub)
     return parser
 

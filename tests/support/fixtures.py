@@ -11,6 +11,7 @@ import pytest
 
 from tests.support import e2e, locust_runs, sweeps
 from tests.support.sims import SimFactory, sim_factory
+from tests.support.workers import SpecloadWorker
 
 
 @pytest.fixture
@@ -52,6 +53,21 @@ def background_sweep(tmp_path: Path) -> Iterator[Callable[..., sweeps.Background
     yield start
     for sweep in started:
         sweep.kill()
+
+
+@pytest.fixture
+def specload_worker(tmp_path: Path) -> Iterator[Callable[..., SpecloadWorker]]:
+    """`specload_worker(port, processes=2)` runs `specload worker 127.0.0.1`; killed at the end."""
+    started: list[SpecloadWorker] = []
+
+    def start(port: int, processes: int = 2) -> SpecloadWorker:
+        worker = SpecloadWorker(tmp_path, port, processes)
+        started.append(worker)
+        return worker
+
+    yield start
+    for worker in started:
+        worker.kill()
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from specload.cli import build_parser, main
 
 def test_help_lists_every_subcommand() -> None:
     text = build_parser().format_help()
-    for name in ("sweep", "report", "sim", "sim-curve"):
+    for name in ("sweep", "worker", "report", "sim", "sim-curve"):
         assert name in text
 
 

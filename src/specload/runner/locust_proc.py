@@ -108,11 +108,11 @@ def locust_command(
 
 
 def worker_command(mode: LoadMode) -> str:
-    """What to run on each load machine to join this master."""
+    """What to run on each load machine to join this master (N: its worker processes)."""
     host = mode.master_bind_host
     if host in ("0.0.0.0", "::", "*", ""):
         host = socket.gethostname()
-    return f"MASTER_PORT={mode.master_bind_port} scripts/start-worker.sh {shlex.quote(host)} N"
+    return f"specload worker {shlex.quote(host)} --port {mode.master_bind_port} --processes N"
 
 
 class LocustProcess:

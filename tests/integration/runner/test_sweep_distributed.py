@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -13,7 +10,6 @@ import pytest
 import yaml
 
 from specload.runner.processes import free_port
-from tests.support import REPO
 from tests.support.sweeps import ARM_FILES, read_csv, read_manifest, run_dir_of
 
 
@@ -45,28 +41,18 @@ def arm_summary(run_dir: Path) -> tuple[set[str], list[tuple[str, str]], Counter
 
 
 @pytest.mark.slow
-def test_distributed_sweep_matches_single_process_files(tmp_path, run_sweep) -> None:
+def test_distributed_sweep_matches_single_process_files(tmp_path, run_sweep,
+                                                        specload_worker) -> None:
     port = free_port()
     dist = {"workers": 2, "master_bind_host": "127.0.0.1", "master_bind_port": port,
             "workers_wait_s": 60}
     (tmp_path / "dist.yaml").write_text(yaml.safe_dump(scenario(dist)))
     (tmp_path / "single.yaml").write_text(yaml.safe_dump(scenario(None)))
-    workers = subprocess.Popen(
-        ["bash", str(REPO / "scripts" / "start-worker.sh"), "127.0.0.1", "2"],
-        env={**os.environ, "MASTER_PORT": str(port), "PYTHON": sys.executable},
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        res = run_sweep("dist.yaml", "--out", "out", timeout=240)
-    finally:
-        os.killpg(workers.pid, signal.SIGINT)
-        try:
-            workers.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(workers.pid, signal.SIGKILL)
+    workers = specload_worker(port, processes=2)
+    res = run_sweep("dist.yaml", "--out", "out", timeout=240)
+    assert workers.signal(signal.SIGINT) == 130
     assert res.returncode == 0, res.stdout + res.stderr
-    assert f"MASTER_PORT={port} scripts/start-worker.sh 127.0.0.1 N" in res.stdout
+    assert f"specload worker 127.0.0.1 --port {port} --processes N" in res.stdout
     dist_dir = tmp_path / run_dir_of(res.stdout)
     assert read_manifest(dist_dir)["status"] == "done"
 

@@ -70,5 +70,8 @@ def test_processes_and_master_modes() -> None:
     assert "--master --expect-workers 3 --master-bind-host 0.0.0.0 --master-bind-port 6000" \
         in joined
     assert "--expect-workers-max-wait 300" in joined
-    assert worker_command(mode).startswith("MASTER_PORT=6000 scripts/start-worker.sh ")
+    assert worker_command(mode).startswith("specload worker ")
+    assert worker_command(mode).endswith(" --port 6000 --processes N")
     assert "0.0.0.0" not in worker_command(mode)
+    local = LoadMode(workers=2, master_bind_host="10.0.0.7", master_bind_port=5557)
+    assert worker_command(local) == "specload worker 10.0.0.7 --port 5557 --processes N"
