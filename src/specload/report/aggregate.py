@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from specload import records
-from specload.report import client_metrics, client_stats, locust_history, server_metrics
+from specload.report import client_metrics, client_stats, ground_truth, server_metrics
 from specload.report.run_files import ArmSource, RepSource, RunSource, read_rep
 from specload.report.windows import rung_windows
 
@@ -53,18 +53,12 @@ def measure_rep(job: RepJob) -> pd.DataFrame:
     if not windows:
         return pd.DataFrame()
     table = client_metrics.measure(data.requests, windows)
-    extra = []
     server = server_metrics.index_metrics(data.server)
-    end = data.requests["end"].to_numpy(dtype=float)
-    out_tokens = data.requests["output_tokens"].to_numpy(dtype=float)
-    for w in windows:
-        row: dict[str, object] = {}
-        row.update(server_metrics.server_row(server, w))
-        row.update(client_stats.client_row(data.client, w))
-        rate, diff = locust_history.crosscheck(data.history, end, out_tokens, w)
-        row["locust_completed_tok_s"], row["crosscheck_diff"] = rate, diff
-        extra.append(row)
-    table = pd.concat([table, pd.DataFrame(extra)], axis=1)
+    extra = pd.DataFrame([server_metrics.server_row(server, w)
+                          | client_stats.client_row(data.client, w) for w in windows])
+    extra["trace_tok_s"] = ground_truth.trace_tok_s(job.rep.prefix, windows)
+    table = pd.concat([table, extra], axis=1)
+    table["trace_ratio"] = table["output_tok_s"] / table["trace_tok_s"]
     table.insert(0, "rep", job.rep.rep)
     table.insert(0, "arm", job.arm)
     table["window_source"] = source

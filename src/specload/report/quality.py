@@ -1,15 +1,20 @@
 """Data-quality warnings: reasons not to trust a rung, an arm or a comparison.
 
 Each warning names its arm, concurrency and repeat where it has them, a short kind and
-a one-sentence message. Checks: achieved concurrency more than 10% under target,
-a saturated load generator, failures above 1%, too few requests in a window, Locust's
-own throughput disagreeing with the records by more than 3%, tokens counted from
-chunks, and token-count mismatch between paired arms that ran with ignore_eos.
+a one-sentence message. Per rung: failures above 1% (with their top reason);
+achieved concurrency more than 10% under target (saying when backoff after failures
+held it down); a saturated or starved load generator; too few completed requests for
+latencies (saying why: the window's cap, requests still running); tokens counted from
+chunks where that can undercount, or estimated for requests cut short; a client figure
+more than 1% away from the simulator's own trace. When most requests of a rung failed,
+the failures are the story: warnings about the client or the window stay quiet. Per
+pair: token-count mismatch between arms that ran with ignore_eos. Per arm: what the
+runner noticed (e.g. a model the server does not list).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,8 +28,10 @@ CONCURRENCY_SHORTFALL = 0.10
 CLIENT_CPU_LIMIT = 90.0
 CLIENT_LAG_LATE_SHARE = 0.01  # more than 1% of wake-ups late: the rung's lag p99 is over
 FAILURE_LIMIT = 0.01
+FAILURES_EXPLAIN = 0.5  # above this share of failed requests, other rung warnings stay quiet
+BACKOFF_SHARE = 0.05  # users idle in backoff more than this share of the window
 MIN_REQUESTS = 10
-CROSSCHECK_LIMIT = 0.03
+TRACE_LIMIT = 0.01
 TOKEN_MISMATCH_LIMIT = 0.02
 IGNORE_EOS_LENGTH_SHARE = 0.95
 
@@ -35,62 +42,110 @@ def _warning(kind: str, message: str, arm: str | None = None, concurrency: int |
             "message": message}
 
 
+def _get(row: Any, name: str, default: float = float("nan")) -> Any:
+    return getattr(row, name, default)
+
+
 def _client_lagged(row: Any) -> bool:
     """The rung's lag p99 is over the limit: more than 1% of the probe's wake-ups were
     late. Files from before wake-ups were counted only have per-second p99s: their worst."""
-    share = getattr(row, "client_lag_late_share", float("nan"))
+    share = _get(row, "client_lag_late_share")
     if np.isfinite(share):
         return bool(share > CLIENT_LAG_LATE_SHARE)
     return bool(row.client_lag_p99_max_ms > CLIENT_LAG_LIMIT_MS)
 
 
-def _rung_warnings(row: Any, multi_rep: bool) -> Iterator[dict[str, Any]]:
-    where = f"{row.arm} at C={row.concurrency}" + (f" (rep {row.rep})" if multi_rep else "")
-    ctx = {"arm": row.arm, "concurrency": int(row.concurrency), "rep": int(row.rep)}
-    if row.achieved_concurrency < (1 - CONCURRENCY_SHORTFALL) * row.concurrency:
-        yield _warning("concurrency_shortfall",
-                       f"{where}: achieved concurrency {row.achieved_concurrency:.1f} is more "
-                       f"than 10% under the target {row.concurrency}", **ctx)
-    if row.client_cpu_max > CLIENT_CPU_LIMIT:
-        yield _warning("client_saturated",
-                       f"{where}: the load generator was saturated (CPU up to "
-                       f"{row.client_cpu_max:.0f}%, event-loop lag p99 up to "
-                       f"{row.client_lag_p99_max_ms:.1f} ms); add --processes or workers",
-                       **ctx)
-    elif _client_lagged(row):
-        share = getattr(row, "client_lag_late_share", float("nan"))
-        how = (f"{100 * share:.1f}% of its wake-ups more than {CLIENT_LAG_LIMIT_MS:g} ms "
-               f"late" if np.isfinite(share) else "event-loop lag")
-        yield _warning("client_starved",
-                       f"{where}: the load generator's timestamps ran late ({how}, "
-                       f"p99 up to {row.client_lag_p99_max_ms:.1f} ms) while it used only "
-                       f"{row.client_cpu_max:.0f}% CPU: the machine it ran on was short of "
-                       f"CPU; run the load elsewhere or stop other work", **ctx)
+Check = Callable[[Any, str], Iterator[tuple[str, str]]]  # row, where -> (kind, message)
+
+
+def _failures(row: Any, where: str) -> Iterator[tuple[str, str]]:
     total = row.requests + row.failures
     if total and row.failures / total > FAILURE_LIMIT:
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(row.failures_by_kind.items()))
-        yield _warning("failures",
-                       f"{where}: {row.failures} of {total} requests failed "
-                       f"({100 * row.failures / total:.1f}%: {kinds})", **ctx)
-    if row.requests < MIN_REQUESTS:
-        running = (f", {row.interrupted} still running when the run ended"
-                   if row.interrupted else "")
-        yield _warning("too_few_requests",
-                       f"{where}: only {row.requests} of {row.requests_started} requests that "
-                       f"started in the measure window completed{running}; too few to trust "
-                       f"its latencies, lengthen measure_s", **ctx)
-    if abs(row.crosscheck_diff) > CROSSCHECK_LIMIT:
-        yield _warning("crosscheck",
-                       f"{where}: Locust's stats history shows {row.locust_completed_tok_s:.1f} "
-                       f"tok/s of completed responses; the request records differ by "
-                       f"{100 * row.crosscheck_diff:+.1f}% beyond what its 1 s timestamps "
-                       f"explain (lost or extra records?)",
-                       **ctx)
-    if row.chunk_counted_share > 0:
-        yield _warning("tokens_from_chunks",
-                       f"{where}: {100 * row.chunk_counted_share:.0f}% of requests had no usage "
-                       f"report, their tokens were counted as chunks (an undercount under "
-                       f"speculation)", **ctx)
+        top = str(_get(row, "top_failure", "") or "")
+        yield "failures", (f"{where}: {row.failures} of {total} requests failed "
+                           f"({100 * row.failures / total:.1f}%: {kinds})"
+                           + (f"; most often: {top}" if top else ""))
+
+
+def _concurrency(row: Any, where: str) -> Iterator[tuple[str, str]]:
+    if row.achieved_concurrency >= (1 - CONCURRENCY_SHORTFALL) * row.concurrency:
+        return
+    backoff = _get(row, "backoff_share", 0.0)
+    why = (f": users spent {100 * backoff:.0f}% of the window waiting after failed requests "
+           "(backoff)" if backoff > BACKOFF_SHARE else "")
+    yield "concurrency_shortfall", (f"{where}: achieved concurrency "
+                                    f"{row.achieved_concurrency:.1f} is more than 10% under "
+                                    f"the target {row.concurrency}{why}")
+
+
+def _client(row: Any, where: str) -> Iterator[tuple[str, str]]:
+    if row.client_cpu_max > CLIENT_CPU_LIMIT:
+        yield "client_saturated", (f"{where}: the load generator was saturated (CPU up to "
+                                   f"{row.client_cpu_max:.0f}%, event-loop lag p99 up to "
+                                   f"{row.client_lag_p99_max_ms:.1f} ms); add --processes "
+                                   "or workers")
+    elif _client_lagged(row):
+        share = _get(row, "client_lag_late_share")
+        how = (f"{100 * share:.1f}% of its wake-ups more than {CLIENT_LAG_LIMIT_MS:g} ms "
+               f"late" if np.isfinite(share) else "event-loop lag")
+        yield "client_starved", (f"{where}: the load generator's timestamps ran late ({how}, "
+                                 f"p99 up to {row.client_lag_p99_max_ms:.1f} ms) while it "
+                                 f"used only {row.client_cpu_max:.0f}% CPU: the machine it "
+                                 "ran on was short of CPU; run the load elsewhere or stop "
+                                 "other work")
+
+
+def _latency_samples(row: Any, where: str) -> Iterator[tuple[str, str]]:
+    if row.requests >= MIN_REQUESTS:
+        return
+    running = (f", {row.interrupted} still running when the run ended"
+               if row.interrupted else "")
+    missing = "none of its TTFT, TPOT or E2E" if row.requests == 0 else \
+        "its TTFT, TPOT and E2E percentiles rest on few requests and are"
+    yield "too_few_requests", (f"{where}: only {row.requests} of {row.requests_started} "
+                               f"requests that started in the measure window completed"
+                               f"{running}; {missing} measured (requests queue longer than "
+                               "the window may last: raise max_measure_s)")
+
+
+def _tokens(row: Any, where: str) -> Iterator[tuple[str, str]]:
+    chunks = _get(row, "chunk_counted_share", 0.0)
+    tpc = _get(row, "tokens_per_chunk")
+    if chunks > 0 and not (np.isfinite(tpc) and abs(tpc - 1.0) < 0.01):
+        yield "tokens_from_chunks", (f"{where}: {100 * chunks:.0f}% of requests had no usage "
+                                     "report and their tokens were counted as chunks (exact "
+                                     "only when every chunk carries one token)")
+    estimated = _get(row, "estimated_token_share", 0.0)
+    if estimated > 0.001:
+        yield "tokens_estimated", (f"{where}: {100 * estimated:.1f}% of the window's tokens "
+                                   "are estimated (requests cut short before their usage "
+                                   "came, counted at their rung's tokens per chunk)")
+
+
+def _trace(row: Any, where: str) -> Iterator[tuple[str, str]]:
+    ratio = _get(row, "trace_ratio")
+    if np.isfinite(ratio) and abs(ratio - 1.0) > TRACE_LIMIT:
+        yield "trace_mismatch", (f"{where}: measured {row.output_tok_s:.1f} tok/s, the "
+                                 f"simulator's trace {row.trace_tok_s:.1f} "
+                                 f"({100 * (ratio - 1):+.1f}%): the measurement itself is "
+                                 "off (a busy load generator or machine)")
+
+
+# Checks that stay quiet when most of a rung's requests failed (failures explain it).
+_QUIET_WHEN_FAILING: tuple[Check, ...] = (_concurrency, _client, _latency_samples)
+_ALWAYS: tuple[Check, ...] = (_failures, _tokens, _trace)
+
+
+def _rung_warnings(row: Any, multi_rep: bool) -> Iterator[dict[str, Any]]:
+    where = f"{row.arm} at C={row.concurrency}" + (f" (rep {row.rep})" if multi_rep else "")
+    ctx = {"arm": row.arm, "concurrency": int(row.concurrency), "rep": int(row.rep)}
+    total = row.requests + row.failures
+    failing = bool(total) and row.failures / total > FAILURES_EXPLAIN
+    checks = _ALWAYS if failing else (_failures, *_QUIET_WHEN_FAILING, _tokens, _trace)
+    for check in checks:
+        for kind, message in check(row, where):
+            yield _warning(kind, message, **ctx)
 
 
 def rung_warnings(per_rep: pd.DataFrame) -> list[dict[str, Any]]:
@@ -160,6 +215,9 @@ def source_warnings(per_rep: pd.DataFrame) -> list[dict[str, Any]]:
 def all_warnings(per_rep: pd.DataFrame, summary: pd.DataFrame, pairs: Sequence[PairResult],
                  manifest: Manifest | None, notes: Sequence[str]) -> list[dict[str, Any]]:
     found = [_warning("missing_data", n) for n in notes]
+    if manifest is not None:
+        found += [_warning("arm_note", f"{arm.name}: {note}", arm=arm.name)
+                  for arm in manifest.arms for note in arm.notes]
     found += source_warnings(per_rep)
     found += rung_warnings(per_rep)
     found += token_mismatch_warnings(pairs, summary, ignore_eos_in(manifest))
@@ -167,12 +225,13 @@ def all_warnings(per_rep: pd.DataFrame, summary: pd.DataFrame, pairs: Sequence[P
 
 
 _DIGEST_TITLES = {
-    "too_few_requests": "too few completed requests to trust latencies (lengthen measure_s)",
+    "too_few_requests": "too few completed requests to trust latencies (raise max_measure_s)",
     "client_saturated": "load generator saturated (add --processes or workers)",
     "client_starved": "load generator short of CPU on a busy machine (timestamps late)",
     "concurrency_shortfall": "achieved concurrency more than 10% under target",
     "failures": "more than 1% of requests failed",
-    "crosscheck": "request records disagree with Locust's stats history",
+    "trace_mismatch": "client tok/s more than 1% from the simulator's trace",
+    "tokens_estimated": "tokens estimated for requests cut before their usage came",
     "tokens_from_chunks": "tokens counted from chunks (no usage reported)",
 }
 

@@ -14,17 +14,18 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from specload.engine_metrics import names
 from specload.report.windows import Window
 
-# Names as exposed, in order of preference (vLLM V1 first, then SGLang).
-GENERATED = ("vllm:generation_tokens_total", "sglang:generation_tokens_total")
-DRAFTS = ("vllm:spec_decode_num_drafts_total",)
-DRAFT_TOKENS = ("vllm:spec_decode_num_draft_tokens_total",)
-ACCEPTED = ("vllm:spec_decode_num_accepted_tokens_total",)
-ACCEPT_LENGTH_GAUGE = ("sglang:spec_accept_length",)
-ACCEPT_RATE_GAUGE = ("sglang:spec_accept_rate",)
-RUNNING = ("vllm:num_requests_running", "sglang:num_running_reqs")
-WAITING = ("vllm:num_requests_waiting", "sglang:num_queue_reqs")
+# Names as exposed, in order of preference (the shared table: vLLM first).
+GENERATED = names("generated")
+DRAFTS = names("drafts")
+DRAFT_TOKENS = names("draft_tokens")
+ACCEPTED = names("accepted")
+ACCEPT_LENGTH_GAUGE = names("accept_length")
+ACCEPT_RATE_GAUGE = names("accept_rate")
+RUNNING = names("running")
+WAITING = names("waiting")
 
 SERVER_COLUMNS = ("server_output_tok_s", "accept_rate", "accept_len_mean",
                   "server_running_mean", "server_waiting_mean")

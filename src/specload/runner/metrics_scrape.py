@@ -1,13 +1,15 @@
 """Sample a server's Prometheus `/metrics` every second into `<prefix>_server_metrics.csv`.
 
 A background thread of the runner GETs the metrics URL once per interval, parses the
-text with prometheus_client's reference parser, keeps the vLLM and SGLang series the
-report uses (request queue sizes, token counters, speculative-decoding counters and
-gauges, KV-cache usage, latency histogram sums and counts; histogram buckets are
-dropped) and appends long-format rows `ts, metric, value`, the value summed over label
-sets. Servers without `/metrics`, or without some of these series, are fine: nothing
-is written for what is absent. The sampler also keeps the generated-tokens counter in
-memory so the runner can print live tok/s without reading the file back.
+text with prometheus_client's reference parser, keeps the series of the shared table
+(`specload.engine_metrics`: vLLM, SGLang, TGI and llama.cpp names, plus latency
+histograms' `_sum` and `_count`) and appends long-format rows `ts, metric, value`.
+Each row's value combines the series' label sets as the table says: counters and queue
+sizes add up across data-parallel ranks, ratio gauges are averaged, weighted by the
+same rank's running requests where the engine exposes them. `ts` is the middle of the
+fetch (a slow /metrics would otherwise stamp every value early). Servers without
+`/metrics`, or without some of these series, are fine: nothing is written for what is
+absent. The sampler also keeps the generated-tokens counter in memory.
 """
 
 from __future__ import annotations
@@ -19,72 +21,46 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections import defaultdict
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from specload.engine_metrics import BY_NAME, HISTOGRAMS, names
 from specload.records import SERVER_METRICS_COLUMNS
 
-KEEP_EXACT = frozenset(
-    {
-        # vLLM (V1 names; V0 names where they differ)
-        "vllm:num_requests_running",
-        "vllm:num_requests_waiting",
-        "vllm:num_requests_swapped",
-        "vllm:generation_tokens_total",
-        "vllm:prompt_tokens_total",
-        "vllm:request_success_total",
-        "vllm:num_preemptions_total",
-        "vllm:kv_cache_usage_perc",
-        "vllm:gpu_cache_usage_perc",
-        # SGLang
-        "sglang:num_running_reqs",
-        "sglang:num_queue_reqs",
-        "sglang:num_used_tokens",
-        "sglang:token_usage",
-        "sglang:gen_throughput",
-        "sglang:cache_hit_rate",
-        "sglang:generation_tokens_total",
-        "sglang:prompt_tokens_total",
-        "sglang:num_requests_total",
-    }
-)
-# Whole families: every sample except histogram buckets and `_created` timestamps.
-KEEP_PREFIXES = ("vllm:spec_decode", "sglang:spec_")
-# Histograms whose `_sum` and `_count` give window means (latencies, tokens per step).
-KEEP_HISTOGRAMS = (
-    "vllm:time_to_first_token_seconds",
-    "vllm:time_per_output_token_seconds",
-    "vllm:inter_token_latency_seconds",
-    "vllm:e2e_request_latency_seconds",
-    "vllm:request_queue_time_seconds",
-    "vllm:iteration_tokens_total",
-    "sglang:time_to_first_token_seconds",
-    "sglang:inter_token_latency_seconds",
-    "sglang:e2e_request_latency_seconds",
-)
-GENERATED_TOKENS = ("vllm:generation_tokens_total", "sglang:generation_tokens_total")
+GENERATED_TOKENS = names("generated")
+_HISTOGRAM_PARTS = frozenset(f"{h}_{part}" for h in HISTOGRAMS for part in ("sum", "count"))
 
 
 def wanted(sample_name: str) -> bool:
     """Whether a sample name (as exposed, e.g. `..._total`, `..._sum`) is kept."""
-    if sample_name in KEEP_EXACT:
-        return True
-    if sample_name.endswith(("_bucket", "_created")):
-        return False
-    if sample_name.startswith(KEEP_PREFIXES):
-        return True
-    base, _, suffix = sample_name.rpartition("_")
-    return suffix in ("sum", "count") and base in KEEP_HISTOGRAMS
+    return sample_name in BY_NAME or sample_name in _HISTOGRAM_PARTS
+
+
+Labels = tuple[tuple[str, str], ...]
 
 
 def parse_metrics(text: str) -> dict[str, float]:
-    """Kept samples of a Prometheus text exposition, each summed over its label sets."""
-    out: dict[str, float] = {}
+    """Kept samples of a Prometheus text exposition, label sets combined per the table."""
+    by_name: dict[str, dict[Labels, float]] = defaultdict(dict)
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if wanted(sample.name):
-                out[sample.name] = out.get(sample.name, 0.0) + float(sample.value)
+                labels = tuple(sorted(sample.labels.items()))
+                by_name[sample.name][labels] = float(sample.value)
+    out: dict[str, float] = {}
+    for name, values in by_name.items():
+        series = BY_NAME.get(name)
+        if series is None or series.combine == "sum":
+            out[name] = sum(values.values())
+            continue
+        weights = by_name.get(series.weight or "", {})
+        w = [weights.get(labels, 0.0) for labels in values]
+        if sum(w) > 0:
+            out[name] = sum(v * x for v, x in zip(values.values(), w, strict=True)) / sum(w)
+        else:
+            out[name] = sum(values.values()) / len(values)
     return out
 
 
@@ -119,12 +95,13 @@ class MetricsSampler:
 
     def sample_once(self) -> int:
         """Take one sample now; returns the number of rows written (0 on any failure)."""
-        ts = time.time()
+        before = time.time()
         try:
             values = parse_metrics(self.fetch())
         except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
             self.last_error = str(getattr(exc, "reason", exc))
             return 0
+        ts = (before + time.time()) / 2
         new_file = not self.out_path.exists() or self.out_path.stat().st_size == 0
         with self.out_path.open("a", newline="") as fh:
             writer = csv.writer(fh)

@@ -11,8 +11,10 @@ from specload.report.run_files import ArmSource
 
 GOOD = {"arm": "on", "rep": 1, "concurrency": 10, "achieved_concurrency": 9.5,
         "client_cpu_max": 50.0, "client_lag_p99_max_ms": 2.0, "requests": 100, "failures": 0,
-        "failures_by_kind": {}, "requests_started": 100, "interrupted": 0, "crosscheck_diff": 0.01,
-        "locust_completed_tok_s": 100.0, "chunk_counted_share": 0.0}
+        "failures_by_kind": {}, "requests_started": 100, "interrupted": 0,
+        "chunk_counted_share": 0.0, "tokens_per_chunk": 2.5, "estimated_token_share": 0.0,
+        "output_tok_s": 100.0, "trace_tok_s": 100.5, "trace_ratio": 100.0 / 100.5,
+        "backoff_share": 0.0, "top_failure": ""}
 
 
 def _kinds(**changes: object) -> list[str]:
@@ -34,9 +36,34 @@ def test_each_rung_warning() -> None:
     assert _kinds(failures=2, failures_by_kind={"stream_cut": 2}) == ["failures"]
     assert _kinds(failures=1, failures_by_kind={"stream_cut": 1}) == []  # 1 of 101 < 1%
     assert _kinds(requests=9) == ["too_few_requests"]
-    assert _kinds(crosscheck_diff=-0.05) == ["crosscheck"]
+    assert _kinds(trace_ratio=0.97, trace_tok_s=103.1) == ["trace_mismatch"]
     assert _kinds(chunk_counted_share=0.5) == ["tokens_from_chunks"]
-    assert _kinds(client_cpu_max=float("nan"), crosscheck_diff=float("nan")) == []
+    # counting chunks is exact where every chunk carries one token
+    assert _kinds(chunk_counted_share=0.5, tokens_per_chunk=1.0) == []
+    assert _kinds(estimated_token_share=0.04) == ["tokens_estimated"]
+    assert _kinds(client_cpu_max=float("nan"), trace_ratio=float("nan")) == []
+
+
+def _messages(**changes: object) -> list[str]:
+    return [w["message"] for w in quality.rung_warnings(pd.DataFrame([{**GOOD, **changes}]))]
+
+
+def test_failures_say_their_top_reason_and_silence_other_rung_warnings() -> None:
+    (msg,) = _messages(failures=300, requests=0, requests_started=300, client_cpu_max=95.0,
+                       achieved_concurrency=2.0, top_failure="HTTP 400: (empty body)",
+                       failures_by_kind={"http_error": 300})
+    assert msg == ("on at C=10: 300 of 300 requests failed (100.0%: http_error 300); "
+                   "most often: HTTP 400: (empty body)")
+
+
+def test_backoff_is_named_when_it_held_concurrency_down() -> None:
+    (msg,) = _messages(achieved_concurrency=6.0, backoff_share=0.3)
+    assert "30% of the window waiting after failed requests (backoff)" in msg
+
+
+def test_missing_latencies_say_why() -> None:
+    (msg,) = _messages(requests=0, requests_started=40, interrupted=3)
+    assert "none of its TTFT, TPOT or E2E measured" in msg and "3 still running" in msg
 
 
 def _summary(tokens_on: float, tokens_off: float, length_share: float) -> pd.DataFrame:
@@ -74,6 +101,7 @@ def test_digest_groups_rung_warnings_by_kind() -> None:
     warnings = [*quality.rung_warnings(rows), quality._warning("missing_data", "no steps")]
     assert quality.digest(warnings) == [
         "no steps",
-        "too few completed requests to trust latencies (lengthen measure_s): on C=1, 5; off C=5",
+        "too few completed requests to trust latencies (raise max_measure_s): on C=1, 5; "
+        "off C=5",
         "load generator saturated (add --processes or workers): off C=5",
     ]

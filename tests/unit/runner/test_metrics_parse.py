@@ -1,6 +1,8 @@
-"""Which Prometheus samples the sampler keeps, and how label sets are summed."""
+"""Which Prometheus samples the sampler keeps, and how their label sets combine."""
 
 from __future__ import annotations
+
+import pytest
 
 from specload.runner.metrics_scrape import parse_metrics, wanted
 
@@ -31,11 +33,41 @@ def test_parse_keeps_names_of_interest_summed_over_labels() -> None:
     assert parse_metrics(EXPOSITION) == {
         "vllm:generation_tokens_total": 150.0,
         "vllm:num_requests_running": 4.0,
-        "vllm:spec_decode_num_accepted_tokens_per_pos_total": 150.0,
         "vllm:time_to_first_token_seconds_sum": 0.5,
         "vllm:time_to_first_token_seconds_count": 3.0,
         "sglang:spec_accept_length": 2.5,
     }
+
+
+DATA_PARALLEL = """\
+# TYPE sglang:num_running_reqs gauge
+sglang:num_running_reqs{dp_rank="0",tp_rank="0"} 3
+sglang:num_running_reqs{dp_rank="1",tp_rank="0"} 5
+# TYPE sglang:spec_accept_length gauge
+sglang:spec_accept_length{dp_rank="0",tp_rank="0"} 2.8
+sglang:spec_accept_length{dp_rank="1",tp_rank="0"} 2.6
+# TYPE sglang:token_usage gauge
+sglang:token_usage{dp_rank="0",tp_rank="0"} 0.5
+sglang:token_usage{dp_rank="1",tp_rank="0"} 0.7
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0"} 0.2
+vllm:kv_cache_usage_perc{engine="1"} 0.4
+# TYPE tgi_batch_current_size gauge
+tgi_batch_current_size 7
+# TYPE llamacpp:tokens_predicted counter
+llamacpp:tokens_predicted_total 42
+"""
+
+
+def test_ratio_gauges_are_averaged_counters_summed_across_ranks() -> None:
+    got = parse_metrics(DATA_PARALLEL)
+    assert got["sglang:num_running_reqs"] == 8.0  # a queue size: the ranks add up
+    # acceptance length weighted by each rank's running requests, never 5.4
+    assert got["sglang:spec_accept_length"] == pytest.approx((2.8 * 3 + 2.6 * 5) / 8)
+    assert got["sglang:token_usage"] == pytest.approx(0.6)  # no weights: plain mean
+    assert got["vllm:kv_cache_usage_perc"] == pytest.approx(0.3)
+    assert got["tgi_batch_current_size"] == 7.0
+    assert got["llamacpp:tokens_predicted_total"] == 42.0
 
 
 def test_wanted_drops_buckets_created_and_unrelated_series() -> None:
