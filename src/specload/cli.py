@@ -67,7 +67,7 @@ def _add_sim(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tls-key", default=None, metavar="FILE", help="serve HTTPS: private key")
     p.add_argument("--fault", action="append", default=[], metavar="KIND:FRACTION[:PARAM]",
                    help="inject a fault into a seeded fraction of requests (repeatable): "
-                   "error500, error429[:retry_after_s], cut[:after_tokens], "
+                   "error500, error400, error429[:retry_after_s], cut[:after_tokens], empty, "
                    "stall_first_byte[:seconds], stall_between[:seconds], malformed, "
                    "stream_error; e.g. --fault cut:0.1:20")
     p.set_defaults(func=_run_sim)

@@ -22,6 +22,8 @@ SCENARIO: dict[str, Any] = {
     "ladder": LADDER,
     "warmup_s": 1.5,
     "measure_s": 4.5,
+    "min_requests": 5,
+    "max_measure_s": 8,
     "request": {"max_tokens": 32, "ignore_eos": True, "temperature": 0, "seed": 0},
     "arms": [{"name": "spec-on", "sim": {"profile": "seed-glm", "spec": "on", "trace": True}},
              {"name": "spec-off", "sim": {"profile": "seed-glm", "spec": "off",

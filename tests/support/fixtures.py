@@ -102,3 +102,11 @@ def fake_stream_server() -> Iterator[Callable[..., str]]:
 def e2e_sweep(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The shared end-to-end sweep (see tests/support/e2e.py), run once per session."""
     return e2e.run_e2e(tmp_path_factory.mktemp("e2e"))
+
+
+@pytest.fixture(scope="session")
+def tls_files(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A CA and a certificate for 127.0.0.1 (see tests/support/tls.py)."""
+    from tests.support.tls import make_tls_files
+
+    return make_tls_files(tmp_path_factory.mktemp("tls"))

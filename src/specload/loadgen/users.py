@@ -328,8 +328,7 @@ def _accept_head(resp: Any, out: _Outcome) -> bool:
         if isinstance(error, TimeoutError):
             out.fail("timeout_first_byte", "timeout before response headers")
         elif isinstance(error, ssl.SSLError):
-            reason = getattr(error, "reason", None) or str(error)
-            out.fail("tls", f"TLS handshake failed: {reason}")
+            out.fail("tls", f"TLS handshake failed: {_tls_reason(error)}")
         else:
             out.fail("connection", f"connection failed: {type(error).__name__}")
         return False
@@ -341,6 +340,14 @@ def _accept_head(resp: Any, out: _Outcome) -> bool:
         out.fail("malformed_chunk", f"not an event stream: {ctype}")
         return False
     return True
+
+
+def _tls_reason(error: ssl.SSLError) -> str:
+    """`certificate verify failed: self-signed certificate`, `WRONG_VERSION_NUMBER`, ..."""
+    verify = getattr(error, "verify_message", None)
+    if verify:
+        return f"certificate verify failed: {verify}"
+    return str(getattr(error, "reason", None) or error)
 
 
 def _judge_complete_stream(tally: StreamTally, out: _Outcome) -> None:

@@ -48,7 +48,13 @@ TABLE_COLUMNS = {
     "ttft_p99_ms": "TTFT p99 ms", "tpot_p50_ms": "TPOT p50 ms",
     "tokens_per_chunk": "tok/chunk", "accept_len_mean": "accept len",
     "achieved_concurrency": "achieved C", "requests": "requests", "failures": "failures",
+    "trace_ratio": "vs trace",
 }
+
+
+def _cell(value: float) -> str:
+    """A table number: 4 significant digits; a percentile censored by timeouts as such."""
+    return "> timeout" if value == float("inf") else f"{value:.4g}"
 
 
 @dataclass(slots=True)
@@ -212,7 +218,7 @@ def _slo_lines(report: Report) -> list[str]:
 
 
 def _format_table(table: pd.DataFrame) -> str:
-    return table.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:.4g}")
+    return table.to_string(index=False, na_rep="-", float_format=_cell)
 
 
 def _html_recommendation(report: Report, pair: PairResult, rec: Recommendation) -> str:
@@ -246,7 +252,7 @@ def _html(report: Report) -> str:
     plots = "".join(
         f'<div class="fig">{pio.to_html(f, full_html=False, include_plotlyjs=False)}</div>'
         for f in figures.all_figures(report.summary, report.pairs))
-    table = _table(report).to_html(index=False, na_rep="–", float_format=lambda v: f"{v:.4g}",
+    table = _table(report).to_html(index=False, na_rep="–", float_format=_cell,
                                    border=0, classes="summary")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>

@@ -37,6 +37,19 @@ class StampingSocket(socket.socket):
 
     def recv(self, bufsize: int, flags: int = 0) -> bytes:
         data, anc, _flags, _addr = self.recvmsg(bufsize, _ANC_SIZE, flags)
+        self._note(anc)
+        return data
+
+    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
+        """As asyncio's TLS transport reads (a buffered protocol), with the stamp kept."""
+        view = memoryview(buffer)
+        if nbytes:
+            view = view[:nbytes]
+        n, anc, _flags, _addr = self.recvmsg_into([view], _ANC_SIZE, flags)
+        self._note(anc)
+        return n
+
+    def _note(self, anc: list[tuple[int, int, bytes]]) -> None:
         stamp = None
         for level, kind, payload in anc:
             if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
@@ -46,7 +59,6 @@ class StampingSocket(socket.socket):
             _received.pop(self.fileno(), None)
         else:
             _received[self.fileno()] = stamp
-        return data
 
 
 class StampingListener(socket.socket):

@@ -15,7 +15,9 @@ from specload.sim import SimConfigError
 
 DEFAULT_PARAMS: dict[str, float] = {
     "error500": 0.0,
+    "error400": 0.0,
     "error429": 1.0,  # Retry-After seconds
+    "empty": 0.0,  # a clean stream with no token: the role chunk, then [DONE]
     "cut": 8.0,  # tokens sent before the connection closes
     "stall_first_byte": 2.0,  # seconds before the response starts
     "stall_between": 1.0,  # seconds of silence after the first content chunk

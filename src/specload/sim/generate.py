@@ -231,6 +231,8 @@ class Generation:
             call.record["fault"] = fault.kind
             if fault.kind == "error500":
                 return self.error(call, ApiError(500, "simulated server error (fault)"))
+            if fault.kind == "error400":
+                return self.error(call, ApiError(400, "simulated bad request (fault)"))
             if fault.kind == "error429":
                 return self.error(call, ApiError(429, "simulated rate limit (fault)"),
                                   {"Retry-After": f"{fault.param:g}"})
@@ -278,6 +280,10 @@ class Generation:
                             self.s.created, self.s.limits.model_name, gen.prompt_tokens,
                             gen.include_usage, gen.continuous_usage)
         chunks = ContentChunks(call, w, words, reason, flavor, self.s.reasoning_tokens)
+        if fault is not None and fault.kind == "empty":  # a clean stream without a token
+            await resp.write(w.opening() + sse.DONE)
+            await resp.write_eof()
+            return
         if fault is None:
             direct = DirectChunks(chunks, resp, stream, self.s.interrupt)
             if not await direct.run():

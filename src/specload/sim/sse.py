@@ -134,6 +134,14 @@ class ChunkWriter:
 
     # -- what the API calls -----------------------------------------------------------
 
+    def opening(self) -> bytes:
+        """The role chunk, where the flavour sends one and it has not gone out yet."""
+        if self.chat and not self._role_sent and self._flavor.role in ("empty", "null",
+                                                                        "absent"):
+            self._role_sent = True
+            return self._role_chunk()
+        return b""
+
     def step(self, words: list[str], sent_before: int, finish: str | None,
              reasoning_left: int = 0) -> bytes:
         """Every event for `words`, the tokens one step produced (`sent_before` already
@@ -142,10 +150,7 @@ class ChunkWriter:
         flavor = self._flavor
         if finish == "stop" and flavor.eos_text_empty:
             words = [*words[:-1], ""]  # the EOS token: counted, its text stripped
-        out = b""
-        if self.chat and not self._role_sent and flavor.role in ("empty", "null", "absent"):
-            out = self._role_chunk()
-            self._role_sent = True
+        out = self.opening()
         groups = [[w] for w in words] if flavor.per_token_chunks else [words]
         done = sent_before
         last = len(groups) - 1

@@ -41,11 +41,11 @@ def test_every_arm_folder_holds_its_files_and_windows(e2e_sweep: SweepResult) ->
         rows = read_csv(arm_dir / "locust_requests.csv")
         for s in steps:
             ws, ms, me = (float(s[k]) for k in ("warmup_start", "measure_start", "measure_end"))
-            # at least measure_s, and until 10 requests that started in it completed
-            assert ws < ms < me and measure - 0.01 <= me - ms <= 4 * measure + 1.01
+            # at least measure_s, and until 5 requests that started in it completed (8 s cap)
+            assert ws < ms < me and measure - 0.01 <= me - ms <= 8 + 1.01
             done = [r for r in rows if ms <= float(r["start"]) and float(r["end"]) <= me
                     and r["error_kind"] == ""]
-            assert len(done) >= 10 or me - ms > 4 * measure
+            assert len(done) >= 5 or me - ms >= 8
         for prev, nxt in itertools.pairwise(steps):
             assert float(nxt["warmup_start"]) >= float(prev["measure_end"])
         assert len(rows) >= 10

@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 
 import psutil
+import pytest
 
 from specload.runner.processes import free_port
 from tests.support.sweeps import read_csv, read_manifest, run_dir_of, wait_for
@@ -37,6 +38,7 @@ def assert_all_gone(procs: list[psutil.Process]) -> None:
     assert not alive, [p.pid for p in alive]
 
 
+@pytest.mark.slow
 def test_worker_serves_a_two_arm_sweep_then_ctrl_c_stops_it(
     tmp_path, write_scenario, run_sweep, specload_worker
 ) -> None:
