@@ -39,8 +39,9 @@ from specload.prompts import load_prompts
 from specload.sim import SimConfigError
 from specload.sim.faults import DEFAULT_PARAMS as FAULT_KINDS
 from specload.sim.faults import parse_fault
+from specload.sim.profile import builtin_names
 
-BUILTIN_PROFILES = ("seed-glm", "h100-llama8b-eagle3", "h100-llama8b-eagle")
+BUILTIN_PROFILES = tuple(builtin_names())
 SPEC_MODES = ("on", "off", "adaptive")
 ARM_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -109,6 +110,7 @@ class RequestSettings(_Strict):
     request_id_header: str | None = None  # header name, or "off"
     ca_bundle: str | None = None  # HTTPS: CA certificates to trust
     insecure: bool = False  # HTTPS: do not verify certificates
+    continuous_usage: bool = True  # ask for usage on every chunk (continuous_usage_stats)
 
     @field_validator("ca_bundle")
     @classmethod

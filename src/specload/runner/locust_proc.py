@@ -72,6 +72,8 @@ def request_args(req: RequestSettings) -> list[str]:
         args.append("--ignore-eos")
     if req.insecure:
         args.append("--insecure")
+    if not req.continuous_usage:
+        args.append("--no-continuous-usage")
     return args
 
 

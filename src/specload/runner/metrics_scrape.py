@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import csv
 import http.client
+import ssl
 import threading
 import time
 import urllib.error
@@ -74,12 +75,14 @@ class MetricsSampler:
         interval_s: float = 1.0,
         timeout_s: float = 2.0,
         api_key: str | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.url = url
         self.out_path = out_path
         self.interval_s = interval_s
         self.timeout_s = timeout_s
         self.api_key = api_key
+        self.tls = tls
         self.samples_ok = 0
         self.last_error: str | None = None
         self._generated: list[tuple[float, float]] = []
@@ -90,7 +93,7 @@ class MetricsSampler:
         req = urllib.request.Request(self.url)
         if self.api_key:
             req.add_header("Authorization", f"Bearer {self.api_key}")
-        with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+        with urllib.request.urlopen(req, timeout=self.timeout_s, context=self.tls) as resp:
             return resp.read().decode("utf-8", errors="replace")
 
     def sample_once(self) -> int:

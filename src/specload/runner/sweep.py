@@ -221,8 +221,8 @@ def run_rep(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> None:
     try:
         url = _start_server(sweep, server, arm_entry, rep_dir, label)
         sampler = MetricsSampler(
-            server.metrics_url, Path(str(prefix) + SERVER_METRICS_SUFFIX), api_key=sweep.api_key
-        ).start()
+            server.metrics_url, Path(str(prefix) + SERVER_METRICS_SUFFIX), api_key=sweep.api_key,
+            tls=sweep.tls).start()
         cmd = locust_command(sweep.scenario, url, run_prefix, missing, sweep.mode)
         suffix = f" (resuming {len(missing)} missing rungs)" if done else ""
         say(f"[{label}] {url} ready; running C={','.join(map(str, missing))}{suffix}")
