@@ -8,10 +8,13 @@ from pathlib import Path
 
 import pytest
 
-FAULTS = ("error500:0.08", "error429:0.08", "cut:0.08:5", "stall_first_byte:0.08:3",
-          "stall_between:0.08:3", "malformed:0.08", "stream_error:0.08")
+FAULTS = ("error500:0.08", "error400:0.08", "error429:0.08", "cut:0.08:5",
+          "stall_first_byte:0.08:3", "stall_between:0.08:3", "malformed:0.08",
+          "stream_error:0.08", "empty:0.08")
 EXPECTED = {
-    "error500": ("http_error", "HTTP 500: "),
+    "error500": ("http_error", "HTTP 500: simulated server error (fault)"),
+    "error400": ("http_error", "HTTP 400: simulated bad request (fault)"),
+    "empty": ("empty_stream", "stream ended without a token"),
     "error429": ("http_error", "HTTP 429: "),
     "cut": ("stream_cut", "stream cut before [DONE]"),
     "stall_first_byte": ("timeout_first_byte", "timeout before"),
@@ -25,7 +28,8 @@ EXPECTED = {
 def test_each_fault_kind_is_reported(sim_server, locust_run):
     sim = sim_server(faults=FAULTS)
     run = locust_run("chat.py", sim.url, users=10, run_time="10s",
-                     extra=["--max-tokens", "32", "--ignore-eos", "--request-timeout", "1"])
+                     extra=["--max-tokens", "32", "--ignore-eos", "--request-timeout", "1",
+                            "--failure-backoff", "0"])
     rows = {r["request_id"]: r for r in run.requests()}
     seen: Counter[str] = Counter()
     for t in sim.read_trace():
@@ -59,7 +63,7 @@ def test_each_fault_kind_is_reported(sim_server, locust_run):
             count, text = line.split(None, 1)
             failures[text.split(": ", 1)[1].split(":")[0].strip()] += int(count)
     # a handful of grouped messages, no tracebacks
-    assert 7 <= len(failures) <= 9, failures
+    assert 9 <= len(failures) <= 11, failures
     assert "Traceback" not in run.output
 
 
@@ -124,6 +128,31 @@ def test_unreachable_server_fails_model_discovery_cleanly(locust_run):
     assert reqs == fails >= 2
     assert "Traceback" not in run.output
     assert run.requests() == []
+
+
+def test_a_dead_server_gets_a_bounded_request_rate(locust_run):
+    """Backoff after failures: 0.1 s doubling to 2 s, not thousands of requests a second."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    run = locust_run("chat.py", f"http://127.0.0.1:{port}", users=2, run_time="4s",
+                     extra=["--model", "m"])
+    rows = [r for r in run.requests() if r["interrupted"] == "0"]
+    assert 2 <= len(rows) <= 2 * 7, len(rows)  # waits 0, .1, .2, .4, .8, 1.6, 2 s
+    waits = sorted(float(r["backoff_ms"]) for r in rows)
+    assert waits[0] == 0.0 and waits[-1] >= 700.0, waits
+
+
+def test_interrupted_streams_are_failures_not_short_successes(sim_server, locust_run):
+    """llama-cpp-python ends a running stream with [DONE] when another request waits."""
+    sim = sim_server(flavor="llama-cpp-python", trace=False)
+    run = locust_run("chat.py", sim.url, users=2, run_time="3s",
+                     extra=["--max-tokens", "64", "--failure-backoff", "0"])
+    rows = [r for r in run.requests() if r["interrupted"] == "0"]
+    kinds = Counter(r["error_kind"] for r in rows)
+    assert kinds["no_finish_reason"] >= len(rows) // 2, kinds
+    assert all(int(r["output_tokens"]) < 64 for r in rows if r["error_kind"])
+    assert "stream ended without a finish_reason" in run.output
 
 
 def test_connection_refused_with_explicit_model(locust_run):
