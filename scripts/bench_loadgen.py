@@ -31,6 +31,7 @@ import asyncio
 import csv
 import json
 import os
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -59,10 +60,13 @@ BUSY_METRIC = "specload_sim_engine_busy_seconds_total"
 class Sim:
     """One `specload sim` subprocess with a trace file."""
 
-    def __init__(self, profile: str, spec: str, trace: Path) -> None:
+    def __init__(self, profile: str, spec: str, trace: Path,
+                 extra_args: tuple[str, ...] = (), ca: Path | None = None) -> None:
         self.trace = trace
+        self.context = ssl.create_default_context(cafile=str(ca)) if ca else None
         try:
-            self.process = launch(SimOptions(profile=profile, spec=spec, trace_path=trace),
+            self.process = launch(SimOptions(profile=profile, spec=spec, trace_path=trace,
+                                             extra_args=extra_args),
                                   trace.with_suffix(".log"))
         except LaunchError as exc:
             raise SystemExit(str(exc)) from None
@@ -70,7 +74,8 @@ class Sim:
         self.url = self.process.url
 
     def lag_busy(self) -> tuple[float, float]:
-        with urllib.request.urlopen(self.url + "/metrics", timeout=10) as resp:
+        with urllib.request.urlopen(self.url + "/metrics", timeout=10,
+                                    context=self.context) as resp:
             text = resp.read().decode()
         values = {}
         for line in text.splitlines():
@@ -167,10 +172,11 @@ def locust_cmd(url: str, users: int, processes: int, prefix: Path,
 
 
 def run_locust(sim: Sim, users: int, processes: int, tmp: Path,
-               args: argparse.Namespace, src: Path | None = None) -> Run:
+               args: argparse.Namespace, src: Path | None = None,
+               extra: list[str] | None = None) -> Run:
     prefix = tmp / f"locust-u{users}-p{processes}-{time.monotonic_ns()}"
-    return run_client(locust_cmd(sim.url, users, processes, prefix, args), sim, users,
-                      processes, args, prefix, src)
+    cmd = locust_cmd(sim.url, users, processes, prefix, args) + (extra or [])
+    return run_client(cmd, sim, users, processes, args, prefix, src)
 
 
 def run_reference(sim: Sim, users: int, tmp: Path, args: argparse.Namespace) -> Run:
@@ -441,6 +447,42 @@ def accuracy_part(sim: Sim, tmp: Path, args: argparse.Namespace,
     return lines
 
 
+def tls_part(sim: Sim, tmp: Path, args: argparse.Namespace) -> list[str]:
+    """The same load over plain HTTP and over HTTPS (a throwaway CA): timing errors."""
+    import trustme  # a dev dependency, like this script
+
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    ca_path, cert_path, key_path = tmp / "ca.pem", tmp / "cert.pem", tmp / "key.pem"
+    ca.cert_pem.write_to_path(str(ca_path))
+    cert.private_key_pem.write_to_path(str(key_path))
+    cert.cert_chain_pems[0].write_to_path(str(cert_path))
+    lines = ["## HTTPS vs HTTP (same load; TLS in memory keeps the kernel's stamps)",
+             f"{'C':>5} {'scheme':>6} {'TTFT err p50':>12} {'p99':>6} {'arrival p50':>11} "
+             f"{'p99':>6} {'tok/s diff %':>12} {'reqs':>5}"]
+    print("\n".join(lines), flush=True)
+    tls_sim = Sim(args.profile, args.spec, tmp / "trace-tls.jsonl",
+                  ("--tls-cert", str(cert_path), "--tls-key", str(key_path)), ca_path)
+    try:
+        for users in args.tls_users:
+            for scheme, server, extra in (("http", sim, []),
+                                          ("https", tls_sim, ["--ca-bundle", str(ca_path)])):
+                run = run_locust(server, users, 1, tmp, args, extra=extra)
+                trace = server.records()
+                m = match(run, trace)
+                _, sim_tokens = trace_chunks(trace, run.t0, run.t1)
+                lines.append(
+                    f"{users:>5} {scheme:>6} {pct(m.ttft_err_ms, 50):>12.2f} "
+                    f"{pct(m.ttft_err_ms, 99):>6.2f} {pct(m.arrival_err_ms, 50):>11.2f} "
+                    f"{pct(m.arrival_err_ms, 99):>6.2f} "
+                    f"{100 * (m.client_tokens / sim_tokens - 1):>+12.2f} "
+                    f"{m.client_ttft_ms.size:>5}")
+                print(lines[-1], flush=True)
+    finally:
+        tls_sim.stop()
+    return lines
+
+
 def ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
@@ -466,7 +508,8 @@ def main() -> int:
     ap.add_argument("--accuracy", type=ints, default=ints("1,10,100,250"))
     ap.add_argument("--one-process-max", type=int, default=200,
                     help="accuracy runs above this many users use --processes 2")
-    ap.add_argument("--parts", default="cpu,capacity,accuracy")
+    ap.add_argument("--tls-users", type=ints, default=ints("50"))
+    ap.add_argument("--parts", default="cpu,capacity,accuracy,tls")
     ap.add_argument("--baseline-src", type=Path, default=None,
                     help="also measure CPU/chunk with specload imported from this source "
                     "tree (e.g. an older checkout's src/) for before/after ratios")
@@ -488,6 +531,8 @@ def main() -> int:
                 out += capacity_part(sim, tmp, args, runs)
             if "accuracy" in parts:
                 out += accuracy_part(sim, tmp, args, runs)
+            if "tls" in parts:
+                out += tls_part(sim, tmp, args)
         finally:
             sim.stop()
     print("\n# summary\n" + "\n".join(out))

@@ -167,7 +167,9 @@ def _rebuild(environment: Environment, **_: Any) -> None:
     """Fresh context per test; a bad option or prompt file stops the run with one line."""
     _contexts.pop(environment, None)
     try:
-        ProcessContext.for_env(environment)
+        ctx = ProcessContext.for_env(environment)
+        if ctx.opts.insecure:
+            log.warning("specload: --insecure: HTTPS certificates are not verified")
     except (UserError, ValueError) as exc:
         log.error("specload: %s", exc)
         environment.process_exit_code = 2

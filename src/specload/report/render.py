@@ -48,7 +48,7 @@ TABLE_COLUMNS = {
     "ttft_p99_ms": "TTFT p99 ms", "tpot_p50_ms": "TPOT p50 ms",
     "tokens_per_chunk": "tok/chunk", "accept_len_mean": "accept len",
     "achieved_concurrency": "achieved C", "requests": "requests", "failures": "failures",
-    "trace_ratio": "vs trace",
+    "interrupted": "unfinished", "trace_ratio": "vs trace",
 }
 
 

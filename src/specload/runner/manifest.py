@@ -36,7 +36,7 @@ def arm_entry(arm: Arm, scenario: Scenario) -> ArmEntry:
         reps=[RepEntry(rep=r, dir=rep_dir(arm.name, r, scenario.repeats))
               for r in range(1, scenario.repeats + 1)],
         ladder=list(scenario.ladder), warmup_s=scenario.warmup_s,
-        measure_s=scenario.measure_s,
+        measure_s=scenario.measure_s, engine=arm.engine,
     )
 
 
