@@ -32,6 +32,7 @@ class Prompt:
     messages: tuple[dict[str, str], ...]
     category: str
     max_tokens: int | None = None
+    chars: int | None = None  # synthetic prompts: characters sent, for calibration
 
     @property
     def text(self) -> str:

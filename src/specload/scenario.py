@@ -40,6 +40,7 @@ from specload.sim import SimConfigError
 from specload.sim.faults import DEFAULT_PARAMS as FAULT_KINDS
 from specload.sim.faults import parse_fault
 from specload.sim.profile import builtin_names
+from specload.workload import LengthError, LengthSpec
 
 BUILTIN_PROFILES = tuple(builtin_names())
 SPEC_MODES = ("on", "off", "adaptive")
@@ -90,6 +91,21 @@ def _resolve_file(value: str, info: ValidationInfo, what: str) -> str:
     return str(path)
 
 
+_LENGTH_KEYS = {"fixed": ("value",), "uniform": ("low", "high"), "normal": ("mean", "sd"),
+                "lognormal": ("mean", "sigma")}
+
+
+def _length_from_mapping(v: dict[str, Any]) -> str:
+    """{kind: normal, mean: 1024, sd: 128} -> "normal:1024:128"."""
+    kind = v.get("kind")
+    if kind not in _LENGTH_KEYS or set(v) != {"kind", *_LENGTH_KEYS[kind]}:
+        forms = "; ".join(f"{{kind: {k}, {', '.join(keys)}}}" for k, keys in
+                          _LENGTH_KEYS.items())
+        raise ValueError(f"a length mapping is one of {forms}")
+    return ":".join([kind, *(str(v[k]) for k in _LENGTH_KEYS[kind])]) \
+        if kind != "fixed" else str(v["value"])
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -111,6 +127,25 @@ class RequestSettings(_Strict):
     ca_bundle: str | None = None  # HTTPS: CA certificates to trust
     insecure: bool = False  # HTTPS: do not verify certificates
     continuous_usage: bool = True  # ask for usage on every chunk (continuous_usage_stats)
+    # synthetic workloads: lengths fixed or drawn per request (`LengthSpec` text, a whole
+    # number, or a mapping like {kind: normal, mean: 1024, sd: 128})
+    prompt_tokens: str | None = None
+    output_tokens: str | None = None
+    shared_prefix_tokens: int = Field(0, ge=0)
+
+    @field_validator("prompt_tokens", "output_tokens", mode="before")
+    @classmethod
+    def _length(cls, v: Any) -> str | None:
+        if v is None:
+            return None
+        if isinstance(v, bool):
+            raise ValueError(f"expected a length, got {v!r}")
+        if isinstance(v, dict):
+            v = _length_from_mapping(v)
+        try:
+            return LengthSpec.parse(v).text()
+        except LengthError as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("ca_bundle")
     @classmethod

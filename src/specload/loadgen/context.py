@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import socket
 import ssl
 import sys
 import urllib.error
 import urllib.request
 import uuid
+from dataclasses import replace
 from itertools import count
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -35,6 +37,7 @@ from locust.runners import LocalRunner, WorkerRunner
 from specload.errors import UserError
 from specload.loadgen.options import RunOptions
 from specload.prompts import Prompt, PromptOrder, load_prompts
+from specload.workload import LengthSpec, PromptBuilder
 
 MODELS_PATH = "/v1/models"
 log = logging.getLogger(__name__)
@@ -56,8 +59,15 @@ class ProcessContext:
         # computed here, not at import: `--processes` forks after importing the locustfile
         self.client_id = f"{socket.gethostname()}-{os.getpid()}"
         index, share_count = _share(environment)
-        self._order = PromptOrder(load_prompts(self.opts.prompts), self.opts.seed,
-                                  index, share_count)
+        prompts = load_prompts(self.opts.prompts)
+        self._order = PromptOrder(prompts, self.opts.seed, index, share_count)
+        self._lengths = random.Random(self.opts.seed * 1_000_003 + index)
+        opts = self.opts
+        self._synthetic = PromptBuilder(
+            " ".join(p.text for p in prompts), opts.seed * 1_000_003 + index,
+            opts.shared_prefix_tokens) if opts.prompt_tokens else None
+        self._prompt_len = LengthSpec.parse(opts.prompt_tokens) if opts.prompt_tokens else None
+        self._output_len = LengthSpec.parse(opts.output_tokens) if opts.output_tokens else None
         key = os.environ.get(self.opts.api_key_env, "")
         self.auth_headers = {"Authorization": f"Bearer {key}"} if key else {}
         header = self.opts.request_id_header.strip()
@@ -80,7 +90,20 @@ class ProcessContext:
         return next(_user_seq)
 
     def next_prompt(self) -> Prompt:
-        return self._order.next()
+        """The next prompt: from the prompt set, or synthetic of a drawn length."""
+        if self._synthetic is not None and self._prompt_len is not None:
+            built = self._synthetic.build(self._prompt_len.sample(self._lengths))
+            prompt = Prompt(built.messages, "synthetic", None, built.chars)
+        else:
+            prompt = self._order.next()
+        if self._output_len is not None:
+            prompt = replace(prompt, max_tokens=self._output_len.sample(self._lengths))
+        return prompt
+
+    def observe_prompt(self, prompt: Prompt, prompt_tokens: int | None) -> None:
+        """The server counted `prompt_tokens` for a synthetic prompt: calibrate."""
+        if self._synthetic is not None and prompt.chars and prompt_tokens:
+            self._synthetic.observe(prompt.chars, prompt_tokens)
 
     def model(self, host: str) -> str:
         """The model id to request; discovers it from `host` once if `--model` is empty."""

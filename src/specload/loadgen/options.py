@@ -15,6 +15,8 @@ from dataclasses import dataclass, fields
 from locust import events
 from locust.env import Environment
 
+from specload.workload import LengthError, LengthSpec
+
 DEFAULT_MAX_TOKENS = 256
 DEFAULT_REQUEST_TIMEOUT_S = 300.0
 DEFAULT_FAILURE_BACKOFF_S = 2.0
@@ -42,6 +44,15 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="sampling temperature")
     group.add_argument("--prompts", default="", include_in_web_ui=True,
                        help="prompt file: ShareGPT .json or .jsonl (default: built-in set)")
+    group.add_argument("--prompt-tokens", default="", include_in_web_ui=True,
+                       help="synthetic prompts of this many tokens: N, uniform:LO:HI, "
+                       "normal:MEAN:SD or lognormal:MEAN:SIGMA (default: the prompt set's)")
+    group.add_argument("--output-tokens", default="", include_in_web_ui=True,
+                       help="max_tokens per request drawn like --prompt-tokens "
+                       "(default: --max-tokens)")
+    group.add_argument("--shared-prefix-tokens", type=int, default=0, include_in_web_ui=True,
+                       help="synthetic prompts: a system prompt of this many tokens, the same "
+                       "for every request (prefix caching)")
     group.add_argument("--seed", type=int, default=0, include_in_web_ui=True,
                        help="seed for the prompt order and the request `seed` field")
     group.add_argument("--api-key-env", default="OPENAI_API_KEY", include_in_web_ui=True,
@@ -81,6 +92,9 @@ class RunOptions:
     min_tokens: int = 0
     temperature: float = 0.0
     prompts: str = ""
+    prompt_tokens: str = ""
+    output_tokens: str = ""
+    shared_prefix_tokens: int = 0
     seed: int = 0
     api_key_env: str = "OPENAI_API_KEY"
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT_S
@@ -121,3 +135,13 @@ class RunOptions:
             raise ValueError(f"--failure-backoff must be >= 0, got {self.failure_backoff}")
         if self.ca_bundle and not os.path.isfile(self.ca_bundle):
             raise ValueError(f"--ca-bundle {self.ca_bundle}: no such file")
+        for flag, spec in (("--prompt-tokens", self.prompt_tokens),
+                           ("--output-tokens", self.output_tokens)):
+            if spec:
+                try:
+                    LengthSpec.parse(spec)
+                except LengthError as exc:
+                    raise ValueError(f"{flag} {exc}") from None
+        if self.shared_prefix_tokens < 0:
+            raise ValueError(f"--shared-prefix-tokens must be >= 0, got "
+                             f"{self.shared_prefix_tokens}")

@@ -190,6 +190,7 @@ class StreamingUser(FastHttpUser):
             raise
         self._record(ctx, request_id, prompt, start, measured, out, False, backoff_s)
         IN_FLIGHT.end(key)
+        ctx.observe_prompt(prompt, measured.prompt_tokens)
         return not out.error_kind
 
     def _read(self, resp: Any, tally: StreamTally, out: _Outcome) -> None:

@@ -126,6 +126,7 @@ class _Rows:
     tpot: np.ndarray
     per_request_tok_s: np.ndarray  # output tokens / E2E (TTFT included)
     tokens: np.ndarray
+    prompt_tokens: np.ndarray
     finish: np.ndarray
     source: np.ndarray
     backoff_s: np.ndarray
@@ -148,6 +149,7 @@ class _Rows:
             failed=(error_kind != "") & ~interrupted, interrupted=interrupted,
             error_kind=error_kind, error=req["error"].to_numpy(dtype=object), ttft=ttft,
             e2e=e2e, tpot=_tpot_ms(req), per_request_tok_s=rate, tokens=tokens,
+            prompt_tokens=req["prompt_tokens"].to_numpy(dtype=float),
             finish=req["finish_reason"].to_numpy(dtype=object),
             source=req["tokens_source"].to_numpy(dtype=object),
             backoff_s=req["backoff_ms"].to_numpy(dtype=float) / 1e3)
@@ -163,6 +165,18 @@ def _failure_columns(r: _Rows, in_w: np.ndarray) -> dict[str, object]:
         "top_failure": str(reasons.index[0]) if len(reasons) else "",
         "timeouts": int(np.count_nonzero(np.isposinf(r.ttft) & in_w)),
     }
+
+
+LENGTH_PERCENTILES = (10, 50, 90)
+
+
+def _lengths(values: np.ndarray, name: str) -> dict[str, float]:
+    """p10/p50/p90 of token counts (the workload's shape as the server counted it)."""
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return {f"{name}_p{p}": float("nan") for p in LENGTH_PERCENTILES}
+    got = np.percentile(finite, LENGTH_PERCENTILES)
+    return {f"{name}_p{p}": float(v) for p, v in zip(LENGTH_PERCENTILES, got, strict=True)}
 
 
 def _share(mask: np.ndarray, of: np.ndarray) -> float:
@@ -220,6 +234,8 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
         row.update(tpot_p)
         row.update(_itl_pcts(ch.gap_us[gaps_of_w], ch.tokens[gaps_of_w]))
         row.update(_pcts(r.e2e[sel], "e2e"))
+        row.update(_lengths(r.prompt_tokens[sel], "prompt_tokens"))
+        row.update(_lengths(r.tokens[sel], "output_tokens"))
         rows.append(row)
     return pd.DataFrame(rows)
 

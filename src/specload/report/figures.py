@@ -203,6 +203,28 @@ def failures(summary: pd.DataFrame) -> go.Figure:
     return fig.update_xaxes(type="category")
 
 
+def token_lengths(summary: pd.DataFrame) -> go.Figure:
+    """Prompt and output tokens per request as the server counted them: p50, p10-p90."""
+    fig = go.Figure()
+    arms = list(dict.fromkeys(summary["arm"]))
+    for column, label, dash in (("prompt_tokens", "prompt", "solid"),
+                                ("output_tokens", "output", "dash")):
+        if f"{column}_p50" not in summary or summary[f"{column}_p50"].isna().all():
+            continue
+        for arm in arms:
+            part = summary[summary["arm"] == arm].sort_values("concurrency")
+            fig.add_trace(go.Scatter(
+                x=part["concurrency"], y=part[f"{column}_p50"], mode="lines+markers",
+                name=f"{arm} {label}", line={"color": _colour(arms, arm), "dash": dash},
+                error_y={"type": "data", "symmetric": False,
+                         "array": part[f"{column}_p90"] - part[f"{column}_p50"],
+                         "arrayminus": part[f"{column}_p50"] - part[f"{column}_p10"]},
+                hovertemplate=f"{arm} {label}<br>C=%{{x}}<br>p50 %{{y:.0f}} tokens"
+                              "<extra></extra>"))
+    return _layout(fig, "Workload: prompt and output tokens per request (p50, bars p10-p90)",
+                   "tokens per request (server's count)")
+
+
 def all_figures(summary: pd.DataFrame, pairs: Sequence[PairResult]) -> list[go.Figure]:
     """Every figure of the report, in reading order."""
     figs = [system_throughput(summary)]
@@ -211,5 +233,7 @@ def all_figures(summary: pd.DataFrame, pairs: Sequence[PairResult]) -> list[go.F
     if summary.get("server_running_mean", pd.Series(dtype=float)).notna().any():
         figs.append(batch_size(summary))
     figs += [per_user_throughput(summary), frontier(summary), ttft(summary),
-             inter_token(summary), tokens_per_chunk(summary), failures(summary)]
-    return figs
+             inter_token(summary), tokens_per_chunk(summary)]
+    if summary.get("prompt_tokens_p50", pd.Series(dtype=float)).notna().any():
+        figs.append(token_lengths(summary))
+    return [*figs, failures(summary)]

@@ -31,7 +31,7 @@ SWEEP_PREFIX_NAME = "locust"
 _REP_DIR = re.compile(r"^rep-(\d+)$")
 
 # Columns of the requests file the report needs, with their types.
-_FLOAT_COLS = ("start", "end", "ttft_ms", "e2e_ms", "tpot_ms", "backoff_ms")
+_FLOAT_COLS = ("start", "end", "ttft_ms", "e2e_ms", "tpot_ms", "backoff_ms", "prompt_tokens")
 _INT_COLS = ("status", "output_tokens", "num_chunks", "interrupted")
 _CHUNK_COLS = ("chunk_gaps_us", "chunk_tokens")
 _STR_COLS = ("endpoint", "tokens_source", "finish_reason", "error_kind", "error", *_CHUNK_COLS)

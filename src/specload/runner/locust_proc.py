@@ -64,6 +64,9 @@ def request_args(req: RequestSettings) -> list[str]:
         "--failure-backoff": req.failure_backoff_s,
         "--request-id-header": req.request_id_header,
         "--ca-bundle": req.ca_bundle,
+        "--prompt-tokens": req.prompt_tokens,
+        "--output-tokens": req.output_tokens,
+        "--shared-prefix-tokens": req.shared_prefix_tokens or None,
     }
     for flag, value in optional.items():
         if value is not None:

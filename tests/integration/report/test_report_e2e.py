@@ -24,7 +24,7 @@ import pytest
 from specload.report.crossover import find_crossover
 from tests.support.e2e import ARMS, LADDER, SweepResult
 
-FIGURES = 9  # the simulator exposes running requests: the batch-size figure too
+FIGURES = 10  # the simulator exposes running requests: the batch-size figure too
 
 
 def _truth_tok_s(arm_dir: Path) -> dict[int, float]:
