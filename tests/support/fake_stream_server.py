@@ -69,88 +69,104 @@ class Server:
         chat = request.path.endswith("chat/completions")
         rid = request.headers.get("X-Request-Id") or f"gen-{self.counter}"
         self.counter += 1
-        n = int(body.get("max_tokens", 16))
-        cont = self.usage and bool(body.get("stream_options", {}).get("continuous_usage_stats"))
-        prompt_tokens = 7
         fault = self.pick_fault()
         kind, param = fault if fault else (None, None)
-        rec = {"request_id": rid, "arrival": arrival, "first_token": None, "chunks": [],
-               "prompt_tokens": prompt_tokens, "output_tokens": 0, "finish_reason": None,
-               "status": 200, "fault": kind, "endpoint": "chat" if chat else "completions"}
+        cont = self.usage and bool(body.get("stream_options", {}).get("continuous_usage_stats"))
+        stream = _Stream(rid, chat, cont, kind, param)
+        stream.rec["arrival"] = arrival
         if kind in ("error500", "error429"):
             status = 500 if kind == "error500" else 429
-            rec.update(status=status, end=time.time())
-            self.write_trace(rec)
+            stream.rec.update(status=status, end=time.time())
+            self.write_trace(stream.rec)
             return web.json_response(
                 {"error": {"message": f"injected {kind}", "type": "server_error"}}, status=status)
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
         if kind == "stall_first_byte":
             await asyncio.sleep(param or 5.0)
-
-        def chunk(content: str | None, finish: str | None, done_tokens: int) -> bytes:
-            if chat:
-                delta = {"content": content} if content is not None else {"role": "assistant"}
-                choice = {"index": 0, "delta": delta, "finish_reason": finish}
-            else:
-                choice = {"index": 0, "text": content or "", "finish_reason": finish}
-            obj: dict = {"id": rid, "object": "chunk", "choices": [choice]}
-            if cont:
-                obj["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": done_tokens,
-                                "total_tokens": prompt_tokens + done_tokens}
-            return b"data: " + json.dumps(obj).encode() + b"\n\n"
-
         try:
-            if chat:
-                await resp.write(chunk(None, None, 0))
-            done, i = 0, 0
-            cut_after = int(param or 4) if kind == "cut" else None
-            while done < n:
-                await asyncio.sleep(self.step)
-                if kind == "stall_between" and i == 1:
-                    await asyncio.sleep(param or 5.0)
-                if cut_after is not None and done >= cut_after:
-                    raise ConnectionResetError
-                if kind == "malformed" and i == 2:
-                    await resp.write(b"data: {not json\n\n")
-                    rec["end"] = time.time()
-                    self.write_trace(rec)
-                    return resp
-                if kind == "stream_error" and i == 2:
-                    await resp.write(b'data: {"error": {"message": "injected stream_error"}}\n\n')
-                    rec["end"] = time.time()
-                    self.write_trace(rec)
-                    return resp
-                k = min(PATTERN[i % len(PATTERN)], n - done)
-                done += k
-                i += 1
-                now = time.time()
-                await resp.write(chunk("tok " * k, None, done))
-                rec["first_token"] = rec["first_token"] or now
-                rec["chunks"].append([now, k])
-                rec["output_tokens"] = done
-            await resp.write(chunk("", "length", done) if not chat else
-                             b'data: {"choices": [{"index": 0, "delta": {}, '
-                             b'"finish_reason": "length"}]}\n\n')
-            usage = {"prompt_tokens": prompt_tokens, "completion_tokens": done,
-                     "total_tokens": prompt_tokens + done}
-            if self.usage:
-                await resp.write(b"data: " + json.dumps({"choices": [], "usage": usage}).encode()
-                                 + b"\n\n")
-            await resp.write(b"data: [DONE]\n\n")
-            rec["finish_reason"] = "length"
+            finished = await stream.run(resp, int(body.get("max_tokens", 16)), self.step)
+            if finished:
+                await stream.finish(resp, self.usage)
         except ConnectionResetError:
-            rec["end"] = time.time()
-            self.write_trace(rec)
+            stream.rec["end"] = time.time()
+            self.write_trace(stream.rec)
             if request.transport is not None:
                 request.transport.close()
             return resp
-        rec["end"] = time.time()
-        self.write_trace(rec)
-        if self.hold_after_done:  # a server (or proxy) that keeps the body open
+        stream.rec["end"] = time.time()
+        self.write_trace(stream.rec)
+        if finished and self.hold_after_done:  # a server (or proxy) keeping the body open
             await asyncio.sleep(self.hold_after_done)
-        await resp.write_eof()
+        if finished:
+            await resp.write_eof()
         return resp
+
+
+class _Stream:
+    """One streamed reply: its chunks, its faults and its trace record."""
+
+    prompt_tokens = 7
+
+    def __init__(self, rid: str, chat: bool, cont: bool, kind: str | None,
+                 param: float | None) -> None:
+        self.rid, self.chat, self.cont, self.kind, self.param = rid, chat, cont, kind, param
+        self.done = 0
+        self.rec: dict = {"request_id": rid, "first_token": None, "chunks": [],
+                          "prompt_tokens": self.prompt_tokens, "output_tokens": 0,
+                          "finish_reason": None, "status": 200, "fault": kind,
+                          "endpoint": "chat" if chat else "completions"}
+
+    def chunk(self, content: str | None, finish: str | None) -> bytes:
+        if self.chat:
+            delta = {"content": content} if content is not None else {"role": "assistant"}
+            choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        else:
+            choice = {"index": 0, "text": content or "", "finish_reason": finish}
+        obj: dict = {"id": self.rid, "object": "chunk", "choices": [choice]}
+        if self.cont:
+            obj["usage"] = self.usage()
+        return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+    def usage(self) -> dict[str, int]:
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.done,
+                "total_tokens": self.prompt_tokens + self.done}
+
+    async def run(self, resp: web.StreamResponse, n: int, step: float) -> bool:
+        """Stream n tokens; False when a fault ended the body (already written)."""
+        if self.chat:
+            await resp.write(self.chunk(None, None))
+        cut_after = int(self.param or 4) if self.kind == "cut" else None
+        i = 0
+        while self.done < n:
+            await asyncio.sleep(step)
+            if self.kind == "stall_between" and i == 1:
+                await asyncio.sleep(self.param or 5.0)
+            if cut_after is not None and self.done >= cut_after:
+                raise ConnectionResetError
+            if i == 2 and self.kind in ("malformed", "stream_error"):
+                await resp.write(b"data: {not json\n\n" if self.kind == "malformed" else
+                                 b'data: {"error": {"message": "injected stream_error"}}\n\n')
+                return False
+            k = min(PATTERN[i % len(PATTERN)], n - self.done)
+            self.done += k
+            i += 1
+            now = time.time()
+            await resp.write(self.chunk("tok " * k, None))
+            self.rec["first_token"] = self.rec["first_token"] or now
+            self.rec["chunks"].append([now, k])
+            self.rec["output_tokens"] = self.done
+        return True
+
+    async def finish(self, resp: web.StreamResponse, usage: bool) -> None:
+        await resp.write(self.chunk("", "length") if not self.chat else
+                         b'data: {"choices": [{"index": 0, "delta": {}, '
+                         b'"finish_reason": "length"}]}\n\n')
+        if usage:
+            await resp.write(b"data: " + json.dumps({"choices": [], "usage": self.usage()}).encode()
+                             + b"\n\n")
+        await resp.write(b"data: [DONE]\n\n")
+        self.rec["finish_reason"] = "length"
 
 
 def main() -> None:

@@ -144,41 +144,12 @@ def parse_request(endpoint: Literal["chat", "completions"], body: object,
     n = _opt_int(body, "n", 1)
     if n not in (None, 1):
         raise _bad("only n=1 is supported", "n")
-    max_tokens = _opt_int(body, "max_tokens", 1)
-    if endpoint == "chat":
-        mct = _opt_int(body, "max_completion_tokens", 1)
-        max_tokens = mct if mct is not None else max_tokens
+    max_tokens = _max_tokens(endpoint, body, prompt_tokens, limits)
     min_tokens = _opt_int(body, "min_tokens", 0) or 0
-    seed = body.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)
-                             or abs(seed) > MAX_INT):
-        raise _bad("'seed' must be an integer", "seed")
-    if prompt_tokens >= limits.max_model_len:
-        raise _bad(f"This model's maximum context length is {limits.max_model_len} tokens. "
-                   f"However, your prompt has {prompt_tokens} tokens.", "messages"
-                   if endpoint == "chat" else "prompt")
-    room = min(limits.max_model_len - prompt_tokens, limits.max_output_tokens)
-    if max_tokens is None:
-        max_tokens = room
-    elif max_tokens > limits.max_output_tokens:
-        raise _bad(f"'max_tokens' is {max_tokens}; this server allows at most "
-                   f"{limits.max_output_tokens}", "max_tokens")
-    elif max_tokens > room:
-        raise _bad(f"This model's maximum context length is {limits.max_model_len} tokens. "
-                   f"However, you requested {prompt_tokens + max_tokens} tokens "
-                   f"({prompt_tokens} in the prompt, {max_tokens} for the completion).",
-                   "max_tokens")
     if min_tokens > max_tokens:
         raise _bad("'min_tokens' must not exceed 'max_tokens'", "min_tokens")
     stream = _opt_bool(body, "stream")
-    opts = body.get("stream_options")
-    if opts is not None:
-        if not stream:
-            raise _bad("Stream options can only be defined when `stream=True`.",
-                       "stream_options")
-        if not isinstance(opts, dict):
-            raise _bad("'stream_options' must be an object", "stream_options")
-    opts = opts or {}
+    opts = _stream_options(body, stream)
     return GenRequest(
         endpoint=endpoint,
         prompt_text=text,
@@ -189,5 +160,49 @@ def parse_request(endpoint: Literal["chat", "completions"], body: object,
         stream=stream,
         include_usage=_opt_bool(opts, "include_usage"),
         continuous_usage=_opt_bool(opts, "continuous_usage_stats"),
-        seed=seed,
+        seed=_seed(body),
     )
+
+
+def _seed(body: dict[str, Any]) -> int | None:
+    seed = body.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)
+                             or abs(seed) > MAX_INT):
+        raise _bad("'seed' must be an integer", "seed")
+    return seed
+
+
+def _max_tokens(endpoint: str, body: dict[str, Any], prompt_tokens: int,
+                limits: Limits) -> int:
+    """The completion budget asked for (or the room left), within the context length."""
+    max_tokens = _opt_int(body, "max_tokens", 1)
+    if endpoint == "chat":
+        mct = _opt_int(body, "max_completion_tokens", 1)
+        max_tokens = mct if mct is not None else max_tokens
+    if prompt_tokens >= limits.max_model_len:
+        raise _bad(f"This model's maximum context length is {limits.max_model_len} tokens. "
+                   f"However, your prompt has {prompt_tokens} tokens.", "messages"
+                   if endpoint == "chat" else "prompt")
+    room = min(limits.max_model_len - prompt_tokens, limits.max_output_tokens)
+    if max_tokens is None:
+        return room
+    if max_tokens > limits.max_output_tokens:
+        raise _bad(f"'max_tokens' is {max_tokens}; this server allows at most "
+                   f"{limits.max_output_tokens}", "max_tokens")
+    if max_tokens > room:
+        raise _bad(f"This model's maximum context length is {limits.max_model_len} tokens. "
+                   f"However, you requested {prompt_tokens + max_tokens} tokens "
+                   f"({prompt_tokens} in the prompt, {max_tokens} for the completion).",
+                   "max_tokens")
+    return max_tokens
+
+
+def _stream_options(body: dict[str, Any], stream: bool) -> dict[str, Any]:
+    opts = body.get("stream_options")
+    if opts is None:
+        return {}
+    if not stream:
+        raise _bad("Stream options can only be defined when `stream=True`.", "stream_options")
+    if not isinstance(opts, dict):
+        raise _bad("'stream_options' must be an object", "stream_options")
+    return opts
