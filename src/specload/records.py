@@ -94,6 +94,7 @@ class RequestRecord:
     chunk_gaps_us: str = ""  # space-separated gaps: first from start, then chunk to chunk
     chunk_tokens: str = ""  # space-separated tokens per chunk, "" when the server gave none
     backoff_ms: float = 0.0  # time the user waited after earlier failures before sending
+    seq: int = 0  # the load process's n-th request (from 1): a gap means a lost row
     extra: dict[str, object] = field(default_factory=dict, repr=False)
 
     def row(self) -> list[object]:

@@ -75,6 +75,7 @@ class ProcessContext:
         self._model = self.opts.model
         self._model_lock = Semaphore()
         self._model_checked = not self.opts.model
+        self._request_seq = count(1)
 
     @classmethod
     def for_env(cls, environment: Environment) -> ProcessContext:
@@ -83,8 +84,9 @@ class ProcessContext:
             ctx = _contexts[environment] = cls(environment)
         return ctx
 
-    def next_request_id(self) -> str:
-        return str(uuid.uuid4())
+    def next_request(self) -> tuple[int, str]:
+        """This process's next request: its sequence number (from 1) and a UUID id."""
+        return next(self._request_seq), str(uuid.uuid4())
 
     def next_user_id(self) -> int:
         return next(_user_seq)

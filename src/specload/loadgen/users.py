@@ -72,9 +72,11 @@ _chunk_count_warned = False
 class _Outcome:
     """How one request ended, filled in while it runs."""
 
-    __slots__ = ("detail", "done", "error", "error_kind", "raw", "status")
+    __slots__ = ("detail", "done", "error", "error_kind", "raw", "request_id", "seq", "status")
 
-    def __init__(self) -> None:
+    def __init__(self, seq: int = 0, request_id: str = "") -> None:
+        self.seq = seq  # the load process's n-th request: gaps in the records mean lost rows
+        self.request_id = request_id
         self.status = 0
         self.error_kind = ""
         self.error = ""  # short message, grouped in Locust's failures table
@@ -160,12 +162,11 @@ class StreamingUser(FastHttpUser):
         succeeded."""
         START_GATE.wait()  # reads in flight go first (see start_gate)
         opts = ctx.opts
-        request_id = ctx.next_request_id()
+        out = _Outcome(*ctx.next_request())
         body = orjson.dumps(self.payload(prompt, model, opts))
         headers = self._headers
         if ctx.request_id_header:
-            headers = {**headers, ctx.request_id_header: request_id}
-        out = _Outcome()
+            headers = {**headers, ctx.request_id_header: out.request_id}
         start = time.time()
         tally = StreamTally(start)
         key = IN_FLIGHT.begin(start)
@@ -185,10 +186,10 @@ class StreamingUser(FastHttpUser):
         except BaseException:  # GreenletExit: the user is being stopped mid-request
             _release(out)
             out.fail("interrupted", "user stopped while the request was in flight")
-            self._record(ctx, request_id, prompt, start, tally.result(), out, True, backoff_s)
+            self._record(ctx, prompt, start, tally.result(), out, True, backoff_s)
             IN_FLIGHT.end(key)
             raise
-        self._record(ctx, request_id, prompt, start, measured, out, False, backoff_s)
+        self._record(ctx, prompt, start, measured, out, False, backoff_s)
         IN_FLIGHT.end(key)
         ctx.observe_prompt(prompt, measured.prompt_tokens)
         return not out.error_kind
@@ -272,14 +273,15 @@ class StreamingUser(FastHttpUser):
         if measured.tokens_source == "chunks":
             _warn_chunk_counting()
 
-    def _record(self, ctx: ProcessContext, request_id: str, prompt: Prompt, start: float,
+    def _record(self, ctx: ProcessContext, prompt: Prompt, start: float,
                 measured: Measured, out: _Outcome, interrupted: bool,
                 backoff_s: float) -> None:
         if not self.recorder.enabled:
             return
         gaps, tokens = encode_chunks(start, measured.arrivals, measured.chunk_tokens)
         self.recorder.add(RequestRecord(
-            request_id=request_id, client_id=ctx.client_id, user_id=self.user_id,
+            request_id=out.request_id, client_id=ctx.client_id, seq=out.seq,
+            user_id=self.user_id,
             endpoint=self.endpoint, category=prompt.category, start=start, end=time.time(),
             status=out.status, ttft_ms=measured.ttft_ms, e2e_ms=measured.e2e_ms,
             tpot_ms=measured.tpot_ms, output_tokens=measured.output_tokens,

@@ -39,6 +39,15 @@ class DownThenStop(LoadTestShape):
 '''
 
 
+def assert_no_gaps(rows: list[dict[str, str]]) -> None:
+    """Every load process's requests are recorded 1, 2, ..., n: no row was lost."""
+    seqs: dict[str, list[int]] = {}
+    for r in rows:
+        seqs.setdefault(r["client_id"], []).append(int(r["seq"]))
+    for got in seqs.values():
+        assert sorted(got) == list(range(1, len(got) + 1))
+
+
 @pytest.mark.slow
 @pytest.mark.flaky(reruns=1)  # a worker starved for seconds could still end a round early
 def test_lowering_users_and_stopping_keep_every_row(sim_server, master_ports, tmp_path: Path):
@@ -55,12 +64,7 @@ def test_lowering_users_and_stopping_keep_every_row(sim_server, master_ports, tm
     with open(f"{prefix}{REQUESTS_SUFFIX}", newline="") as f:
         rows = list(csv.DictReader(f))
     assert len({r["client_id"] for r in rows}) == 2
-    seqs: dict[str, list[int]] = {}
-    for r in rows:
-        client, seq = r["request_id"].rsplit("-", 1)
-        seqs.setdefault(client, []).append(int(seq))
-    for got in seqs.values():
-        assert sorted(got) == list(range(1, len(got) + 1))
+    assert_no_gaps(rows)
     assert {t["request_id"] for t in sim.read_trace()} <= {r["request_id"] for r in rows}
 
     interrupted = sorted(float(r["end"]) for r in rows if r["interrupted"] == "1")
@@ -105,7 +109,4 @@ def test_killed_run_keeps_every_row(fake_stream_server, master_ports, tmp_path: 
     cut = [r for r in rows if r["interrupted"] == "1"]
     assert 1 <= len(cut) <= 4, output[-4000:]
     assert all(int(r["num_chunks"]) > 0 and int(r["output_tokens"]) > 0 for r in cut)
-    for client in {r["client_id"] for r in rows}:
-        seqs = sorted(int(r["request_id"].rsplit("-", 1)[1]) for r in rows
-                      if r["client_id"] == client)
-        assert seqs == list(range(1, len(seqs) + 1))
+    assert_no_gaps(rows)

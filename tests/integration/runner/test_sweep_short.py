@@ -80,7 +80,7 @@ def test_processes_and_repeats(tmp_path: Path, write_scenario, run_sweep) -> Non
     res = run_sweep(str(write_scenario(data)), "--out", "out", "--processes", "2",
                     "--repeats", "2")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "[spec-on rep 2] rung 2/2 C=4 done" in res.stdout
+    assert "[spec-on rep 2] rung 2/2 C=4 | " in res.stdout
     run_dir = tmp_path / run_dir_of(res.stdout)
     manifest = read_manifest(run_dir)
     assert manifest["scenario"]["processes"] == 2

@@ -27,7 +27,8 @@ def test_ids_headers_model_and_prompts(monkeypatch: pytest.MonkeyPatch) -> None:
     ctx = ProcessContext.for_env(env)
     assert ProcessContext.for_env(env) is ctx
     assert ctx.client_id == f"{socket.gethostname()}-{os.getpid()}"
-    ids = [ctx.next_request_id() for _ in range(100)]
+    seqs, ids = zip(*(ctx.next_request() for _ in range(100)), strict=True)
+    assert seqs == tuple(range(1, 101))
     assert len(set(ids)) == 100 and all(uuid.UUID(i).version == 4 for i in ids)
     assert ctx.request_id_header == "X-Request-Id"
     assert ctx.auth_headers == {"Authorization": "Bearer k-123"}
