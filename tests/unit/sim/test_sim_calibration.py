@@ -48,7 +48,9 @@ def test_adaptive_mode_switches_speculation_off_at_high_concurrency() -> None:
     assert points[0].tokens_per_chunk > 1.2  # speculating at C=2
     assert points[1].tokens_per_chunk == pytest.approx(1.0)  # off at C=64
     off64 = tok_s("h100-llama8b-eagle", "off", [64])[64]
-    assert points[1].output_tok_s == pytest.approx(off64, rel=0.05)
+    # the k = 0 tier still runs a draft forward per step (vLLM PR #53426)
+    k0 = load_profile("h100-llama8b-eagle").speculative.k0_overhead
+    assert points[1].output_tok_s == pytest.approx(off64 / (1 + k0), rel=0.02)
 
 
 def test_curve_is_deterministic_for_a_seed() -> None:
