@@ -37,7 +37,8 @@ from specload.sim import SimConfigError
 from specload.sim.faults import DEFAULT_PARAMS as FAULT_KINDS
 from specload.sim.faults import parse_fault
 
-BUILTIN_PROFILES = ("seed-glm", "h100-llama8b-eagle3", "h100-llama8b-eagle")
+BUILTIN_PROFILES = ("seed-glm", "h100-llama8b-eagle3", "h100-llama8b-eagle",
+                    "a100x8-llama8b-magicdec")
 SPEC_MODES = ("on", "off", "adaptive")
 ARM_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
