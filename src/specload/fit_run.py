@@ -102,9 +102,11 @@ def residual_table(result: FitResult) -> str:
     return "\n".join([head, *rows])
 
 
-def fitted_profile(result: FitResult, obs: Observations, base_name: str) -> Profile:
+def fitted_profile(result: FitResult, obs: Observations, base_name: str,
+                   run_dir: str = "a sweep") -> Profile:
     """The fitted profile with the run's workload and an origin for every parameter."""
     data = result.profile.model_dump()
+    data["description"] = f"fitted by sim-fit to {run_dir} (base: {base_name})"
     data["workload"].update(prompt_tokens=obs.prompt_tokens, output_tokens=obs.output_tokens)
     origins = dict(result.origins)
     origins.update({"workload.prompt_tokens": "measured (the run's mean prompt)",
@@ -127,7 +129,7 @@ def main(args: argparse.Namespace) -> int:
     except SimConfigError as exc:
         print(f"specload: error: {exc}", file=sys.stderr)
         return 2
-    profile = fitted_profile(result, obs, args.base)
+    profile = fitted_profile(result, obs, args.base, args.run_dir)
     header = [f"Fitted by `specload sim-fit` to {args.run_dir}, from base profile {args.base}.",
               f"Workload of the run: {obs.prompt_tokens}-token prompts, "
               f"{obs.output_tokens}-token outputs. Residual per rung (fitted / measured - 1):",

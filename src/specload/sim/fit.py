@@ -239,7 +239,7 @@ def fit(base: Profile, obs: Observations, free: Sequence[str] | None = None, *,
 
     def profile_at(u: Sequence[float]) -> Profile:
         for p, x in zip(free, u, strict=True):
-            set_param(data, p, _from_unit(p, x))
+            set_param(data, p, float(f"{_from_unit(p, x):.4g}"))
         return Profile.model_validate(data)
 
     def loss(u: list[float]) -> float:
