@@ -56,10 +56,10 @@ class StepCost:
 class CostModel:
     """Step-time roofline for one profile; constants folded once, `cost` is cheap.
 
-    `mode` is the server's speculation mode. At a fixed k ("on") a profile whose engine
-    turns its overlap scheduler off for speculative decoding (SGLang's EAGLE worker)
-    pays its host time on top of the GPU's. The adaptive mode follows vLLM's dynamic
-    speculative decoding, which keeps async scheduling, and pays the k = 0 draft sync.
+    A step that speculates (k > 0) on a profile whose engine turns its overlap scheduler
+    off for speculative decoding (SGLang's EAGLE worker) pays its host time on top of
+    the GPU's. In the adaptive `mode` a k = 0 step behaves as with speculation off, plus
+    the drafter's sync forward: the mode switches between the two arms' behaviours.
     """
 
     def __init__(self, profile: Profile, mode: SpecMode = "off") -> None:
@@ -81,7 +81,8 @@ class CostModel:
         self._tree_extra = s.verify_tokens_per_draft - 1.0
         self._spec_cpu = s.cpu_per_seq_s
         self._sync = s.k0_overhead if mode == "adaptive" else 0.0
-        self._overlap = o.overlap and not (mode == "on" and s.disables_overlap)
+        self._overlap = o.overlap
+        self._spec_no_overlap = s.disables_overlap
         self._t0, self._per_seq, self._per_wait = o.step_s, o.per_seq_s, o.per_waiting_s
         u = profile.unexplained
         self._u_step, self._u_seq = u.step_s, u.per_seq_s
@@ -112,7 +113,8 @@ class CostModel:
             + self._spec_cpu * shape.num_spec_seqs
             + self._per_wait * shape.num_waiting
         )
-        total = max(gpu, host) if self._overlap else gpu + host
+        overlap = self._overlap and not (shape.k and self._spec_no_overlap)
+        total = max(gpu, host) if overlap else gpu + host
         sync = self._sync * total if shape.k == 0 and shape.num_decode else 0.0
         unexplained = (self._u_step + self._u_seq * shape.num_seqs
                        + self._u_spec * shape.num_spec_seqs

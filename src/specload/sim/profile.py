@@ -81,11 +81,12 @@ class Speculative(_Strict):
     # more over the accepted tokens to extend the drafter's KV)
     extra_draft_forwards: int = Field(0, ge=0)
     cpu_per_seq_s: NonNeg = 0.0  # extra host time per speculating request per step
-    # the engine turns its overlap scheduler off to speculate at a fixed k (SGLang's
-    # EAGLE worker); the adaptive mode models vLLM, whose async scheduling stays on
+    # steps that speculate run without the engine's overlap scheduler (SGLang's EAGLE
+    # worker turns it off); k = 0 steps of the adaptive mode keep it
     disables_overlap: bool = False
     # a k = 0 step of the adaptive schedule still runs a draft forward to keep the
-    # drafter's KV in sync, as a fraction of the step's time. Default: the middle of the
+    # drafter's KV in sync, as a fraction of the step's modelled time (not of the
+    # `unexplained` time). Default: the middle of the
     # +4-11% decode time vLLM PR #53426 measured (MTP, 2x RTX 5090, c = 1 and 2)
     k0_overhead: NonNeg = 0.075
     # GPU memory the drafter takes from the KV pool (weights, its KV, CUDA graphs), GB
