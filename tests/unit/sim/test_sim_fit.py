@@ -53,7 +53,7 @@ def test_fit_recovers_a_hidden_profiles_curve_within_5_percent() -> None:
                   for mode in ("on", "off") for c, tok_s in zip(LADDER, measured[mode],
                                                                  strict=True))
     result = fit(load_profile("h100-llama8b-eagle3"), Observations(rungs, PROMPT, OUTPUT),
-                 max_evals=250)
+                 max_evals=150)
     assert max(abs(r.rel) for r in result.residuals) < 0.05, result.residuals
     got, want = sweep(result.profile, CHECK), sweep(hidden, CHECK)
     for mode in ("on", "off"):
