@@ -2,10 +2,10 @@
 
 The input is what a sweep of a real server gives per arm and concurrency: client output
 tok/s and, where /metrics was sampled, the server's mean running requests and mean
-acceptance length. Three things are read off the data directly: the acceptance rates
+acceptance length. Two things are read off the data directly: the acceptance rates
 (scaled from the base profile's so that E[accepted + 1] at the arm's k matches the
-measured acceptance length), and the running-request caps of each arm (when the
-running count stays flat below C at the top rungs). The remaining free parameters
+measured acceptance length) and each arm's running-request cap (when the running count
+stays flat below C at the top rungs). The remaining free parameters
 (achieved bandwidth, host overheads, drafter costs by default) are fitted by
 Nelder-Mead on the mean squared log error of tok/s over every rung, each candidate
 priced by the same virtual-time closed loop that `sim-curve` runs, with a weak pull
