@@ -102,6 +102,31 @@ def _add_sim_curve(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run_sim_curve)
 
 
+def _add_sim_fit(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sim-fit",
+        help="fit a simulator profile to a sweep of a real server",
+        description="Fit a simulator profile's free parameters to a sweep folder (client "
+        "tok/s per rung, and the server's running requests and acceptance where /metrics "
+        "was sampled), print the residual per rung and write the fitted profile YAML.",
+    )
+    p.add_argument("run_dir", help="a sweep folder of the server to stand in for")
+    p.add_argument("--out", required=True, help="profile YAML to write")
+    p.add_argument("--base", default="seed-glm",
+                   help="built-in profile name or YAML path to start from (default: %(default)s)")
+    p.add_argument("--free", default=None, metavar="PARAM,...",
+                   help="parameters to fit, e.g. hardware.eta_mem,overheads.step_s "
+                   "(default: achieved bandwidth, host overheads, drafter costs)")
+    p.add_argument("--prompt-tokens", type=int, default=None,
+                   help="prompt length of the run's requests (default: their mean)")
+    p.add_argument("--output-tokens", type=int, default=None,
+                   help="output length of the run's requests (default: their mean)")
+    p.add_argument("--max-evals", type=int, default=400,
+                   help="simulated candidate profiles at most (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_run_sim_fit)
+
+
 def _add_sweep(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sweep",
@@ -162,6 +187,7 @@ def _entry(module: str) -> Callable[[argparse.Namespace], int]:
 
 _run_sim = _entry("specload.sim.server")
 _run_sim_curve = _entry("specload.sim.curve")
+_run_sim_fit = _entry("specload.fit_run")
 _run_sweep = _entry("specload.runner.sweep")
 _run_report = _entry("specload.report.render")
 _run_worker = _entry("specload.runner.worker")
@@ -175,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"specload {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for add in (_add_sweep, _add_worker, _add_report, _add_sim, _add_sim_curve):
+    for add in (_add_sweep, _add_worker, _add_report, _add_sim, _add_sim_curve, _add_sim_fit):
         add(sub)
     return parser
 

@@ -9,15 +9,12 @@ exports (tokens, drafts, accepted drafts, preemptions).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 from specload.sim import SimConfigError
 from specload.sim.acceptance import AcceptanceSampler, k_for_batch
-from specload.sim.cost_model import CostModel, StepCost
+from specload.sim.cost_model import CostModel, SpecMode, StepCost
 from specload.sim.profile import Profile
 from specload.sim.scheduler import BatchFormer, Seq
-
-SpecMode = Literal["on", "off", "adaptive"]
 
 
 @dataclass(slots=True)
@@ -71,7 +68,7 @@ class EngineCore:
         self.former = BatchFormer(max_num_seqs or profile.max_num_seqs(mode == "on"),
                                   profile.scheduler.max_num_batched_tokens,
                                   profile.kv_capacity(drafter))
-        self.cost_model = CostModel(profile)
+        self.cost_model = CostModel(profile, mode)
         self.sampler = AcceptanceSampler(profile.speculative.acceptance, seed)
         self.counters = Counters()
         schedule = profile.speculative.adaptive

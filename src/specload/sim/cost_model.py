@@ -3,18 +3,26 @@
 A step runs every scheduled token through the target model once: it reads the dense
 weights, the routed experts its tokens hit (MoE) and the KV cache of every scheduled
 request, and it performs 2·params FLOPs per token plus attention. Its GPU time is the
-larger of bytes/bandwidth and FLOPs/compute (each derated by an achieved efficiency);
-tensor-parallel all-reduce over a slow interconnect (PCIe), drafting, fixed
-launch/sampling time and per-request host time are added on top because they do not
-overlap with the target's forward pass. A draft tree verifies `verify_tokens_per_draft`
-target tokens per draft position.
+larger of bytes/bandwidth and FLOPs/compute (each derated by an achieved efficiency),
+plus tensor-parallel all-reduces (a fixed latency per call and bytes over the
+interconnect; both stall the forward pass) and the drafter's forwards. A draft tree
+verifies `verify_tokens_per_draft` target tokens per draft position. Host time
+(scheduling, per-request bookkeeping, queue scans) either adds to the GPU time or, for
+an engine that overlaps it with the GPU (SGLang's overlap scheduler, vLLM's async
+scheduling), hides under it: the step then takes the larger of the two. A k = 0 step
+with a drafter loaded (the adaptive mode's "off" tier) still pays a draft forward that
+keeps the drafter's KV in sync, as a fraction of the step. A profile's `unexplained`
+time (what a published measurement shows beyond this model) is added last.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from specload.sim.profile import Profile
+
+SpecMode = Literal["on", "off", "adaptive"]
 
 
 @dataclass(slots=True)
@@ -25,6 +33,7 @@ class StepShape:
     kv_read_tokens: int = 0  # context tokens whose KV is read
     attn_token_ctx: int = 0  # Σ query tokens × context length (attention FLOPs)
     num_seqs: int = 0  # requests in the step
+    num_decode: int = 0  # of which decoding (the rest prefill)
     num_spec_seqs: int = 0  # decode requests speculating this step
     k: int = 0  # draft positions this step (0: no speculation)
     num_waiting: int = 0  # requests left in the queue
@@ -40,12 +49,20 @@ class StepCost:
     draft: float
     host: float
     comm: float = 0.0
+    sync: float = 0.0  # the k = 0 draft forward of a loaded drafter
+    unexplained: float = 0.0
 
 
 class CostModel:
-    """Step-time roofline for one profile; constants folded once, `cost` is cheap."""
+    """Step-time roofline for one profile; constants folded once, `cost` is cheap.
 
-    def __init__(self, profile: Profile) -> None:
+    A step that speculates (k > 0) on a profile whose engine turns its overlap scheduler
+    off for speculative decoding (SGLang's EAGLE worker) pays its host time on top of
+    the GPU's. In the adaptive `mode` a k = 0 step behaves as with speculation off, plus
+    the drafter's sync forward: the mode switches between the two arms' behaviours.
+    """
+
+    def __init__(self, profile: Profile, mode: SpecMode = "off") -> None:
         hw, m = profile.hardware, profile.model
         self._bw = hw.num_gpus * hw.mem_bandwidth_gbs * 1e9 * hw.eta_mem
         self._flops = hw.num_gpus * hw.tflops * 1e12 * hw.eta_compute
@@ -57,11 +74,19 @@ class CostModel:
         self._attn = m.attn_flops_per_token_ctx
         self._comm = (m.allreduce_bytes_per_token / (hw.interconnect_gbs * 1e9)
                       if hw.interconnect_gbs else 0.0)
+        self._comm_fixed = m.allreduces_per_forward * hw.allreduce_latency_s
         s, o = profile.speculative, profile.overheads
         self._draft_step, self._draft_seq = s.draft_step_s, s.draft_per_seq_s
+        self._extra_forwards = s.extra_draft_forwards
         self._tree_extra = s.verify_tokens_per_draft - 1.0
         self._spec_cpu = s.cpu_per_seq_s
+        self._sync = s.k0_overhead if mode == "adaptive" else 0.0
+        self._overlap = o.overlap
+        self._spec_no_overlap = s.disables_overlap
         self._t0, self._per_seq, self._per_wait = o.step_s, o.per_seq_s, o.per_waiting_s
+        u = profile.unexplained
+        self._u_step, self._u_seq = u.step_s, u.per_seq_s
+        self._u_spec, self._u_wait = u.per_spec_seq_s, u.per_waiting_s
 
     def weight_bytes(self, tokens: int) -> float:
         """Weights read for `tokens` tokens: dense always, experts by expected hit share."""
@@ -76,15 +101,23 @@ class CostModel:
         tokens = shape.tokens + self._tree_extra * shape.k * shape.num_spec_seqs
         memory = (self.weight_bytes(tokens) + self._kv_bytes * shape.kv_read_tokens) / self._bw
         compute = (self._flops_per_token * tokens + self._attn * shape.attn_token_ctx) / self._flops
+        comm = self._comm_fixed + self._comm * tokens
         draft = 0.0
         if shape.k and shape.num_spec_seqs:
-            draft = shape.k * (self._draft_step + self._draft_seq * shape.num_spec_seqs)
+            forwards = shape.k + self._extra_forwards
+            draft = forwards * (self._draft_step + self._draft_seq * shape.num_spec_seqs)
+        gpu = max(memory, compute) + comm + draft
         host = (
             self._t0
             + self._per_seq * shape.num_seqs
             + self._spec_cpu * shape.num_spec_seqs
             + self._per_wait * shape.num_waiting
         )
-        comm = self._comm * tokens
-        return StepCost(max(memory, compute) + comm + draft + host, memory, compute, draft, host,
-                        comm)
+        overlap = self._overlap and not (shape.k and self._spec_no_overlap)
+        total = max(gpu, host) if overlap else gpu + host
+        sync = self._sync * total if shape.k == 0 and shape.num_decode else 0.0
+        unexplained = (self._u_step + self._u_seq * shape.num_seqs
+                       + self._u_spec * shape.num_spec_seqs
+                       + self._u_wait * shape.num_waiting)
+        return StepCost(total + sync + unexplained, memory, compute, draft, host, comm, sync,
+                        unexplained)

@@ -9,6 +9,7 @@ found by built-in name (`profiles/<name>.yaml` next to this module) or by path.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -40,6 +41,8 @@ class Hardware(_Strict):
     eta_compute: Frac  # achieved fraction of peak FLOPs
     # effective tensor-parallel all-reduce bandwidth, GB/s (0: single GPU or NVLink, ignored)
     interconnect_gbs: NonNeg = 0.0
+    # fixed latency of one tensor-parallel all-reduce, s (small messages over PCIe)
+    allreduce_latency_s: NonNeg = 0.0
 
 
 class Model(_Strict):
@@ -54,6 +57,7 @@ class Model(_Strict):
     kv_bytes_per_token: Pos  # K+V bytes of one token over all layers
     attn_flops_per_token_ctx: NonNeg = 0.0  # attention FLOPs per query token per context token
     allreduce_bytes_per_token: NonNeg = 0.0  # tensor-parallel traffic per token per step
+    allreduces_per_forward: int = Field(0, ge=0)  # tensor-parallel all-reduces (2 per layer)
     max_model_len: int = Field(ge=2)
 
     @model_validator(mode="after")
@@ -71,9 +75,20 @@ class Speculative(_Strict):
     acceptance: list[Prob] = Field(min_length=1)  # P(accept position j | j-1 accepted)
     # target tokens verified per draft position: 1 for a chain, > 1 for a draft tree
     verify_tokens_per_draft: float = Field(1.0, ge=1.0)
-    draft_step_s: NonNeg  # fixed cost of one draft position (kernel launches, weights)
-    draft_per_seq_s: NonNeg  # per running request per draft position
+    draft_step_s: NonNeg  # fixed cost of one draft forward (kernel launches, weights)
+    draft_per_seq_s: NonNeg  # per running request per draft forward
+    # draft forwards per step besides the k that draft (SGLang's EAGLE worker runs one
+    # more over the accepted tokens to extend the drafter's KV)
+    extra_draft_forwards: int = Field(0, ge=0)
     cpu_per_seq_s: NonNeg = 0.0  # extra host time per speculating request per step
+    # steps that speculate run without the engine's overlap scheduler (SGLang's EAGLE
+    # worker turns it off); k = 0 steps of the adaptive mode keep it
+    disables_overlap: bool = False
+    # a k = 0 step of the adaptive schedule still runs a draft forward to keep the
+    # drafter's KV in sync, as a fraction of the step's modelled time (not of the
+    # `unexplained` time). Default: the middle of the
+    # +4-11% decode time vLLM PR #53426 measured (MTP, 2x RTX 5090, c = 1 and 2)
+    k0_overhead: NonNeg = 0.075
     # GPU memory the drafter takes from the KV pool (weights, its KV, CUDA graphs), GB
     drafter_memory_gb: NonNeg = 0.0
     # running-request cap with fixed-k speculation (SGLang lowers max_running_requests
@@ -101,11 +116,28 @@ class Scheduler(_Strict):
 
 
 class Overheads(_Strict):
-    """Host-side time that does not overlap with the GPU."""
+    """Host-side time per step, and whether the engine hides it behind the GPU."""
 
-    step_s: NonNeg  # fixed per step: launch, sampling, all-reduce latency
+    step_s: NonNeg  # fixed per step: scheduling, batch metadata, launches
     per_seq_s: NonNeg  # per running request per step: scheduling, detokenising, streaming
     per_waiting_s: NonNeg = 0.0  # per waiting request per step: queue scans
+    # host work runs while the GPU computes (SGLang's overlap scheduler, vLLM's async
+    # scheduling): a step takes max(GPU, host) instead of GPU + host
+    overlap: bool = False
+
+
+class Unexplained(_Strict):
+    """Time a published measurement shows that the physical model does not explain.
+
+    Fitted to reproduce that measurement and named as what it is, so that no physical
+    parameter is bent to absorb it. Zero (the default) for a profile the physics explains.
+    It adds to the step and is never hidden by an overlap scheduler.
+    """
+
+    step_s: NonNeg = 0.0  # per step
+    per_seq_s: NonNeg = 0.0  # per running request per step
+    per_spec_seq_s: NonNeg = 0.0  # per speculating request per step, on top
+    per_waiting_s: NonNeg = 0.0  # per waiting request per step
 
 
 class Workload(_Strict):
@@ -126,10 +158,17 @@ class Profile(_Strict):
     speculative: Speculative
     scheduler: Scheduler
     overheads: Overheads
+    unexplained: Unexplained = Field(default_factory=Unexplained)
     workload: Workload
+    # where each parameter's value comes from, by dotted path ("overheads.step_s":
+    # "fitted"); `specload sim-fit` writes it, the built-in profiles say it in comments
+    origins: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _check(self) -> Profile:
+        unknown = [p for p in self.origins if p not in parameter_paths()]
+        if unknown:
+            raise ValueError(f"origins name unknown parameters: {', '.join(unknown)}")
         w, m = self.workload, self.model
         if w.prompt_tokens + w.output_tokens > m.max_model_len:
             raise ValueError("workload prompt_tokens + output_tokens exceed max_model_len")
@@ -150,6 +189,40 @@ class Profile(_Strict):
         if drafter:
             cap -= int(self.speculative.drafter_memory_gb * 1e9 / self.model.kv_bytes_per_token)
         return cap
+
+
+SECTIONS: dict[str, type[_Strict]] = {
+    "hardware": Hardware, "model": Model, "speculative": Speculative, "scheduler": Scheduler,
+    "overheads": Overheads, "unexplained": Unexplained, "workload": Workload,
+}
+
+
+def parameter_paths() -> list[str]:
+    """Every parameter's dotted path, section by section ("hardware.eta_mem", ...)."""
+    return [f"{name}.{key}" for name, section in SECTIONS.items() for key in section.model_fields]
+
+
+def _flow(value: object) -> str:
+    text = yaml.safe_dump(value, default_flow_style=True, width=1_000_000).strip()
+    return text.removesuffix("...").strip()
+
+
+def to_yaml(profile: Profile, header: Sequence[str] = ()) -> str:
+    """The profile as YAML that `load_profile` reads back; every parameter whose origin is
+    known carries it as a comment, and the `origins` mapping repeats them."""
+    data = profile.model_dump(mode="json")
+    lines = [f"# {line}".rstrip() for line in header]
+    lines.append(f"description: {_flow(data['description'])}")
+    for name in SECTIONS:
+        lines.append(f"{name}:")
+        for key, value in data[name].items():
+            line = f"  {key}: {_flow(value)}"
+            origin = profile.origins.get(f"{name}.{key}")
+            lines.append(f"{line}  # {origin}" if origin else line)
+    if profile.origins:
+        lines.append("origins:")
+        lines += [f"  {path}: {_flow(origin)}" for path, origin in profile.origins.items()]
+    return "\n".join(lines) + "\n"
 
 
 def builtin_names() -> list[str]:

@@ -140,6 +140,7 @@ class BatchFormer:
                 budget -= n
                 self._account(seq, n, batch)
         shape.num_seqs = len(batch.decode) + len(batch.prefill)
+        shape.num_decode = len(batch.decode)
         shape.num_spec_seqs = len(batch.decode) if k else 0
         shape.k = k
         shape.num_waiting = len(self.waiting)

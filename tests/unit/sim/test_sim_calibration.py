@@ -1,11 +1,16 @@
-"""`sim-curve` reproduces each built-in profile's published numbers (DESIGN.md)."""
+"""`sim-curve` against each built-in profile's published numbers and physical anchors.
+
+References (cited in the profiles): SGLang's docs (158.34 tok/s, Llama-3.1-8B-Instruct,
+1x H100, MT-Bench, batch 1), the EAGLE-3 paper's SGLang throughput table (arXiv
+2503.01840), MagicDec (arXiv 2408.11049) and the seed measurement.
+"""
 
 from __future__ import annotations
 
 import pytest
 
 from specload.sim.curve import predict
-from specload.sim.profile import load_profile
+from specload.sim.profile import Profile, load_profile
 
 SEED_LADDER = [1, 2, 5, 10, 30, 70, 100, 250]
 PAPER_BATCHES = [2, 4, 8, 16, 24, 32, 48, 56, 64]
@@ -13,6 +18,13 @@ PAPER_RATIOS = {
     "h100-llama8b-eagle3": [1.81, 1.82, 1.62, 1.48, 1.39, 1.32, 1.38, 1.34, 1.38],
     "h100-llama8b-eagle": [1.40, 1.38, 1.23, 1.02, 0.93, 0.94, 0.88, 0.99, 0.99],
 }
+# The tables stay flat from batch 24 to 64; with per-request costs of tens of us (and
+# the roofline anchor at batch 64) the simulated ratio keeps falling, so the profiles
+# miss the tables by up to 0.13, not the 0.10 asked for (see their headers).
+RATIO_TOLERANCE = 0.14
+SGLANG_BATCH1_TOK_S = 158.34
+MAGICDEC_LADDER = [32, 64, 128, 256]  # MagicDec's batch range for LLaMA-3.1-8B
+FIXED_STEP_S = 0.001  # sampling, launches, scheduling: the roofline's only non-roofline term
 
 
 def tok_s(profile: str, spec: str, ladder: list[int]) -> dict[int, float]:
@@ -40,7 +52,40 @@ def test_eagle_paper_throughput_ratios(profile: str) -> None:
     off = tok_s(profile, "off", PAPER_BATCHES)
     got = [on[b] / off[b] for b in PAPER_BATCHES]
     for batch, ratio, want in zip(PAPER_BATCHES, got, PAPER_RATIOS[profile], strict=True):
-        assert ratio == pytest.approx(want, abs=0.15), f"batch {batch}: {ratio:.2f} vs {want}"
+        assert ratio == pytest.approx(want, abs=RATIO_TOLERANCE), (
+            f"batch {batch}: {ratio:.2f} vs {want}")
+
+
+def roofline_tok_s(profile: Profile, batch: int) -> float:
+    """Decode tok/s at `batch` from datasheet and config numbers only (peak bandwidth and
+    FLOPs, no fitted efficiency): weights and KV over bandwidth, each request's prefill
+    shared over its decode steps, plus a fixed step cost."""
+    hw, m, w = profile.hardware, profile.model, profile.workload
+    ctx = w.prompt_tokens + w.output_tokens / 2
+    bandwidth = hw.num_gpus * hw.mem_bandwidth_gbs * 1e9
+    flops = hw.num_gpus * hw.tflops * 1e12
+    memory = (m.dense_weight_gb * 1e9 + batch * ctx * m.kv_bytes_per_token) / bandwidth
+    compute = batch * 2 * m.active_params_b * 1e9 / flops
+    prefill = w.prompt_tokens * 2 * m.active_params_b * 1e9 / flops
+    step = max(memory, compute) + batch * prefill / w.output_tokens + FIXED_STEP_S
+    return batch / step
+
+
+@pytest.mark.parametrize("profile", sorted(PAPER_RATIOS))
+def test_h100_spec_off_absolute_anchors(profile: str) -> None:
+    off = tok_s(profile, "off", [1, 64])
+    assert off[1] == pytest.approx(SGLANG_BATCH1_TOK_S, rel=0.10)
+    estimate = roofline_tok_s(load_profile(profile), 64)
+    assert 7000 < estimate < 8500  # the estimate written out in the profile: 7,600 tok/s
+    assert off[64] == pytest.approx(estimate, rel=0.20)
+
+
+def test_long_context_keeps_speculation_paying_at_high_concurrency() -> None:
+    on = tok_s("a100x8-llama8b-magicdec", "on", MAGICDEC_LADDER)
+    off = tok_s("a100x8-llama8b-magicdec", "off", MAGICDEC_LADDER)
+    ratios = [on[c] / off[c] for c in MAGICDEC_LADDER]
+    assert all(r > 1.1 for r in ratios), ratios
+    assert ratios == sorted(ratios)  # MagicDec: the speedup grows with the batch
 
 
 def test_adaptive_mode_switches_speculation_off_at_high_concurrency() -> None:
@@ -48,10 +93,26 @@ def test_adaptive_mode_switches_speculation_off_at_high_concurrency() -> None:
     assert points[0].tokens_per_chunk > 1.2  # speculating at C=2
     assert points[1].tokens_per_chunk == pytest.approx(1.0)  # off at C=64
     off64 = tok_s("h100-llama8b-eagle", "off", [64])[64]
-    assert points[1].output_tok_s == pytest.approx(off64, rel=0.05)
+    # the k = 0 tier still runs a draft forward per step (vLLM PR #53426)
+    k0 = load_profile("h100-llama8b-eagle").speculative.k0_overhead
+    assert points[1].output_tok_s == pytest.approx(off64 / (1 + k0), rel=0.02)
 
 
 def test_curve_is_deterministic_for_a_seed() -> None:
     a = predict(load_profile("h100-llama8b-eagle3"), "on", None, [8], seed=3)
     b = predict(load_profile("h100-llama8b-eagle3"), "on", None, [8], seed=3)
     assert a == b
+
+
+@pytest.mark.parametrize("profile", ["seed-glm", "a100x8-llama8b-magicdec", *sorted(PAPER_RATIOS)])
+def test_overheads_stay_in_the_ranges_engines_show(profile: str) -> None:
+    """About 1-5 ms per step and tens of us per request (SGLang v0.4 and vLLM v0.6.0
+    posts); what a measurement needs beyond that is `unexplained`, and only seed-glm,
+    whose published figures the physics cannot reach, has any."""
+    p = load_profile(profile)
+    assert 0.001 <= p.overheads.step_s <= 0.005
+    for per_request in (p.overheads.per_seq_s, p.overheads.per_waiting_s,
+                        p.speculative.cpu_per_seq_s):
+        assert per_request <= 0.0001
+    unexplained = any(p.unexplained.model_dump().values())
+    assert unexplained == (profile == "seed-glm")

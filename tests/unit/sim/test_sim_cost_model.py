@@ -7,13 +7,13 @@ import dataclasses
 import pytest
 
 from specload.sim.cost_model import CostModel, StepShape
-from specload.sim.profile import load_profile
+from specload.sim.profile import Profile, load_profile
 
 
 def decode_shape(batch: int, k: int, ctx: int = 512) -> StepShape:
     tokens = batch * (1 + k)
     return StepShape(tokens=tokens, kv_read_tokens=batch * ctx, attn_token_ctx=tokens * ctx,
-                     num_seqs=batch, num_spec_seqs=batch if k else 0, k=k)
+                     num_seqs=batch, num_decode=batch, num_spec_seqs=batch if k else 0, k=k)
 
 
 @pytest.fixture(scope="module")
@@ -73,12 +73,75 @@ def test_interconnect_adds_time_per_token() -> None:
     model = CostModel(load_profile("seed-glm"))
     a = model.cost(StepShape(tokens=10, num_seqs=1))
     b = model.cost(StepShape(tokens=20, num_seqs=1))
-    assert b.comm == pytest.approx(2 * a.comm) and a.comm > 0
+    fixed = model.cost(StepShape(tokens=0, num_seqs=1)).comm
+    assert b.comm - fixed == pytest.approx(2 * (a.comm - fixed)) and a.comm > fixed > 0
 
 
 def test_waiting_requests_add_host_time() -> None:
-    model = CostModel(load_profile("seed-glm"))
+    model = CostModel(_variant("seed-glm", overheads={"per_waiting_s": 0.0001}))
     idle_queue = model.cost(decode_shape(4, 0))
     long_queue = model.cost(dataclasses.replace(decode_shape(4, 0), num_waiting=100))
-    assert long_queue.host > idle_queue.host
+    assert long_queue.host == pytest.approx(idle_queue.host + 0.01)
     assert long_queue.memory == idle_queue.memory
+
+
+def _variant(name: str, **sections: dict[str, object]) -> Profile:
+    """A built-in profile with some parameters replaced, section by section."""
+    data = load_profile(name).model_dump()
+    for section, values in sections.items():
+        data[section].update(values)
+    return Profile.model_validate(data)
+
+
+def test_overlap_hides_host_time_under_the_gpu_and_fixed_k_speculation_can_lose_it() -> None:
+    p = _variant("h100-llama8b-eagle3", overheads={"overlap": True},
+                 speculative={"disables_overlap": True})
+    shape = decode_shape(8, 0)
+    hidden = CostModel(p, "off").cost(shape)
+    gpu = max(hidden.memory, hidden.compute) + hidden.comm
+    assert hidden.total == pytest.approx(max(gpu, hidden.host))
+    spec = decode_shape(8, 2)
+    on = CostModel(p, "on").cost(spec)
+    assert on.total == pytest.approx(max(on.memory, on.compute) + on.comm + on.draft + on.host)
+    kept = _variant("h100-llama8b-eagle3", overheads={"overlap": True},
+                    speculative={"disables_overlap": False})
+    assert CostModel(kept, "on").cost(spec).total < on.total
+
+
+def test_a_k0_step_with_the_drafter_loaded_pays_the_sync_forward() -> None:
+    p = load_profile("h100-llama8b-eagle")
+    shape = decode_shape(32, 0)
+    off, adaptive = CostModel(p, "off").cost(shape), CostModel(p, "adaptive").cost(shape)
+    assert adaptive.total == pytest.approx(off.total * (1 + p.speculative.k0_overhead))
+    assert p.speculative.k0_overhead == pytest.approx(0.075)  # vLLM PR #53426: +4-11%
+    prefill_only = StepShape(tokens=512, kv_read_tokens=512, attn_token_ctx=512 * 256,
+                             num_seqs=1)
+    assert CostModel(p, "adaptive").cost(prefill_only).sync == 0.0
+
+
+def test_allreduce_latency_is_paid_once_per_forward() -> None:
+    p = _variant("seed-glm", hardware={"allreduce_latency_s": 0.0001},
+                 model={"allreduces_per_forward": 10})
+    per_token = p.model.allreduce_bytes_per_token / (p.hardware.interconnect_gbs * 1e9)
+    for tokens in (1, 100):
+        comm = CostModel(p).cost(StepShape(tokens=tokens, num_seqs=1)).comm
+        assert comm == pytest.approx(10 * 0.0001 + tokens * per_token)
+
+
+def test_draft_extend_forwards_add_to_the_k_drafting_ones() -> None:
+    p = _variant("h100-llama8b-eagle3", speculative={"extra_draft_forwards": 1})
+    k = p.speculative.k
+    plain = CostModel(_variant("h100-llama8b-eagle3", speculative={"extra_draft_forwards": 0}),
+                      "on").cost(decode_shape(4, k))
+    assert CostModel(p, "on").cost(decode_shape(4, k)).draft == pytest.approx(
+        plain.draft * (k + 1) / k)
+
+
+def test_unexplained_time_adds_to_the_step_and_is_never_hidden() -> None:
+    p = _variant("h100-llama8b-eagle3", overheads={"overlap": True},
+                 unexplained={"step_s": 0.001, "per_seq_s": 0.0001, "per_spec_seq_s": 0.0002,
+                              "per_waiting_s": 0.00001})
+    shape = dataclasses.replace(decode_shape(4, 2), num_waiting=10)
+    plain = _variant("h100-llama8b-eagle3", overheads={"overlap": True})
+    extra = CostModel(p, "on").cost(shape).total - CostModel(plain, "on").cost(shape).total
+    assert extra == pytest.approx(0.001 + 4 * 0.0001 + 4 * 0.0002 + 10 * 0.00001)

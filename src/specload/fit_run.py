@@ -1,0 +1,145 @@
+"""`specload sim-fit RUN_DIR --out my.yaml`: a simulator profile fitted to a measured sweep.
+
+The glue between a run folder and the fitting math in `specload.sim.fit`, which cannot
+read run folders itself (the simulator is an island). The report package reads the
+sweep (`report.render.build`): per arm and concurrency the client output tok/s and,
+where /metrics was sampled, the server's mean running requests and acceptance length.
+The workload comes from the run: the mean `prompt_tokens` the requests reported and the
+mean output tokens they received (or the scenario's `request.max_tokens`). The base
+profile (`--base`) is fitted to that, the residual of every rung is printed, and the
+fitted profile is written as YAML in which each parameter names its origin (measured,
+fitted, or the base profile's value). `specload sim --profile my.yaml` then serves it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from specload import records
+from specload.errors import UserError
+from specload.report.render import Report, build
+from specload.sim import SimConfigError
+from specload.sim.core import SpecMode
+from specload.sim.curve import check_lengths
+from specload.sim.fit import FitResult, Observations, Rung, fit
+from specload.sim.profile import Profile, load_profile, parameter_paths, to_yaml
+
+MODES: dict[str, SpecMode] = {"spec_on": "on", "spec_off": "off"}
+
+
+def _number(value: Any) -> float | None:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _mean_prompt_tokens(report: Report) -> float | None:
+    """Mean `prompt_tokens` over every request file of the run (None if none reported)."""
+    values: list[pd.Series] = []
+    for arm in report.source.arms:
+        for rep in arm.reps:
+            path = Path(f"{rep.prefix}{records.REQUESTS_SUFFIX}")
+            frame = pd.read_csv(path, usecols=lambda c: c == "prompt_tokens")
+            if "prompt_tokens" in frame:
+                values.append(pd.to_numeric(frame["prompt_tokens"], errors="coerce").dropna())
+    joined = pd.concat(values) if values else pd.Series(dtype=float)
+    return float(joined.mean()) if len(joined) else None
+
+
+def observations(report: Report, prompt_tokens: int | None = None,
+                 output_tokens: int | None = None) -> tuple[Observations, list[str]]:
+    """The run's spec-on and spec-off rungs and workload; notes say what was left out."""
+    notes: list[str] = []
+    modes = {a.name: MODES.get(a.role) for a in report.source.arms}
+    k = next((a.k for a in report.source.arms if a.role == "spec_on" and a.k), None)
+    rungs: list[Rung] = []
+    for row in report.summary.to_dict(orient="records"):
+        mode = modes.get(str(row["arm"]))
+        tok_s = _number(row.get("output_tok_s"))
+        if mode is None:
+            notes.append(f"arm {row['arm']}: neither spec-on nor spec-off, not fitted")
+            continue
+        if not tok_s:
+            notes.append(f"arm {row['arm']} C={row['concurrency']}: no output tok/s, skipped")
+            continue
+        accept = _number(row.get("accept_len_mean")) if mode == "on" else None
+        rungs.append(Rung(mode, int(row["concurrency"]), tok_s,
+                          _number(row.get("server_running_mean")), accept))
+    if not rungs:
+        raise UserError("the run has no spec-on or spec-off rung with output tok/s to fit")
+    request = (report.source.manifest.scenario.get("request", {})
+               if report.source.manifest else {})
+    if prompt_tokens is None:
+        measured = _mean_prompt_tokens(report)
+        if measured is None:
+            raise UserError("the run's requests report no prompt_tokens; give --prompt-tokens")
+        prompt_tokens = round(measured)
+    if output_tokens is None:
+        means = [x for x in (_number(v) for v in report.summary.get("output_tokens_mean", []))
+                 if x]
+        fallback = _number(request.get("max_tokens"))
+        if means:
+            output_tokens = round(sum(means) / len(means))
+        elif fallback:
+            output_tokens = round(fallback)
+        else:
+            raise UserError("the run tells no output length; give --output-tokens")
+    return Observations(tuple(rungs), prompt_tokens, output_tokens, k), sorted(set(notes))
+
+
+def residual_table(result: FitResult) -> str:
+    head = f"{'arm':>8} {'C':>5} {'measured':>10} {'fitted':>10} {'residual':>9}"
+    rows = [f"{'spec-' + r.mode:>8} {r.users:>5} {r.observed:>10.1f} {r.predicted:>10.1f} "
+            f"{r.rel:>+9.1%}" for r in result.residuals]
+    return "\n".join([head, *rows])
+
+
+def fitted_profile(result: FitResult, obs: Observations, base_name: str,
+                   run_dir: str = "a sweep") -> Profile:
+    """The fitted profile with the run's workload and an origin for every parameter."""
+    data = result.profile.model_dump()
+    data["description"] = f"fitted by sim-fit to {run_dir} (base: {base_name})"
+    data["workload"].update(prompt_tokens=obs.prompt_tokens, output_tokens=obs.output_tokens)
+    origins = dict(result.origins)
+    origins.update({"workload.prompt_tokens": "measured (the run's mean prompt)",
+                    "workload.output_tokens": "measured (the run's mean output)"})
+    for path in parameter_paths():
+        origins.setdefault(path, f"base profile {base_name}")
+    data["origins"] = origins
+    return Profile.model_validate(data)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Entry point of `specload sim-fit`."""
+    try:
+        base = load_profile(args.base)
+        report = build(args.run_dir)
+        obs, notes = observations(report, args.prompt_tokens, args.output_tokens)
+        check_lengths(base, obs.prompt_tokens, obs.output_tokens)
+        free = args.free.split(",") if args.free else None
+        result = fit(base, obs, free, seed=args.seed, max_evals=args.max_evals)
+    except SimConfigError as exc:
+        print(f"specload: error: {exc}", file=sys.stderr)
+        return 2
+    profile = fitted_profile(result, obs, args.base, args.run_dir)
+    header = [f"Fitted by `specload sim-fit` to {args.run_dir}, from base profile {args.base}.",
+              f"Workload of the run: {obs.prompt_tokens}-token prompts, "
+              f"{obs.output_tokens}-token outputs. Residual per rung (fitted / measured - 1):",
+              *(f"  spec-{r.mode} C={r.users}: {r.rel:+.1%}" for r in result.residuals),
+              "Each parameter's comment says where its value comes from."]
+    Path(args.out).write_text(to_yaml(profile, header), encoding="utf-8")
+    for note in [*notes, *result.notes]:
+        print(f"note: {note}")
+    print(f"fitted {', '.join(p for p, o in result.origins.items() if o == 'fitted')} "
+          f"({result.evaluations} evaluations); residual per rung:")
+    print(residual_table(result))
+    print(f"wrote {args.out}; serve it with: specload sim --profile {args.out}")
+    return 0

@@ -1,0 +1,260 @@
+"""Fit a profile's free parameters to a measured sweep: the math behind `specload sim-fit`.
+
+The input is what a sweep of a real server gives per arm and concurrency: client output
+tok/s and, where /metrics was sampled, the server's mean running requests and mean
+acceptance length. Two things are read off the data directly: the acceptance rates
+(scaled from the base profile's so that E[accepted + 1] at the arm's k matches the
+measured acceptance length) and each arm's running-request cap (when the running count
+stays flat below C at the top rungs). The remaining free parameters
+(achieved bandwidth, host overheads, drafter costs by default) are fitted by
+Nelder-Mead on the mean squared log error of tok/s over every rung, each candidate
+priced by the same virtual-time closed loop that `sim-curve` runs, with a weak pull
+towards the base profile's values so that parameters the data cannot see stay put.
+Each parameter moves log-uniformly inside physically plausible bounds. Pure: no files,
+no clock, deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from specload.sim import SimConfigError
+from specload.sim.acceptance import expected_tokens_per_step
+from specload.sim.core import SpecMode
+from specload.sim.profile import Profile
+from specload.sim.virtual import run_closed_loop
+
+# Search bounds of every parameter sim-fit may move (log-uniform between them).
+BOUNDS: dict[str, tuple[float, float]] = {
+    "hardware.eta_mem": (0.2, 1.0),
+    "hardware.eta_compute": (0.1, 1.0),
+    "hardware.interconnect_gbs": (1.0, 1000.0),
+    "hardware.allreduce_latency_s": (1e-6, 2e-4),
+    "overheads.step_s": (1e-4, 0.05),
+    "overheads.per_seq_s": (1e-7, 1e-3),
+    "overheads.per_waiting_s": (1e-7, 1e-2),
+    "unexplained.step_s": (1e-6, 0.1),
+    "unexplained.per_seq_s": (1e-7, 0.05),
+    "unexplained.per_spec_seq_s": (1e-7, 0.05),
+    "unexplained.per_waiting_s": (1e-7, 0.01),
+    "speculative.draft_step_s": (1e-5, 0.02),
+    "speculative.draft_per_seq_s": (1e-7, 1e-3),
+    "speculative.cpu_per_seq_s": (1e-7, 1e-2),
+}
+HOST_PARAMS = ("hardware.eta_mem", "overheads.step_s", "overheads.per_seq_s")
+SPEC_PARAMS = ("speculative.draft_step_s", "speculative.draft_per_seq_s",
+               "speculative.cpu_per_seq_s")
+PULL = 0.02  # weight of the pull towards the base profile, per parameter
+CAP_FLAT = 0.1  # top rungs' running counts within 10% of each other ...
+CAP_BELOW = 0.9  # ... and below 90% of C: the server caps its running set
+
+
+@dataclass(frozen=True, slots=True)
+class Rung:
+    """One measured arm x concurrency."""
+
+    mode: SpecMode
+    users: int
+    output_tok_s: float
+    running: float | None = None  # server's mean running requests
+    accept_len: float | None = None  # server's mean E[accepted + 1] per verify step
+
+
+@dataclass(frozen=True, slots=True)
+class Observations:
+    """A sweep, reduced to what the fit needs."""
+
+    rungs: tuple[Rung, ...]
+    prompt_tokens: int
+    output_tokens: int
+    k: int | None = None  # the spec-on arm's draft length (None: the profile's)
+
+
+@dataclass(frozen=True, slots=True)
+class Residual:
+    mode: SpecMode
+    users: int
+    observed: float
+    predicted: float
+
+    @property
+    def rel(self) -> float:
+        return self.predicted / self.observed - 1.0
+
+
+@dataclass(slots=True)
+class FitResult:
+    profile: Profile
+    origins: dict[str, str]
+    residuals: list[Residual]
+    evaluations: int
+    notes: list[str] = field(default_factory=list)
+
+
+def get_param(data: dict[str, Any], path: str) -> Any:
+    section, key = path.split(".")
+    return data[section][key]
+
+
+def set_param(data: dict[str, Any], path: str, value: Any) -> None:
+    section, key = path.split(".")
+    data[section][key] = value
+
+
+def predict_rungs(profile: Profile, obs: Observations, seed: int = 0) -> list[float]:
+    """The profile's steady-state tok/s at every observed rung, with the run's workload."""
+    return [run_closed_loop(profile, r.mode, obs.k if r.mode == "on" else None, r.users,
+                            seed=seed, prompt_tokens=obs.prompt_tokens,
+                            output_tokens=obs.output_tokens).output_tok_s
+            for r in obs.rungs]
+
+
+def scale_acceptance(rates: Sequence[float], k: int, target: float) -> list[float]:
+    """The base rates times one factor, so that E[accepted + 1] at k equals `target`."""
+    if not 1.0 < target < k + 1.0:
+        raise SimConfigError(f"a mean acceptance length of {target:.2f} is impossible at k={k}")
+    lo, hi = 0.0, 1.0 / max(rates[:k])
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if expected_tokens_per_step([min(r * mid, 0.999) for r in rates], k) < target:
+            lo = mid
+        else:
+            hi = mid
+    return [round(min(r * lo, 0.999), 4) for r in rates]
+
+
+def running_cap(rungs: Sequence[Rung]) -> int | None:
+    """A running-request cap the top two rungs show, or None."""
+    seen = sorted((r for r in rungs if r.running is not None), key=lambda r: r.users)
+    if len(seen) < 2:
+        return None
+    a, b = seen[-2], seen[-1]
+    assert a.running is not None and b.running is not None
+    flat = abs(b.running - a.running) <= CAP_FLAT * max(a.running, b.running)
+    if flat and b.running < CAP_BELOW * b.users and a.running < CAP_BELOW * a.users:
+        return max(1, round(b.running))
+    return None
+
+
+def nelder_mead(f: Callable[[list[float]], float], x0: list[float], step: float,
+                max_evals: int, tol: float = 1e-6) -> tuple[list[float], float, int]:
+    """Minimise f from x0 (standard coefficients); returns (x, f(x), evaluations)."""
+    n = len(x0)
+    simplex = [list(x0)] + [[x + (step if i == j else 0.0) for j, x in enumerate(x0)]
+                            for i in range(n)]
+    values = [f(x) for x in simplex]
+    evals = n + 1
+
+    def toward(a: list[float], b: list[float], t: float) -> list[float]:
+        return [ai + t * (bi - ai) for ai, bi in zip(a, b, strict=True)]
+
+    while evals < max_evals:
+        order = sorted(range(n + 1), key=values.__getitem__)
+        simplex, values = [simplex[i] for i in order], [values[i] for i in order]
+        if values[-1] - values[0] <= tol:
+            break
+        centroid = [sum(p[j] for p in simplex[:-1]) / n for j in range(n)]
+        worst = simplex[-1]
+        reflected = toward(worst, centroid, 2.0)
+        fr = f(reflected)
+        evals += 1
+        if fr < values[0]:
+            expanded = toward(worst, centroid, 3.0)
+            fe = f(expanded)
+            evals += 1
+            simplex[-1], values[-1] = (expanded, fe) if fe < fr else (reflected, fr)
+        elif fr < values[-2]:
+            simplex[-1], values[-1] = reflected, fr
+        else:
+            contracted = toward(worst, centroid, 0.5)
+            fc = f(contracted)
+            evals += 1
+            if fc < values[-1]:
+                simplex[-1], values[-1] = contracted, fc
+            else:
+                best = simplex[0]
+                simplex = [best] + [toward(best, p, 0.5) for p in simplex[1:]]
+                values = [values[0]] + [f(p) for p in simplex[1:]]
+                evals += n
+    i = min(range(n + 1), key=values.__getitem__)
+    return simplex[i], values[i], evals
+
+
+def _to_unit(path: str, value: float) -> float:
+    lo, hi = BOUNDS[path]
+    value = min(max(value, lo), hi)
+    return math.log(value / lo) / math.log(hi / lo)
+
+
+def _from_unit(path: str, u: float) -> float:
+    lo, hi = BOUNDS[path]
+    return lo * (hi / lo) ** min(max(u, 0.0), 1.0)
+
+
+def default_free(base: Profile, obs: Observations) -> list[str]:
+    """Host-side parameters always; drafter costs when a speculating arm was measured;
+    queue-scan and unexplained time where the base profile has some."""
+    free = list(HOST_PARAMS)
+    if any(r.mode != "off" for r in obs.rungs):
+        free += SPEC_PARAMS
+    data = base.model_dump()
+    free += [p for p in BOUNDS if p not in free and p.startswith(("overheads.", "unexplained."))
+             and get_param(data, p)]
+    return free
+
+
+def fit(base: Profile, obs: Observations, free: Sequence[str] | None = None, *,
+        seed: int = 0, max_evals: int = 400) -> FitResult:
+    """Fit `free` parameters of `base` (default: `default_free`) to the observations."""
+    if not obs.rungs:
+        raise SimConfigError("no measured rung to fit")
+    free = list(default_free(base, obs) if free is None else free)
+    unknown = [p for p in free if p not in BOUNDS]
+    if unknown:
+        raise SimConfigError(f"cannot fit {', '.join(unknown)}; fittable: "
+                             f"{', '.join(BOUNDS)}")
+    data = base.model_dump()
+    origins: dict[str, str] = {}
+    notes: list[str] = []
+    on = [r for r in obs.rungs if r.mode == "on"]
+    k = obs.k or base.speculative.k
+    lengths = [r.accept_len for r in on if r.accept_len is not None]
+    if lengths:
+        target = sum(lengths) / len(lengths)
+        data["speculative"]["acceptance"] = scale_acceptance(base.speculative.acceptance, k,
+                                                             target)
+        origins["speculative.acceptance"] = "measured (server acceptance length)"
+        notes.append(f"acceptance scaled to E[accepted+1] = {target:.2f} at k={k}")
+    for mode, path in (("on", "speculative.max_num_seqs"), ("off", "scheduler.max_num_seqs")):
+        cap = running_cap([r for r in obs.rungs if r.mode == mode])
+        if cap is not None:
+            set_param(data, path, cap)
+            origins[path] = "measured (server running requests)"
+            notes.append(f"spec-{mode} arm caps its running set at {cap}")
+    observed = [r.output_tok_s for r in obs.rungs]
+    start = [_to_unit(p, float(get_param(data, p) or BOUNDS[p][0])) for p in free]
+
+    def profile_at(u: Sequence[float]) -> Profile:
+        for p, x in zip(free, u, strict=True):
+            set_param(data, p, float(f"{_from_unit(p, x):.4g}"))
+        return Profile.model_validate(data)
+
+    def loss(u: list[float]) -> float:
+        try:
+            predicted = predict_rungs(profile_at(u), obs, seed)
+        except (ValueError, SimConfigError):
+            return math.inf
+        err = sum(math.log(max(pr, 1e-9) / ob) ** 2
+                  for pr, ob in zip(predicted, observed, strict=True)) / len(observed)
+        return err + PULL * sum((x - s) ** 2 for x, s in zip(u, start, strict=True))
+
+    best, _, evals = nelder_mead(loss, start, 0.1, max_evals) if free else (start, 0.0, 0)
+    profile = profile_at(best)
+    origins.update({p: "fitted" for p in free})
+    predicted = predict_rungs(profile, obs, seed)
+    residuals = [Residual(r.mode, r.users, r.output_tok_s, pr)
+                 for r, pr in zip(obs.rungs, predicted, strict=True)]
+    return FitResult(profile, origins, residuals, evals, notes)

@@ -1,0 +1,108 @@
+"""sim-fit's math: a profile fitted to a sweep of a hidden profile recovers its curve."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from specload.sim import SimConfigError
+from specload.sim.acceptance import expected_tokens_per_step
+from specload.sim.curve import predict
+from specload.sim.fit import (
+    Observations,
+    Rung,
+    fit,
+    nelder_mead,
+    running_cap,
+    scale_acceptance,
+)
+from specload.sim.profile import Profile, load_profile, to_yaml
+
+LADDER = [1, 4, 16, 48]
+CHECK = [2, 8, 32]  # rungs the fit never saw
+PROMPT, OUTPUT = 128, 48
+
+
+def hidden_profile() -> Profile:
+    """The base profile with its host, bandwidth and drafter numbers moved."""
+    data = load_profile("h100-llama8b-eagle3").model_dump()
+    data["hardware"]["eta_mem"] *= 0.8
+    data["overheads"]["step_s"] *= 2.5
+    data["overheads"]["per_seq_s"] *= 0.4
+    data["speculative"]["draft_step_s"] *= 1.6
+    data["speculative"]["draft_per_seq_s"] *= 2.0
+    data["speculative"]["cpu_per_seq_s"] *= 1.5
+    data["speculative"]["acceptance"] = [round(a * 0.9, 4) for a in
+                                         data["speculative"]["acceptance"]]
+    return Profile.model_validate(data)
+
+
+def sweep(profile: Profile, ladder: list[int]) -> dict[str, list[float]]:
+    return {mode: [p.output_tok_s for p in predict(profile, mode, None, ladder,  # type: ignore[arg-type]
+                                                   prompt_tokens=PROMPT,
+                                                   output_tokens=OUTPUT)]
+            for mode in ("on", "off")}
+
+
+def test_fit_recovers_a_hidden_profiles_curve_within_5_percent() -> None:
+    hidden = hidden_profile()
+    k = hidden.speculative.k
+    accept = expected_tokens_per_step(hidden.speculative.acceptance, k)
+    measured = sweep(hidden, LADDER)
+    rungs = tuple(Rung(mode, c, tok_s, accept_len=accept if mode == "on" else None)  # type: ignore[arg-type]
+                  for mode in ("on", "off") for c, tok_s in zip(LADDER, measured[mode],
+                                                                 strict=True))
+    result = fit(load_profile("h100-llama8b-eagle3"), Observations(rungs, PROMPT, OUTPUT),
+                 max_evals=150)
+    assert max(abs(r.rel) for r in result.residuals) < 0.05, result.residuals
+    got, want = sweep(result.profile, CHECK), sweep(hidden, CHECK)
+    for mode in ("on", "off"):
+        for c, g, w in zip(CHECK, got[mode], want[mode], strict=True):
+            assert g == pytest.approx(w, rel=0.05), (mode, c)
+    assert result.origins["speculative.acceptance"].startswith("measured")
+    assert result.origins["overheads.step_s"] == "fitted"
+    fitted_accept = expected_tokens_per_step(result.profile.speculative.acceptance, k)
+    assert fitted_accept == pytest.approx(accept, abs=0.01)
+
+
+def test_acceptance_is_scaled_to_the_measured_length() -> None:
+    rates = [0.8, 0.7, 0.6]
+    scaled = scale_acceptance(rates, 2, 2.0)
+    assert expected_tokens_per_step(scaled, 2) == pytest.approx(2.0, abs=1e-3)
+    assert scaled[0] / scaled[1] == pytest.approx(rates[0] / rates[1], rel=1e-3)
+    with pytest.raises(SimConfigError, match="impossible"):
+        scale_acceptance(rates, 2, 3.5)
+
+
+def test_running_cap_needs_a_flat_count_below_c() -> None:
+    capped = [Rung("on", 10, 1.0, running=9.8), Rung("on", 30, 1.0, running=16.0),
+              Rung("on", 100, 1.0, running=16.2)]
+    assert running_cap(capped) == 16
+    growing = [Rung("off", 30, 1.0, running=29.5), Rung("off", 100, 1.0, running=43.0)]
+    assert running_cap(growing) is None
+    assert running_cap([Rung("off", 30, 1.0)]) is None
+
+
+def test_nelder_mead_finds_a_quadratics_minimum() -> None:
+    x, fx, evals = nelder_mead(lambda v: (v[0] - 0.3) ** 2 + (v[1] + 0.2) ** 2 + 1.0,
+                               [0.0, 0.0], 0.1, 500, tol=1e-12)
+    assert x == pytest.approx([0.3, -0.2], abs=1e-4) and fx == pytest.approx(1.0)
+    assert evals <= 500
+
+
+def test_unknown_free_parameter_is_an_error() -> None:
+    obs = Observations((Rung("off", 1, 100.0),), PROMPT, OUTPUT)
+    with pytest.raises(SimConfigError, match=r"cannot fit model\.name"):
+        fit(load_profile("h100-llama8b-eagle3"), obs, ["model.name"])
+
+
+def test_yaml_round_trip_keeps_values_and_origins() -> None:
+    p = load_profile("seed-glm")
+    p = p.model_copy(update={"origins": {"overheads.step_s": "fitted",
+                                         "hardware.mem_bandwidth_gbs": "datasheet"}})
+    text = to_yaml(p, ["a header"])
+    assert text.startswith("# a header\n")
+    assert "  step_s: " in text and "# fitted" in text
+    assert Profile.model_validate(yaml.safe_load(text)) == p
+    with pytest.raises(ValueError, match="unknown parameters"):
+        Profile.model_validate({**yaml.safe_load(text), "origins": {"overheads.nope": "x"}})

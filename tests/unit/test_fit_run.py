@@ -1,0 +1,70 @@
+"""sim-fit's glue: a run's summary becomes observations, the fitted profile a YAML file."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from specload.errors import UserError
+from specload.fit_run import fitted_profile, observations
+from specload.report.render import Report
+from specload.report.run_files import ArmSource, RepSource, RunSource
+from specload.sim.fit import FitResult, Residual
+from specload.sim.profile import load_profile, parameter_paths
+
+
+def report_of(tmp_path: Path, rows: list[dict[str, object]], prompts: list[int]) -> Report:
+    arms = []
+    for name, role, k in (("spec-on", "spec_on", 3), ("spec-off", "spec_off", None)):
+        prefix = tmp_path / name / "locust"
+        prefix.parent.mkdir()
+        pd.DataFrame({"prompt_tokens": prompts}).to_csv(f"{prefix}_requests.csv", index=False)
+        arms.append(ArmSource(name, role, k=k, reps=[RepSource(1, prefix)]))
+    arms.append(ArmSource("adaptive", "other", reps=[]))
+    return Report(RunSource(tmp_path, arms), pd.DataFrame(), pd.DataFrame(rows), [], [], [])
+
+
+ROWS = [
+    {"arm": "spec-on", "concurrency": 1, "output_tok_s": 80.0, "server_running_mean": 1.0,
+     "accept_len_mean": 2.6, "output_tokens_mean": 256.0},
+    {"arm": "spec-on", "concurrency": 30, "output_tok_s": 250.0, "server_running_mean": 16.0,
+     "accept_len_mean": 2.8, "output_tokens_mean": 256.0},
+    {"arm": "spec-off", "concurrency": 1, "output_tok_s": 50.0, "server_running_mean": math.nan,
+     "accept_len_mean": math.nan, "output_tokens_mean": 256.0},
+    {"arm": "spec-off", "concurrency": 30, "output_tok_s": 0.0, "server_running_mean": 29.0,
+     "accept_len_mean": math.nan, "output_tokens_mean": 256.0},
+    {"arm": "adaptive", "concurrency": 1, "output_tok_s": 70.0},
+]
+
+
+def test_summary_rows_become_rungs_with_the_runs_workload(tmp_path: Path) -> None:
+    obs, notes = observations(report_of(tmp_path, ROWS, [100, 120, 140]))
+    assert (obs.prompt_tokens, obs.output_tokens, obs.k) == (120, 256, 3)
+    assert [(r.mode, r.users, r.output_tok_s) for r in obs.rungs] == [
+        ("on", 1, 80.0), ("on", 30, 250.0), ("off", 1, 50.0)]
+    assert obs.rungs[1].running == 16.0 and obs.rungs[1].accept_len == 2.8
+    assert obs.rungs[2].running is None and obs.rungs[2].accept_len is None
+    assert any("adaptive" in n for n in notes) and any("C=30" in n for n in notes)
+
+
+def test_workload_overrides_and_missing_prompt_counts(tmp_path: Path) -> None:
+    report = report_of(tmp_path, ROWS, [])
+    with pytest.raises(UserError, match="--prompt-tokens"):
+        observations(report)
+    obs, _ = observations(report, prompt_tokens=500, output_tokens=64)
+    assert (obs.prompt_tokens, obs.output_tokens) == (500, 64)
+
+
+def test_fitted_profile_names_an_origin_for_every_parameter(tmp_path: Path) -> None:
+    obs, _ = observations(report_of(tmp_path, ROWS, [100]))
+    base = load_profile("seed-glm")
+    result = FitResult(base, {"overheads.step_s": "fitted"},
+                       [Residual("on", 1, 80.0, 81.0)], 10)
+    profile = fitted_profile(result, obs, "seed-glm")
+    assert set(profile.origins) == set(parameter_paths())
+    assert profile.origins["overheads.step_s"] == "fitted"
+    assert profile.origins["hardware.tflops"] == "base profile seed-glm"
+    assert profile.workload.prompt_tokens == 100
