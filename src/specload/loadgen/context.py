@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import ssl
 import sys
 import urllib.error
@@ -35,6 +34,7 @@ from locust.runners import LocalRunner, WorkerRunner
 from specload.errors import UserError
 from specload.loadgen.options import RunOptions
 from specload.prompts import Prompt, PromptOrder, load_prompts
+from specload.records import client_id
 
 MODELS_PATH = "/v1/models"
 log = logging.getLogger(__name__)
@@ -53,8 +53,7 @@ class ProcessContext:
     def __init__(self, environment: Environment) -> None:
         self.env = environment
         self.opts = RunOptions.from_env(environment)
-        # computed here, not at import: `--processes` forks after importing the locustfile
-        self.client_id = f"{socket.gethostname()}-{os.getpid()}"
+        self.client_id = client_id()
         index, share_count = _share(environment)
         self._order = PromptOrder(load_prompts(self.opts.prompts), self.opts.seed,
                                   index, share_count)
