@@ -36,7 +36,8 @@ class _Entry(BaseModel):
 
 class WorkerClock(_Entry):
     """One worker process's clock against the master's during a repeat (seconds; offset =
-    worker clock minus master clock, from the rounds in `<prefix>_clock.csv`)."""
+    worker clock minus master clock, from the rounds in `<prefix>_clock.csv` that the
+    report uses: the sure ones, if any)."""
 
     client_id: str
     offset_s: float  # the median round's
@@ -44,6 +45,7 @@ class WorkerClock(_Entry):
     offset_max_s: float
     uncertainty_max_s: float  # the worst round's round trip / 2
     rounds: int
+    doubtful_rounds: int = 0  # uncertain rounds left out (a busy moment each)
 
 
 class WorkerEvent(_Entry):

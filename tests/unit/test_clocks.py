@@ -7,12 +7,14 @@ import random
 import pytest
 
 from specload.clocks import (
+    DOUBTFUL_IN_A_ROW,
     EXCHANGES_PER_ROUND,
     UNCERTAINTY_LIMIT_S,
     Exchange,
     Measurement,
     measure,
-    problems,
+    problem,
+    usable,
 )
 
 MASTER_T0 = 1_700_000_000.0
@@ -89,17 +91,33 @@ def test_no_answer_no_measurement() -> None:
     assert measure([]) is None
 
 
-def test_doubtful_rounds() -> None:
+def test_a_sure_round_that_moved_is_a_jump() -> None:
     good = Measurement(MASTER_T0, 3.0, 0.0008, 5)
-    assert problems(None, good) == []
-    slow = Measurement(MASTER_T0 + 10, 3.001, 2 * UNCERTAINTY_LIMIT_S + 0.001, 5)
-    kinds = [kind for kind, _ in problems(good, slow)]
-    assert kinds == ["clock_uncertain"]
+    assert problem([good]) is None
     # drift of a few ppm, and noise inside the uncertainties: no jump
-    assert problems(good, Measurement(MASTER_T0 + 10, 3.00005, 0.0008, 5)) == []
-    stepped = Measurement(MASTER_T0 + 10, 3.020, 0.0008, 5)
-    ((kind, sentence),) = problems(good, stepped)
-    assert kind == "clock_jump" and "+20.0 ms" in sentence
-    # a jump that an uncertain round could explain is only uncertain
+    assert problem([good, Measurement(MASTER_T0 + 10, 3.00005, 0.0008, 5)]) is None
+    stepped = Measurement(MASTER_T0 + 20, 3.020, 0.0008, 5)
+    doubt = problem([good, Measurement(MASTER_T0 + 10, 3.00005, 0.0008, 5), stepped])
+    assert doubt is not None and doubt.kind == "clock_jump"
+    assert doubt.since == MASTER_T0 + 10 and "+20.0 ms" in doubt.sentence
+    # an uncertain round in between is not the reference
     vague = Measurement(MASTER_T0 + 10, 3.012, 0.016, 5)
-    assert [k for k, _ in problems(good, vague)] == ["clock_uncertain"]
+    assert problem([good, vague]) is None
+    assert problem([good, vague, stepped]).kind == "clock_jump"  # type: ignore[union-attr]
+
+
+def test_uncertain_rounds_count_only_several_in_a_row() -> None:
+    good = Measurement(MASTER_T0, 3.0, 0.0008, 5)
+    busy = [Measurement(MASTER_T0 + 10 + i, 3.01, 2 * UNCERTAINTY_LIMIT_S + 0.004, 5)
+            for i in range(DOUBTFUL_IN_A_ROW + 1)]
+    history = [good]
+    found = []
+    for m in busy:
+        history.append(m)
+        found.append(problem(history))
+    *quiet, doubt, after = found
+    assert quiet == [None] * (DOUBTFUL_IN_A_ROW - 1) and after is None  # told once
+    assert doubt is not None and doubt.kind == "clock_uncertain"
+    assert doubt.since == MASTER_T0 + 10 and "3 rounds in a row" in doubt.sentence
+    assert problem(busy[:DOUBTFUL_IN_A_ROW]).kind == "clock_uncertain"  # type: ignore[union-attr]
+    assert usable(history) == [good] and usable(busy) == busy

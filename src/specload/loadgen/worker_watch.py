@@ -10,8 +10,9 @@ listen for pings yet) and again every `clocks.ROUND_EVERY_S`, while a test runs 
 waits to start (not while it stops: a stopping worker's message loop is busy stopping
 its users). Each round's best exchange goes to `<prefix>_clock.csv`
 (`records.CLOCK_COLUMNS`) and to the live rungs, which put the worker's rows on the
-master's clock; a round that is doubtful by `clocks.problems` becomes an event. A
-worker that never answers (an older specload) is taken as on the master's clock after
+master's clock (an uncertain round only until a sure one comes; it is measured again a
+second later); what `clocks.problem` finds doubtful becomes an event. A worker that
+never answers (an older specload) is taken as on the master's clock after
 `UNANSWERED_ROUNDS` rounds, with an event saying so.
 
 Losing a worker: a Locust worker sends a heartbeat every second and the master counts
@@ -65,7 +66,6 @@ MSG_PING = "specload_clock_ping"
 MSG_PONG = "specload_clock_pong"
 TICK_S = 1.0
 FIRST_ROUND_AFTER_S = 1.0
-EXCHANGE_SPACING_S = 0.02
 REPLY_WAIT_S = 1.0  # answers later than this are left out (their round trip is long)
 UNANSWERED_ROUNDS = 3
 _NOT_MEASURING = (STATE_STOPPING, STATE_STOPPED, STATE_CLEANUP)
@@ -106,7 +106,7 @@ class Worker:
     last_heard: float
     client_id: str = ""  # from its first answer; the request rows carry it
     missing: bool = False
-    last: clocks.Measurement | None = None
+    rounds: list[clocks.Measurement] = field(default_factory=list)
     unanswered: int = 0
     exchanges: list[clocks.Exchange] | None = field(default=None, repr=False)  # in a round
 
@@ -195,7 +195,7 @@ class WorkerWatch:
     def _round(self, w: Worker) -> None:
         for _ in range(clocks.EXCHANGES_PER_ROUND):
             self.runner.send_message(MSG_PING, {"t1": clock.now()}, client_id=w.node)
-            gevent.sleep(EXCHANGE_SPACING_S)
+            gevent.sleep(clocks.EXCHANGE_SPACING_S)
         gevent.sleep(REPLY_WAIT_S)
         exchanges, w.exchanges = w.exchanges or [], None
         self.finish_round(w, exchanges)
@@ -214,7 +214,7 @@ class WorkerWatch:
         found = clocks.measure(exchanges)
         if found is None:
             w.unanswered += 1
-            if w.unanswered == UNANSWERED_ROUNDS and w.last is None:
+            if w.unanswered == UNANSWERED_ROUNDS and not w.rounds:
                 w.next_round = float("inf")  # it cannot answer: stop asking
                 self.live.set_offset(w.node, 0.0)
                 now = clock.now()
@@ -222,13 +222,17 @@ class WorkerWatch:
                            f"answered none of {UNANSWERED_ROUNDS} clock rounds (an older "
                            "specload?); its times are taken as on the master's clock")
             return
-        previous, w.last, w.unanswered = w.last, found, 0
-        self.live.set_offset(w.node, found.offset_s)
+        w.unanswered = 0
+        w.rounds.append(found)
         self.clock_log.write([f"{found.ts:.6f}", w.name, w.node, f"{found.offset_s:.6f}",
                               f"{found.rtt_s:.6f}", found.exchanges])
-        for kind, sentence in clocks.problems(previous, found):
-            since = previous.ts if kind == "clock_jump" and previous is not None else found.ts
-            self.event(w, kind, found.ts, since, sentence)
+        if found.sure or not any(m.sure for m in w.rounds):
+            self.live.set_offset(w.node, found.offset_s)
+        if not found.sure:
+            w.next_round = min(w.next_round, found.ts + clocks.RETRY_AFTER_S)
+        doubt = clocks.problem(w.rounds)
+        if doubt is not None:
+            self.event(w, doubt.kind, found.ts, doubt.since, doubt.sentence)
 
     # --- events ----------------------------------------------------------------------
 

@@ -8,8 +8,8 @@ subtracts from each row's times the offset of its process, interpolated linearly
 time between the process's rounds (and held before the first and after the last), so
 a clock that drifts is followed; chunk times are offsets from a request's start and
 move with it. Rounds more uncertain than `clocks.UNCERTAINTY_LIMIT_S` are left out
-where the process has better ones. Processes without rounds (a single-process run)
-keep their times.
+where the process has better ones (`usable`). Processes without rounds (a
+single-process run) keep their times.
 
 `<prefix>_events.csv` (`records.EVENTS_COLUMNS`) lists what the master noticed: workers
 lost and back, and doubtful clocks. `window_row` gives each rung the lost workers that
@@ -31,17 +31,21 @@ CLOCK_ROW_COLUMNS = ("workers_lost", "lost_detail", "clock_problems", "clock_det
                      "clock_offset_max_ms", "clock_uncertainty_max_ms")
 
 
+def usable(clock: pd.DataFrame) -> pd.DataFrame:
+    """The rounds to trust, sorted by time: per process its sure ones if it has any
+    (`clocks.usable`, on a table)."""
+    sure = clock["rtt_s"] / 2 <= UNCERTAINTY_LIMIT_S
+    has_sure = sure.groupby(clock["client_id"]).transform("any")
+    return clock[sure | ~has_sure].sort_values("ts")
+
+
 def offsets(clock: pd.DataFrame | None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per process (`client_id`): the times of its usable rounds and their offsets."""
     if clock is None or clock.empty:
         return {}
-    out = {}
-    for client, rounds in clock.sort_values("ts").groupby("client_id", sort=False):
-        sure = rounds[rounds["rtt_s"] / 2 <= UNCERTAINTY_LIMIT_S]
-        use = sure if len(sure) else rounds
-        out[str(client)] = (use["ts"].to_numpy(dtype=float),
-                            use["offset_s"].to_numpy(dtype=float))
-    return out
+    return {str(client): (rounds["ts"].to_numpy(dtype=float),
+                          rounds["offset_s"].to_numpy(dtype=float))
+            for client, rounds in usable(clock).groupby("client_id", sort=False)}
 
 
 def align(frame: pd.DataFrame, clock: pd.DataFrame | None,
@@ -73,8 +77,9 @@ def window_row(events: pd.DataFrame | None, clock: pd.DataFrame | None,
     near = (w.start - ROUND_EVERY_S, w.end + ROUND_EVERY_S)
     offset_ms = uncertainty_ms = float("nan")
     if clock is not None and not clock.empty:
-        ts = clock["ts"].to_numpy(dtype=float)
-        rounds = clock[(ts >= near[0]) & (ts <= near[1])]
+        trusted = usable(clock)
+        ts = trusted["ts"].to_numpy(dtype=float)
+        rounds = trusted[(ts >= near[0]) & (ts <= near[1])]
         if len(rounds):
             offset_ms = float(rounds["offset_s"].abs().max() * 1e3)
             uncertainty_ms = float(rounds["rtt_s"].max() / 2 * 1e3)

@@ -16,6 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from specload import __version__
+from specload.clocks import Measurement, usable
 from specload.manifest import ArmEntry, Manifest, RepEntry, WorkerClock, WorkerEvent, utc_now
 from specload.records import CLOCK_SUFFIX, EVENTS_SUFFIX
 from specload.scenario import Arm, Scenario
@@ -62,18 +63,22 @@ def _csv_rows(path: Path) -> list[dict[str, str]]:
 
 
 def worker_clocks(prefix: Path) -> list[WorkerClock]:
-    """Each worker process's clock over a repeat, from `<prefix>_clock.csv`."""
-    rounds: dict[str, list[tuple[float, float]]] = {}
+    """Each worker process's clock over a repeat, from `<prefix>_clock.csv`: its usable
+    rounds (`clocks.usable`) summarised, and how many doubtful ones were left out."""
+    rounds: dict[str, list[Measurement]] = {}
     for row in _csv_rows(Path(f"{prefix}{CLOCK_SUFFIX}")):
-        rounds.setdefault(row["client_id"], []).append(
-            (float(row["offset_s"]), float(row["rtt_s"])))
+        rounds.setdefault(row["client_id"], []).append(Measurement(
+            float(row["ts"]), float(row["offset_s"]), float(row["rtt_s"]),
+            int(row["exchanges"])))
     out = []
     for client, found in rounds.items():
-        offsets = sorted(o for o, _ in found)
+        used = usable(found)
+        offsets = sorted(m.offset_s for m in used)
         out.append(WorkerClock(
             client_id=client, offset_s=offsets[(len(offsets) - 1) // 2],
             offset_min_s=offsets[0], offset_max_s=offsets[-1],
-            uncertainty_max_s=max(r for _, r in found) / 2, rounds=len(found)))
+            uncertainty_max_s=max(m.uncertainty_s for m in used), rounds=len(used),
+            doubtful_rounds=len(found) - len(used)))
     return out
 
 

@@ -143,6 +143,24 @@ def test_rounds_go_to_the_clock_file_and_the_live_rungs(master, tmp_path: Path) 
     assert float(event["since"]) == pytest.approx(T + 1.02, abs=0.01)
 
 
+def test_a_busy_moment_is_measured_again_and_only_a_busy_spell_is_told(
+        master, tmp_path: Path) -> None:
+    watch = WorkerWatch(master)
+    watch.tick(T)
+    w = watch.workers["w-ahead"]
+    watch.finish_round(w, [Exchange(T + 1, T + 4.0002, T + 4.0002, T + 1.0004)])
+    w.next_round = T + 11
+    for i in range(3):  # every exchange 40 ms late: uncertain by 20 ms
+        t1 = T + 2 + i
+        watch.finish_round(w, [Exchange(t1, t1 + 3.04, t1 + 3.04, t1 + 0.04)])
+        assert w.next_round == pytest.approx(t1 + 0.02 + 1.0)  # again in a second
+        assert watch.live.offsets["w-ahead"] == pytest.approx(3.0)  # the sure one holds
+    assert len(read(tmp_path / "run_clock.csv")) == 4
+    (event,) = read(tmp_path / "run_events.csv")
+    assert event["event"] == "clock_uncertain" and "3 rounds in a row" in event["detail"]
+    assert float(event["since"]) == pytest.approx(T + 2.02)
+
+
 def test_a_worker_that_never_answers_is_taken_as_it_is(master, tmp_path: Path) -> None:
     watch = WorkerWatch(master)
     watch.tick(T)
