@@ -34,8 +34,33 @@ class _Entry(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+class WorkerClock(_Entry):
+    """One worker process's clock against the master's during a repeat (seconds; offset =
+    worker clock minus master clock, from the rounds in `<prefix>_clock.csv` that the
+    report uses: the sure ones, if any)."""
+
+    client_id: str
+    offset_s: float  # the median round's
+    offset_min_s: float
+    offset_max_s: float
+    uncertainty_max_s: float  # the worst round's round trip / 2
+    rounds: int
+    doubtful_rounds: int = 0  # uncertain rounds left out (a busy moment each)
+
+
+class WorkerEvent(_Entry):
+    """Something the master noticed about a worker (`records.EVENT_KINDS`), at `ts`
+    (epoch s, master's clock)."""
+
+    ts: float
+    client_id: str
+    event: str
+    detail: str = ""
+
+
 class RepEntry(_Entry):
-    """One repeat of one arm: its folder (relative to the run folder) and how it ended."""
+    """One repeat of one arm: its folder (relative to the run folder) and how it ended,
+    and, in distributed runs, its workers' clocks and what happened to them."""
 
     rep: int = 1
     dir: str
@@ -43,6 +68,8 @@ class RepEntry(_Entry):
     started: str | None = None
     finished: str | None = None
     error: str | None = None
+    clocks: list[WorkerClock] = Field(default_factory=list)
+    worker_events: list[WorkerEvent] = Field(default_factory=list)
 
 
 class ArmEntry(_Entry):

@@ -11,6 +11,8 @@ report can parse for a whole file at once.
 from __future__ import annotations
 
 import dataclasses
+import os
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +29,9 @@ LOCUST_HISTORY_SUFFIX = "_stats_history.csv"
 LOCUST_FAILURES_SUFFIX = "_failures.csv"
 # Each rung's figures as the run computed them once the rung was complete (JSON lines).
 LIVE_SUFFIX = "_live.jsonl"
+# What the master measured and noticed about its workers (distributed runs only).
+CLOCK_SUFFIX = "_clock.csv"
+EVENTS_SUFFIX = "_events.csv"
 # The simulated server's ground truth (`sim/trace.py`), next to a sim arm's Locust files.
 SERVER_TRACE_NAME = "server_trace.jsonl"
 LEGACY_SERVER_TRACE_NAME = "sim_trace.jsonl"  # as specload 0.1 named it
@@ -43,6 +48,21 @@ SERVER_METRICS_COLUMNS = ("ts", "metric", "value")
 CLIENT_STATS_COLUMNS = ("ts", "client_id", "cpu_percent", "lag_p50_ms", "lag_p99_ms", "users",
                         "lag_samples", "lag_late", "chunks", "in_flight")
 CLIENT_LAG_LIMIT_MS = 10.0
+# One row per clock round per worker process (`specload.clocks`): when it was measured
+# (master's clock), the process (`client_id` as in the request rows) and its Locust
+# node id, the offset (worker clock minus master clock) and the round trip of the best
+# of `exchanges` exchanges. The report subtracts the offset from the process's times.
+CLOCK_COLUMNS = ("ts", "client_id", "node", "offset_s", "rtt_s", "exchanges")
+# What the master noticed about a worker process, at `ts` (master's clock), for a problem
+# that began at `since`; `detail` is one sentence for the console and the report.
+EVENTS_COLUMNS = ("ts", "client_id", "node", "event", "since", "detail")
+EVENT_KINDS = (
+    "lost",  # no heartbeat for a few seconds: Locust marked the worker missing
+    "back",  # a worker marked missing sent heartbeats again
+    "clock_uncertain",  # its offset is known to worse than clocks.UNCERTAINTY_LIMIT_S
+    "clock_jump",  # its offset moved between two rounds (the clock was stepped)
+    "clock_unmeasured",  # it never answered a clock round: its times are taken as they are
+)
 
 # Error kinds recorded in `error_kind`; "" means the request succeeded.
 ERROR_KINDS = (
@@ -115,6 +135,12 @@ def _cell(value: object) -> object:
     if isinstance(value, float):
         return round(value, 3)
     return value
+
+
+def client_id() -> str:
+    """The `client_id` of the calling load process: its host name and process id."""
+    # computed at each call, not at import: `--processes` forks after the imports
+    return f"{socket.gethostname()}-{os.getpid()}"
 
 
 def rungs_path(prefix: str | Path) -> Path:

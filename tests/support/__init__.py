@@ -3,9 +3,10 @@
 `sims` starts `specload sim` through the project's own launcher, `locust_runs` runs
 headless Locust against a server, `sweeps` writes scenarios and runs `specload sweep`
 in the foreground or the background, `workers` runs `specload worker` as a load machine
-would, `e2e` holds the one shared end-to-end sweep, `deploy` renders and checks the
-container and Kubernetes files, and `fixtures` turns these into pytest fixtures
-(registered by tests/conftest.py).
+would, `netns` makes test hosts out of network namespaces on one machine, `e2e` holds
+the one shared end-to-end sweep, `deploy` renders and checks the container and
+Kubernetes files, and `fixtures` turns these into pytest fixtures (registered by
+tests/conftest.py).
 """
 
 from pathlib import Path

@@ -43,7 +43,9 @@ def write_prefix(prefix: Path, reqs: Sequence[records.RequestRecord],
                  rungs: Sequence[tuple[int, int, float, float, float]] | None = None,
                  server: Sequence[tuple[float, str, float]] | None = None,
                  client: Sequence[tuple[Any, ...]] | None = None,
-                 history: Sequence[Sequence[Any]] | None = None) -> Path:
+                 history: Sequence[Sequence[Any]] | None = None,
+                 clock: Sequence[tuple[Any, ...]] | None = None,
+                 events: Sequence[tuple[Any, ...]] | None = None) -> Path:
     """Write the run files of one Locust prefix; returns the prefix."""
     prefix.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame([r.row() for r in reqs], columns=list(records.REQUEST_COLUMNS)).to_csv(
@@ -53,6 +55,8 @@ def write_prefix(prefix: Path, reqs: Sequence[records.RequestRecord],
         (server, records.SERVER_METRICS_SUFFIX, records.SERVER_METRICS_COLUMNS),
         (client, records.CLIENT_STATS_SUFFIX, records.CLIENT_STATS_COLUMNS),
         (history, records.LOCUST_HISTORY_SUFFIX, HISTORY_COLUMNS),
+        (clock, records.CLOCK_SUFFIX, records.CLOCK_COLUMNS),
+        (events, records.EVENTS_SUFFIX, records.EVENTS_COLUMNS),
     ):
         if rows is not None:
             pd.DataFrame(list(rows), columns=list(columns)).to_csv(f"{prefix}{suffix}",

@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -121,11 +121,13 @@ def steps_done(arm_dir: Path) -> int:
 class BackgroundSweep:
     """A `specload sweep` subprocess with its output in a file."""
 
-    def __init__(self, args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, args: list[str], cwd: Path, env: dict[str, str] | None = None,
+                 wrapper: Sequence[str] = ()) -> None:
+        """`wrapper` runs it elsewhere, e.g. `ip netns exec NS` on a test host."""
         self.out = cwd / f"sweep-{time.monotonic_ns()}.out"
         with self.out.open("w") as fh:
             self.proc = subprocess.Popen(
-                sweep_cmd(*args), cwd=cwd, stdout=fh, stderr=subprocess.STDOUT,
+                [*wrapper, *sweep_cmd(*args)], cwd=cwd, stdout=fh, stderr=subprocess.STDOUT,
                 start_new_session=True, env=env)
         self.cwd = cwd
 

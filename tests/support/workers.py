@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import psutil
@@ -30,13 +31,16 @@ class SpecloadWorker:
     """A `specload worker` subprocess with its console output in a file."""
 
     def __init__(self, folder: Path, port: int, processes: int = 2,
-                 master_host: str = "127.0.0.1") -> None:
+                 master_host: str = "127.0.0.1", wrapper: Sequence[str] = (),
+                 env: dict[str, str] | None = None) -> None:
+        """`wrapper` runs it elsewhere (`ip netns exec NS`); `env` adds variables."""
         self.port = port
         self.out = folder / f"worker-{time.monotonic_ns()}.out"
         with self.out.open("w") as fh:
             self.proc = subprocess.Popen(
-                worker_cmd(master_host, port, processes), cwd=folder, stdout=fh,
-                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+                [*wrapper, *worker_cmd(master_host, port, processes)], cwd=folder, stdout=fh,
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                env={**os.environ, **(env or {})})
 
     def text(self) -> str:
         return self.out.read_text()

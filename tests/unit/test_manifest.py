@@ -9,7 +9,7 @@ import pytest
 
 from specload.errors import UserError
 from specload.manifest import ArmEntry, Manifest, RepEntry, read_manifest, write_manifest
-from specload.runner.manifest import new_manifest
+from specload.runner.manifest import new_manifest, worker_clocks, worker_events
 from specload.scenario import parse_scenario
 
 RAW = {
@@ -92,3 +92,27 @@ def test_not_a_manifest_is_one_line(tmp_path: Path, text: str) -> None:
         read_manifest(tmp_path)
     with pytest.raises(UserError, match="not a sweep folder"):
         read_manifest(tmp_path / "nope")
+
+
+def test_a_repeat_records_its_workers_clocks_and_events(tmp_path: Path) -> None:
+    prefix = tmp_path / "locust"
+    assert worker_clocks(prefix) == [] and worker_events(prefix) == []
+    Path(f"{prefix}_clock.csv").write_text(
+        "ts,client_id,node,offset_s,rtt_s,exchanges\n"
+        "10.0,h-1,n1,3.000100,0.000400,5\n20.0,h-1,n1,3.000300,0.012000,5\n"
+        "30.0,h-1,n1,3.000200,0.000600,5\n10.1,h-2,n2,-0.000050,0.000300,5\n")
+    Path(f"{prefix}_events.csv").write_text(
+        "ts,client_id,node,event,since,detail\n"
+        "20.0,h-1,n1,clock_uncertain,20.0,\"clock offset +3000.3 ms uncertain, by 6 ms\"\n")
+    one, two = worker_clocks(prefix)
+    # the round uncertain by 6 ms is left out, as the report leaves it out
+    assert (one.client_id, one.rounds, one.doubtful_rounds) == ("h-1", 2, 1)
+    assert (one.offset_s, one.offset_min_s, one.offset_max_s) == (3.0001, 3.0001, 3.0002)
+    assert one.uncertainty_max_s == pytest.approx(0.0003)
+    assert (two.client_id, two.offset_s) == ("h-2", -0.00005)
+    (event,) = worker_events(prefix)
+    assert (event.ts, event.event) == (20.0, "clock_uncertain")
+    rep = RepEntry(dir="a", clocks=[one, two], worker_events=[event])
+    again = RepEntry.model_validate_json(rep.model_dump_json())
+    assert again == rep
+    assert RepEntry.model_validate({"dir": "a"}).clocks == []  # a manifest from before

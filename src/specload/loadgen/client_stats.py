@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import os
-import socket
 import time
 from typing import IO, Any
 
@@ -25,8 +24,14 @@ from locust import events
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
+from specload.loadgen import clock
 from specload.loadgen.inflight import IN_FLIGHT
-from specload.records import CLIENT_LAG_LIMIT_MS, CLIENT_STATS_COLUMNS, CLIENT_STATS_SUFFIX
+from specload.records import (
+    CLIENT_LAG_LIMIT_MS,
+    CLIENT_STATS_COLUMNS,
+    CLIENT_STATS_SUFFIX,
+    client_id,
+)
 
 MESSAGE_TYPE = "specload_client_stats"
 PROBE_INTERVAL_S = 0.010
@@ -81,7 +86,7 @@ class ClientProbe:
         users = runner.user_count if runner is not None else 0
         late = sum(1 for lag in lags if lag > CLIENT_LAG_LIMIT_MS)
         chunks, self._chunks = IN_FLIGHT.chunks - self._chunks, IN_FLIGHT.chunks
-        row = [round(time.time(), 3), self.client_id, self._process.cpu_percent(None),
+        row = [round(clock.now(), 3), self.client_id, self._process.cpu_percent(None),
                round(p50, 3), round(p99, 3), users, len(lags), late, chunks, IN_FLIGHT.count]
         if runner is not None:
             runner.send_message(MESSAGE_TYPE, row)
@@ -111,10 +116,6 @@ _probe: ClientProbe | None = None
 _writer: ClientStatsWriter | None = None
 
 
-def _client_id() -> str:
-    return f"{socket.gethostname()}-{os.getpid()}"
-
-
 @events.init.add_listener
 def _on_init(environment: Environment, **_: Any) -> None:
     global _writer
@@ -135,7 +136,7 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     if isinstance(environment.runner, MasterRunner):
         return
     if _probe is None:
-        _probe = ClientProbe(environment, _client_id())
+        _probe = ClientProbe(environment, client_id())
     _probe.start()
 
 

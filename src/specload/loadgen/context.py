@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import os
 import random
-import socket
 import ssl
 import sys
 import urllib.error
@@ -37,6 +36,7 @@ from locust.runners import LocalRunner, WorkerRunner
 from specload.errors import UserError
 from specload.loadgen.options import RunOptions
 from specload.prompts import Prompt, PromptOrder, load_prompts
+from specload.records import client_id
 from specload.workload import LengthSpec, PromptBuilder
 
 MODELS_PATH = "/v1/models"
@@ -56,8 +56,7 @@ class ProcessContext:
     def __init__(self, environment: Environment) -> None:
         self.env = environment
         self.opts = RunOptions.from_env(environment)
-        # computed here, not at import: `--processes` forks after importing the locustfile
-        self.client_id = f"{socket.gethostname()}-{os.getpid()}"
+        self.client_id = client_id()
         index, share_count = _share(environment)
         prompts = load_prompts(self.opts.prompts)
         self._order = PromptOrder(prompts, self.opts.seed, index, share_count)

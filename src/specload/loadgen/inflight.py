@@ -12,11 +12,12 @@ its latencies and its tokens. One registry per process (`IN_FLIGHT`).
 
 from __future__ import annotations
 
-import time
 from itertools import count
 
 import gevent
 from gevent.event import Event
+
+from specload.loadgen import clock
 
 
 class InFlight:
@@ -47,7 +48,7 @@ class InFlight:
 
     def watermark(self) -> float:
         """The oldest send time still in flight, or now when nothing is."""
-        return min(self._starts.values(), default=time.time())
+        return min(self._starts.values(), default=clock.now())
 
     def drain(self, seq: int) -> None:
         """Stop starting requests (those in flight finish)."""

@@ -12,13 +12,20 @@ running and every row is written. Complete rungs are appended to `<prefix>_live.
 the files with the report's own code, in its own process: the load processes stay
 free of that work and of pandas. The shape also asks how many requests that started at
 or after a time have completed, and whether a drain is over.
+
+Windows are on the master's clock, and a worker's rows and states on its own: the
+master's worker watch (`worker_watch.py`) measures each worker's offset and the live
+rungs subtract it. A worker whose offset is not measured yet counts as one that has
+not reported (no rung completes without it) and its rows wait until the offset is
+known, so a wrong clock can neither finalise a rung early nor hold it back. Workers that
+Locust marks missing (a lost load machine) are left out, so a lost worker delays a rung
+by the few seconds Locust takes to notice, not for ever.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -27,6 +34,7 @@ import orjson
 from locust.env import Environment
 from locust.runners import STATE_MISSING, MasterRunner, WorkerRunner
 
+from specload.loadgen import clock
 from specload.loadgen.inflight import IN_FLIGHT
 from specload.records import LIVE_SUFFIX, REQUEST_COLUMNS
 
@@ -65,9 +73,13 @@ class ProcessState:
         return cls(float(data["ts"]), float(data["watermark"]), int(data["in_flight"]),
                    int(data["drain_seq"]))
 
+    def on_master_clock(self, offset: float) -> ProcessState:
+        """The state with its times moved from a clock `offset` s ahead of the master's."""
+        return replace(self, ts=self.ts - offset, watermark=self.watermark - offset)
+
 
 def local_state() -> ProcessState:
-    return ProcessState(time.time(), IN_FLIGHT.watermark(), IN_FLIGHT.count,
+    return ProcessState(clock.now(), IN_FLIGHT.watermark(), IN_FLIGHT.count,
                         IN_FLIGHT.drain_seq)
 
 
@@ -78,7 +90,11 @@ class LiveRungs:
         self.env = environment
         self.flush: Callable[[], None] = lambda: None  # the requests file's, by the recorder
         self.rows: list[tuple[float, float, bool]] = []  # start, end, succeeded
+        # by Locust node id: each process's last state, as sent (on its own clock), and
+        # each worker's clock offset (kept across tests: measured from its connection on)
         self.states: dict[str, ProcessState] = {}
+        self.offsets: dict[str, float] = {}
+        self._unplaced: dict[str, list[list[Any]]] = {}  # rows of workers not measured yet
         self.pending: list[Span] = []
         self.final: list[dict[str, Any]] = []
         self.active = False  # a ladder shape runs: rows are kept (else never)
@@ -96,6 +112,7 @@ class LiveRungs:
         """A new test: forget the previous one; final rungs go to `<prefix>_live.jsonl`."""
         # (not `active`: Locust ticks the shape, which sets it, before test_start fires)
         self.rows, self.states, self.pending, self.final = [], {}, [], []
+        self._unplaced = {}
         self._kept_from = 0.0
         self._path = Path(csv_prefix + LIVE_SUFFIX) if csv_prefix else None
         if self._path is not None:
@@ -104,16 +121,31 @@ class LiveRungs:
 
     # -- inputs ---------------------------------------------------------------------------
 
-    def add_rows(self, rows: Iterable[list[Any]]) -> None:
+    def add_rows(self, rows: Iterable[list[Any]], node: str = LOCAL) -> None:
+        """Request rows from one load process (`node`: its Locust node id)."""
         if not self.active:
             return
+        if node == LOCAL:
+            offset = 0.0
+        elif node in self.offsets:
+            offset = self.offsets[node]
+        else:
+            self._unplaced.setdefault(node, []).extend(rows)
+            return
         kept = self._kept_from
-        self.rows.extend((float(r[_START]), float(r[_END]),
+        self.rows.extend((float(r[_START]) - offset, float(r[_END]) - offset,
                           not r[_ERROR_KIND] and not r[_INTERRUPTED])
-                         for r in rows if float(r[_END]) >= kept)
+                         for r in rows if float(r[_END]) - offset >= kept)
 
-    def update(self, client: str, state: ProcessState) -> None:
-        self.states[client] = state
+    def update(self, node: str, state: ProcessState) -> None:
+        self.states[node] = state
+
+    def set_offset(self, node: str, offset: float) -> None:
+        """A worker's clock is `offset` s ahead of this process's (its latest measurement)."""
+        self.offsets[node] = offset
+        waiting = self._unplaced.pop(node, None)
+        if waiting:
+            self.add_rows(waiting, node)
 
     def add_window(self, window: Span) -> None:
         """A rung's measure window has closed; its figures follow once it is complete."""
@@ -125,9 +157,15 @@ class LiveRungs:
         runner = self.env.runner
         if isinstance(runner, MasterRunner):
             ids = [c.id for c in runner.clients.all if c.state != STATE_MISSING]
-            return [self.states.get(i) for i in ids]
+            return [self._on_master_clock(i) for i in ids]
         self.states[LOCAL] = local_state()
         return [self.states[LOCAL]]
+
+    def _on_master_clock(self, node: str) -> ProcessState | None:
+        state, offset = self.states.get(node), self.offsets.get(node)
+        if state is None or offset is None:
+            return None
+        return state.on_master_clock(offset)
 
     def complete_until(self) -> float:
         """Every request that started before this time has ended and been received."""

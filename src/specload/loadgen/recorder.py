@@ -43,7 +43,7 @@ from locust.runners import (
 )
 
 from specload.loadgen.inflight import IN_FLIGHT
-from specload.loadgen.live import LiveRungs, ProcessState, local_state
+from specload.loadgen.live import LOCAL, LiveRungs, ProcessState, local_state
 from specload.loadgen.options import RunOptions
 from specload.records import REQUEST_COLUMNS, REQUESTS_SUFFIX, RequestRecord
 
@@ -204,7 +204,7 @@ class Recorder:
     def _on_rows_message(self, environment: Environment, msg: Any, **_: Any) -> None:
         data = msg.data
         if data["rows"]:
-            self._write(data["rows"])
+            self._write(data["rows"], msg.node_id)
         self.live.update(msg.node_id, ProcessState.from_message(data["state"]))
 
     def _on_done_message(self, environment: Environment, msg: Any, **_: Any) -> None:
@@ -226,8 +226,9 @@ class Recorder:
         deadline = time.monotonic() + timeout
         while self._waiting and time.monotonic() < deadline:
             self._answered.wait(0.2)
-            # a worker that quit meanwhile sent its rows before its "quit" message
-            self._waiting &= {c.id for c in runner.clients.all}
+            # a worker that quit meanwhile sent its rows before its "quit" message; one
+            # marked missing (a lost load machine) will send nothing more
+            self._waiting &= {c.id for c in runner.clients.all if c.state != STATE_MISSING}
         if self._waiting:
             log.warning("no final request rows from %d worker(s) within %.0f s: %s",
                         len(self._waiting), timeout, ", ".join(sorted(self._waiting)))
@@ -248,8 +249,8 @@ class Recorder:
             self._writer.writerow(REQUEST_COLUMNS)
             self._created = True
 
-    def _write(self, rows: list[list[Any]]) -> None:
-        self.live.add_rows(rows)
+    def _write(self, rows: list[list[Any]], node: str = LOCAL) -> None:
+        self.live.add_rows(rows, node)
         if self._file is None:
             if not self._enabled:
                 return

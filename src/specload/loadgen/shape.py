@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import csv
 import logging
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,7 @@ from specload.ladder import (
     spawn_rate,
     start,
 )
+from specload.loadgen import clock as process_clock
 from specload.loadgen.inflight import IN_FLIGHT
 from specload.loadgen.live import LiveRungs, Span
 from specload.loadgen.recorder import MSG_DRAIN
@@ -117,7 +117,7 @@ def ladder_plan(opts: Any) -> tuple[list[RungPlan], float]:
 class LadderShape(LoadTestShape):
     """Walk the ladder (see the module docstring); stop after the drain."""
 
-    def __init__(self, clock: Callable[[], float] = time.time,
+    def __init__(self, clock: Callable[[], float] = process_clock.now,
                  live: LiveRungs | None = None) -> None:
         self._now = clock
         self._live_given = live

@@ -26,8 +26,9 @@ Exact per-request figures (TTFT, E2E, TPOT, chunk timings and tokens) go to
 A user starts its next request when the process has no socket waiting to be read
 (`start_gate`), which keeps arrival stamps exact when many streams end at once.
 Importing this module also starts every load process's CPU and event-loop-lag probe
-(`client_stats`, so any locustfile with these users writes `_client_stats.csv`) and
-makes geventhttpclient's keep-alive check non-yielding (`keepalive`).
+(`client_stats`, so any locustfile with these users writes `_client_stats.csv`), the
+master's watch over its workers' clocks and liveness (`worker_watch`), and makes
+geventhttpclient's keep-alive check non-yielding (`keepalive`).
 """
 
 from __future__ import annotations
@@ -47,8 +48,9 @@ from locust.exception import CatchResponseError, StopUser
 
 from specload.errors import UserError
 from specload.loadgen import client_stats as _client_stats  # noqa: F401  (CPU/lag probe)
-from specload.loadgen import keepalive, tls
+from specload.loadgen import clock, keepalive, tls
 from specload.loadgen import options as _options  # noqa: F401  (registers the arguments)
+from specload.loadgen import worker_watch as _worker_watch  # noqa: F401  (clocks, lost workers)
 from specload.loadgen.chunks import DONE, MalformedChunk, error_message_from_body, parse_chunk
 from specload.loadgen.context import ModelDiscoveryError, ProcessContext
 from specload.loadgen.inflight import IN_FLIGHT
@@ -167,7 +169,7 @@ class StreamingUser(FastHttpUser):
         headers = self._headers
         if ctx.request_id_header:
             headers = {**headers, ctx.request_id_header: out.request_id}
-        start = time.time()
+        start = clock.now()
         tally = StreamTally(start)
         key = IN_FLIGHT.begin(start)
         try:
@@ -282,7 +284,7 @@ class StreamingUser(FastHttpUser):
         self.recorder.add(RequestRecord(
             request_id=out.request_id, client_id=ctx.client_id, seq=out.seq,
             user_id=self.user_id,
-            endpoint=self.endpoint, category=prompt.category, start=start, end=time.time(),
+            endpoint=self.endpoint, category=prompt.category, start=start, end=clock.now(),
             status=out.status, ttft_ms=measured.ttft_ms, e2e_ms=measured.e2e_ms,
             tpot_ms=measured.tpot_ms, output_tokens=measured.output_tokens,
             prompt_tokens=measured.prompt_tokens, tokens_source=measured.tokens_source,
@@ -411,7 +413,7 @@ def _error_body(resp: Any) -> str:
 
 
 def _elapsed_ms(tally: StreamTally) -> float:
-    return (time.time() - tally.t0) * 1e3
+    return (clock.now() - tally.t0) * 1e3
 
 
 def _read_body_end(reader: LineReader) -> None:

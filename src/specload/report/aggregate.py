@@ -1,10 +1,11 @@
 """Per arm x rung metrics: measure every repeat, then combine repeats with their spread.
 
 `measure_rep` reads one repeat's files and returns one row per rung (client, server,
-client-process and Locust cross-check columns). Repeats are measured in parallel
-processes (reading and parsing dominate and are CPU-bound), then `combine_reps`
-averages them per arm and concurrency: rates and percentiles are means over repeats,
-counts are sums, and output tok/s also gets its min, max and standard deviation.
+client-process, workers' clocks and losses, and Locust cross-check columns). Repeats
+are measured in parallel processes (reading and parsing dominate and are CPU-bound),
+then `combine_reps` averages them per arm and concurrency: rates and percentiles are
+means over repeats, counts are sums, and output tok/s also gets its min, max and
+standard deviation.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from specload import records
-from specload.report import client_metrics, client_stats, ground_truth, server_metrics
+from specload.report import client_metrics, client_stats, clock, ground_truth, server_metrics
 from specload.report.run_files import ArmSource, RepSource, RunSource, read_rep
 from specload.report.windows import rung_windows
 
@@ -32,12 +33,14 @@ SUMMARY_COLUMNS = (
     "itl_chunk_p50_ms", "itl_token_p50_ms", "e2e_p50_ms", "tokens_per_chunk",
     "achieved_concurrency", "server_output_tok_s", "accept_len_mean", "accept_rate",
 )
-SUM_COLUMNS = ("requests", "requests_started", "failures", "interrupted", "timeouts")
+SUM_COLUMNS = ("requests", "requests_started", "failures", "interrupted", "timeouts",
+               "workers_lost", "clock_problems")
 SPREAD_COLUMN = "output_tok_s"
 # Below this many bytes of request records, worker processes cost more than they save.
 PARALLEL_MIN_BYTES = 20_000_000
 # Columns kept per repeat only (they make no sense averaged).
-_REP_ONLY = ("rep", "window_start", "failures_by_kind", "window_source", "top_failure")
+_REP_ONLY = ("rep", "window_start", "failures_by_kind", "window_source", "top_failure",
+             "lost_detail", "clock_detail")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +58,8 @@ def measure_rep(job: RepJob) -> pd.DataFrame:
     table = client_metrics.measure(data.requests, windows)
     server = server_metrics.index_metrics(data.server)
     extra = pd.DataFrame([server_metrics.server_row(server, w)
-                          | client_stats.client_row(data.client, w) for w in windows])
+                          | client_stats.client_row(data.client, w)
+                          | clock.window_row(data.events, data.clock, w) for w in windows])
     extra["trace_tok_s"] = ground_truth.trace_tok_s(job.rep.prefix, windows)
     table = pd.concat([table, extra], axis=1)
     table["trace_ratio"] = table["output_tok_s"] / table["trace_tok_s"]
@@ -104,7 +108,7 @@ def combine_reps(per_rep: pd.DataFrame, arms: Sequence[ArmSource]) -> pd.DataFra
                if c not in (*keys, *_REP_ONLY) and pd.api.types.is_numeric_dtype(per_rep[c])]
     grouped = per_rep.groupby(keys, sort=False)
     means = grouped[[c for c in numeric if c not in SUM_COLUMNS]].mean()
-    sums = grouped[list(SUM_COLUMNS)].sum()
+    sums = grouped[[c for c in SUM_COLUMNS if c in per_rep]].sum()
     spread = grouped[SPREAD_COLUMN].agg(["min", "max", "std", "count"])
     spread.columns = [f"{SPREAD_COLUMN}_{c}" for c in ("min", "max", "std")] + ["reps"]
     kinds = grouped["failures_by_kind"].agg(lambda s: _merge_kinds(list(s)))

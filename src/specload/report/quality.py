@@ -6,7 +6,10 @@ achieved concurrency more than 10% under target (saying when backoff after failu
 held it down); a saturated or starved load generator; too few completed requests for
 latencies (saying why: the window's cap, requests still running); tokens counted from
 chunks where that can undercount, or estimated for requests cut short; a client figure
-more than 1% away from the simulator's own trace. When most requests of a rung failed,
+more than 1% away from the simulator's own trace; a load process lost during the window
+(its requests in flight and last rows are missing, and the rung ran short of users until
+Locust restarted them elsewhere); a worker's clock offset that was uncertain or jumped
+near the window (its rows may sit a few ms off). When most requests of a rung failed,
 the failures are the story: warnings about the client or the window stay quiet. Per
 pair: token-count mismatch between arms that ran with ignore_eos. Per arm: what the
 runner noticed (e.g. a model the server does not list).
@@ -132,9 +135,25 @@ def _trace(row: Any, where: str) -> Iterator[tuple[str, str]]:
                                  "off (a busy load generator or machine)")
 
 
+def _workers(row: Any, where: str) -> Iterator[tuple[str, str]]:
+    lost = int(_get(row, "workers_lost", 0))
+    if lost:
+        yield "worker_lost", (f"{where}: {lost} load process(es) lost during the window "
+                              f"({_get(row, 'lost_detail', '')}): their requests in flight "
+                              "and up to a second of rows are missing, and the rung ran with "
+                              "fewer users until Locust restarted them on the other workers")
+
+
+def _clock(row: Any, where: str) -> Iterator[tuple[str, str]]:
+    if int(_get(row, "clock_problems", 0)):
+        yield "clock", (f"{where}: a worker's clock was doubtful near the window "
+                        f"({_get(row, 'clock_detail', '')}); its rows were put on the "
+                        "master's clock as well as it was measured")
+
+
 # Checks that stay quiet when most of a rung's requests failed (failures explain it).
 _QUIET_WHEN_FAILING: tuple[Check, ...] = (_concurrency, _client, _latency_samples)
-_ALWAYS: tuple[Check, ...] = (_failures, _tokens, _trace)
+_ALWAYS: tuple[Check, ...] = (_failures, _tokens, _trace, _workers, _clock)
 
 
 def _rung_warnings(row: Any, multi_rep: bool) -> Iterator[dict[str, Any]]:
@@ -142,7 +161,7 @@ def _rung_warnings(row: Any, multi_rep: bool) -> Iterator[dict[str, Any]]:
     ctx = {"arm": row.arm, "concurrency": int(row.concurrency), "rep": int(row.rep)}
     total = row.requests + row.failures
     failing = bool(total) and row.failures / total > FAILURES_EXPLAIN
-    checks = _ALWAYS if failing else (_failures, *_QUIET_WHEN_FAILING, _tokens, _trace)
+    checks = _ALWAYS if failing else (_failures, *_QUIET_WHEN_FAILING, *_ALWAYS[1:])
     for check in checks:
         for kind, message in check(row, where):
             yield _warning(kind, message, **ctx)
@@ -233,6 +252,8 @@ _DIGEST_TITLES = {
     "trace_mismatch": "client tok/s more than 1% from the simulator's trace",
     "tokens_estimated": "tokens estimated for requests cut before their usage came",
     "tokens_from_chunks": "tokens counted from chunks (no usage reported)",
+    "worker_lost": "a load process was lost mid-rung (its last rows and users missing)",
+    "clock": "a worker's clock offset was uncertain or jumped",
 }
 
 

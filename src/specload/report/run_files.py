@@ -6,7 +6,8 @@ prefix `locust`); a scenario
 folder of such runs (the latest, by its UTC timestamp name, is reported); a folder
 without a manifest (every `*_requests.csv` below it is one arm, `<arm>/rep-N/` folders
 are repeats); or a single Locust `--csv` prefix from a web-UI or plain `locust` run.
-Discovery returns a `RunSource` (what to read); `read_rep` reads one prefix's files.
+Discovery returns a `RunSource` (what to read); `read_rep` reads one prefix's files,
+with every load process's times moved to the master's clock (`report/clock.py`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from specload import records
 from specload.engines import resolve_engine
 from specload.errors import UserError
 from specload.manifest import MANIFEST, Manifest, read_manifest
+from specload.report import clock
 
 SWEEP_PREFIX_NAME = "locust"
 _REP_DIR = re.compile(r"^rep-(\d+)$")
@@ -35,6 +37,7 @@ _FLOAT_COLS = ("start", "end", "ttft_ms", "e2e_ms", "tpot_ms", "backoff_ms", "pr
 _INT_COLS = ("status", "output_tokens", "num_chunks", "interrupted")
 _CHUNK_COLS = ("chunk_gaps_us", "chunk_tokens")
 _STR_COLS = ("endpoint", "tokens_source", "finish_reason", "error_kind", "error", *_CHUNK_COLS)
+_CATEGORY_COLS = ("client_id",)  # few values, many rows
 # Cells read as missing: pandas' default list, so old and new readers agree.
 _NULL_VALUES = ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan",
                 "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a",
@@ -84,6 +87,8 @@ class RepData:
     server: pd.DataFrame | None
     client: pd.DataFrame | None
     history: pd.DataFrame | None
+    clock: pd.DataFrame | None = None  # workers' clock rounds (distributed runs)
+    events: pd.DataFrame | None = None  # what the master noticed about its workers
 
 
 def role_from_name(name: str) -> str:
@@ -204,20 +209,23 @@ def _header(path: Path) -> list[str]:
 
 
 def read_requests(prefix: Path) -> pd.DataFrame:
-    """The request records of a prefix, with the types the report needs.
+    """The request records of a prefix, with the types the report needs, their times on
+    the master's clock.
 
     Read by Arrow's multithreaded CSV reader, only the columns the report uses. The
-    chunk columns stay Arrow strings (never a Python object per row); the other text
-    columns are plain Python strings, empty where the file has none.
+    chunk columns stay Arrow strings (never a Python object per row); `client_id` is a
+    categorical; the other text columns are plain Python strings, empty where the file
+    has none.
     """
     path = Path(f"{prefix}{records.REQUESTS_SUFFIX}")
     header = _header(path)
     missing = {"start", "end", "output_tokens", "chunk_gaps_us"} - set(header)
     if missing:
         raise UserError(f"{path} lacks the column(s) {', '.join(sorted(missing))}")
-    wanted = [c for c in (*_FLOAT_COLS, *_INT_COLS, *_STR_COLS) if c in header]
+    wanted = [c for c in (*_FLOAT_COLS, *_INT_COLS, *_STR_COLS, *_CATEGORY_COLS)
+              if c in header]
     types = {c: pa.float64() for c in (*_FLOAT_COLS, *_INT_COLS)}  # ints may be empty
-    types.update({c: pa.string() for c in _STR_COLS})
+    types.update({c: pa.string() for c in (*_STR_COLS, *_CATEGORY_COLS)})
     try:
         table = pa_csv.read_csv(
             path,
@@ -228,7 +236,7 @@ def read_requests(prefix: Path) -> pd.DataFrame:
         )
     except (OSError, pa.ArrowException) as exc:
         raise UserError(f"{path} cannot be read as a requests file: {exc}") from exc
-    return _frame(table)
+    return clock.align(_frame(table), read_clock(prefix), ("start", "end"))
 
 
 def _frame(table: pa.Table) -> pd.DataFrame:
@@ -247,6 +255,9 @@ def _frame(table: pa.Table) -> pd.DataFrame:
         text = pc.fill_null(table[col], "") if col in have else pa.repeat("", table.num_rows)
         df[col] = pd.Series(pd.arrays.ArrowExtensionArray(text)) if col in _CHUNK_COLS else (
             text.to_numpy(zero_copy_only=False).astype(object))
+    for col in _CATEGORY_COLS:
+        text = pc.fill_null(table[col], "") if col in have else pa.repeat("", table.num_rows)
+        df[col] = text.dictionary_encode().to_pandas()
     return df
 
 
@@ -264,16 +275,33 @@ def frame_from_rows(rows: list[list[object]]) -> pd.DataFrame:
 
     table = pa.table(
         {c: column(c, pa.float64()) for c in (*_FLOAT_COLS, *_INT_COLS)}
-        | {c: column(c, pa.string()) for c in _STR_COLS})
+        | {c: column(c, pa.string()) for c in (*_STR_COLS, *_CATEGORY_COLS)})
     return _frame(table)
+
+
+def read_clock(prefix: Path) -> pd.DataFrame | None:
+    """The workers' clock rounds of a prefix (`records.CLOCK_COLUMNS`), if any."""
+    return _read_optional(Path(f"{prefix}{records.CLOCK_SUFFIX}"), dtype={"client_id": str})
+
+
+def read_events(prefix: Path) -> pd.DataFrame | None:
+    """What the master noticed about its workers (`records.EVENTS_COLUMNS`), if anything."""
+    return _read_optional(Path(f"{prefix}{records.EVENTS_SUFFIX}"),
+                          dtype={"client_id": str, "detail": str})
 
 
 def read_rep(prefix: Path) -> RepData:
     """Read every file a prefix has; only the requests file is required."""
+    rounds = read_clock(prefix)
+    client = _read_optional(Path(f"{prefix}{records.CLIENT_STATS_SUFFIX}"))
+    if client is not None:
+        client = clock.align(client, rounds, ("ts",))
     return RepData(
         requests=read_requests(prefix),
         rungs=_read_optional(records.rungs_path(prefix)),
         server=_read_optional(Path(f"{prefix}{records.SERVER_METRICS_SUFFIX}")),
-        client=_read_optional(Path(f"{prefix}{records.CLIENT_STATS_SUFFIX}")),
+        client=client,
         history=_read_optional(Path(f"{prefix}{records.LOCUST_HISTORY_SUFFIX}")),
+        clock=rounds,
+        events=read_events(prefix),
     )

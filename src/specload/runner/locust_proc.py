@@ -4,7 +4,8 @@ The runner never imports Locust (it monkey-patches the interpreter with gevent);
 runs `python -m locust -f <packaged locustfile> --headless --csv PREFIX
 --csv-full-history --host URL` with the ladder, the request settings and the load
 mode: one process, `--processes N` on this machine, or a master (`--master
---expect-workers N --master-bind-host H`) that workers started elsewhere connect to.
+--expect-workers N --master-bind-host H`) that workers started elsewhere connect to;
+with workers, the users of a lost one restart on the others (`--enable-rebalancing`).
 Locust's exit status is made independent of request failures (`--exit-code-on-error
 0`), so a non-zero status means Locust itself failed. Its log goes to a file in the arm
 folder; stopping sends SIGINT to Locust (it then stops the users, collects the workers'
@@ -80,19 +81,25 @@ def request_args(req: RequestSettings) -> list[str]:
     return args
 
 
+# A worker that stops sending heartbeats is marked missing after ~4 s; only with this
+# option does Locust 2.47's master dispatch its users again at once over the remaining
+# workers (`MasterRunner.heartbeat_worker`), instead of at the next rung.
+REBALANCE = "--enable-rebalancing"
+
+
 def load_mode_args(mode: LoadMode) -> list[str]:
     """Locust options for the load mode: master/workers, local processes, or neither."""
     if mode.workers:
         return ["--master", "--expect-workers", str(mode.workers),
                 "--master-bind-host", mode.master_bind_host,
                 "--master-bind-port", str(mode.master_bind_port),
-                "--expect-workers-max-wait", str(mode.workers_wait_s)]
+                "--expect-workers-max-wait", str(mode.workers_wait_s), REBALANCE]
     if mode.processes not in (None, 1):
         # Locust's implicit master would listen on every interface at 5557: keep it on
         # loopback, on a free port so that concurrent sweeps do not collide.
         port = str(free_port())
         return ["--processes", str(mode.processes), "--master-bind-host", "127.0.0.1",
-                "--master-bind-port", port, "--master-port", port]
+                "--master-bind-port", port, "--master-port", port, REBALANCE]
     return []
 
 

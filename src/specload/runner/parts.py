@@ -7,10 +7,11 @@ files so the report sees one complete set: rungs (renumbered to their index in
 the full ladder, which the increasing ladder makes unambiguous), per-request rows,
 client stats and Locust's stats history are appended; Locust's failure table is merged
 by summing occurrences; the simulator's trace (when the arm has one) is appended to the
-repeat's trace, so that it matches the repeat's request rows. Locust's aggregate
-`_stats.csv` cannot be merged from percentiles, so each part keeps its own in its part
-folder. Rows are only ever appended; every row carries absolute epoch times, so nothing
-needs shifting.
+repeat's trace, so that it matches the repeat's request rows; the workers' clock rounds
+and events are appended too. Locust's aggregate `_stats.csv` cannot be merged from
+percentiles, so each part keeps its own in its part folder. Rows are only ever appended;
+every row carries absolute epoch times and its process's `client_id` (the key of its
+clock rounds), so nothing needs shifting.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from pathlib import Path
 
 from specload.records import (
     CLIENT_STATS_SUFFIX,
+    CLOCK_SUFFIX,
+    EVENTS_SUFFIX,
     LOCUST_FAILURES_SUFFIX,
     LOCUST_HISTORY_SUFFIX,
     REQUESTS_SUFFIX,
@@ -29,7 +32,8 @@ from specload.records import (
     rungs_path,
 )
 
-APPENDED_SUFFIXES = (REQUESTS_SUFFIX, CLIENT_STATS_SUFFIX, LOCUST_HISTORY_SUFFIX)
+APPENDED_SUFFIXES = (REQUESTS_SUFFIX, CLIENT_STATS_SUFFIX, LOCUST_HISTORY_SUFFIX,
+                     CLOCK_SUFFIX, EVENTS_SUFFIX)
 
 
 def _read_rows(path: Path) -> tuple[list[str], list[list[str]]]:

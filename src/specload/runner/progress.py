@@ -5,7 +5,10 @@ The Locust process appends a line to `<prefix>_live.jsonl` once a rung is comple
 `loadgen/live.py`). For each new line this module reads the requests file and computes
 the rung's figures with the report's own function (`client_metrics.measure`), so the
 tok/s, TTFT and failures a progress line shows are the table's; it formats them with
-elapsed time and an estimate of the time left, and judges an arm by its failures.
+elapsed time and an estimate of the time left, and judges an arm by its failures. In a
+distributed run it also tells what the master noticed about its workers (a lost
+worker, a doubtful clock: `<prefix>_events.csv`), once per worker and kind of clock
+problem.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from specload.records import LIVE_SUFFIX, LOCUST_FAILURES_SUFFIX
+from specload.records import EVENTS_SUFFIX, LIVE_SUFFIX, LOCUST_FAILURES_SUFFIX
 
 # An arm where more than this share of requests failed is marked failed.
 FAILED_ARM_SHARE = 0.5
@@ -36,6 +39,34 @@ def live_lines(prefix: Path) -> list[dict[str, Any]]:
     except FileNotFoundError:
         return []
     return [orjson.loads(line) for line in text.split(b"\n")[:-1] if line.strip()]
+
+
+class WorkerEvents:
+    """New lines of a run's `<prefix>_events.csv`, as console lines; a clock problem is
+    told once per worker and kind (the report lists every one)."""
+
+    def __init__(self, prefix: Path) -> None:
+        self.path = Path(f"{prefix}{EVENTS_SUFFIX}")
+        self._seen = 0
+        self._told: set[tuple[str, str]] = set()
+
+    def new_lines(self, label: str) -> list[str]:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        complete = text[:text.rfind("\n") + 1]
+        rows = list(csv.DictReader(complete.splitlines()))
+        out = []
+        for row in rows[self._seen:]:
+            key = (row["client_id"], row["event"])
+            if key in self._told:
+                continue
+            if row["event"].startswith("clock_"):
+                self._told.add(key)
+            out.append(f"[{label}] warning: worker {row['client_id']}: {row['detail']}")
+        self._seen = len(rows)
+        return out
 
 
 FIGURES = ("output_tok_s", "requests", "requests_started", "failures", "top_failure",

@@ -47,9 +47,12 @@ class SimOptions:
     host: str = "127.0.0.1"
     port: int = 0
     extra_args: Sequence[str] = field(default_factory=tuple)
+    # what runs the command, e.g. `ip netns exec NS` for a server on another test host
+    wrapper: Sequence[str] = field(default_factory=tuple)
 
     def command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "specload.cli", "sim", "--profile", self.profile,
+        cmd = [*self.wrapper, sys.executable, "-m", "specload.cli", "sim",
+               "--profile", self.profile,
                "--spec", self.spec, "--host", self.host, "--port", str(self.port),
                "--seed", str(self.seed)]
         if self.k is not None:

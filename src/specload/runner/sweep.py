@@ -51,10 +51,11 @@ from specload.runner.locust_proc import (
     locust_command,
     worker_command,
 )
-from specload.runner.manifest import new_manifest
+from specload.runner.manifest import new_manifest, worker_clocks, worker_events
 from specload.runner.metrics_scrape import MetricsSampler
 from specload.runner.parts import finished_users, merge_part
 from specload.runner.progress import (
+    WorkerEvents,
     arm_failure,
     fmt_s,
     live_lines,
@@ -167,9 +168,12 @@ def _watch(
     if sweep.mode.workers:
         deadline += sweep.mode.workers_wait_s
     rungs: list[dict[str, Any]] = []  # each complete rung with its figures
+    events = WorkerEvents(run_prefix)
     next_health = time.monotonic() + HEALTH_EVERY_S
     while True:
         code = locust.poll()
+        for line in events.new_lines(label):
+            say(line)
         for line in live_lines(run_prefix)[len(rungs):]:
             rungs.append(rung_figures(run_prefix, line))
             say(progress_line(label, rungs[-1], sweep.scenario.ladder,
@@ -240,6 +244,7 @@ def run_rep(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> None:
         server.stop()
         if run_prefix != prefix:
             merge_part(run_prefix, prefix, sweep.scenario.ladder)
+        rep.clocks, rep.worker_events = worker_clocks(prefix), worker_events(prefix)
 
 
 def _start_server(sweep: Sweep, server: ArmServer, arm_entry: ArmEntry, rep_dir: Path,

@@ -42,6 +42,9 @@ def test_each_rung_warning() -> None:
     assert _kinds(chunk_counted_share=0.5, tokens_per_chunk=1.0) == []
     assert _kinds(estimated_token_share=0.04) == ["tokens_estimated"]
     assert _kinds(client_cpu_max=float("nan"), trace_ratio=float("nan")) == []
+    assert _kinds(workers_lost=1, lost_detail="w-1 last heard 2.0 s into the window") == [
+        "worker_lost"]
+    assert _kinds(clock_problems=2, clock_detail="w-1: clock offset jumped") == ["clock"]
 
 
 def _messages(**changes: object) -> list[str]:

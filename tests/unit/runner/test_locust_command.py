@@ -62,6 +62,7 @@ def test_processes_and_master_modes() -> None:
     assert cmd[cmd.index("--processes") + 1] == "4"
     assert cmd[cmd.index("--master-bind-host") + 1] == "127.0.0.1"
     assert cmd[cmd.index("--master-bind-port") + 1] == cmd[cmd.index("--master-port") + 1]
+    assert "--enable-rebalancing" in cmd  # a lost worker's users restart on the others
     dist = scenario(distributed={"workers": 3, "master_bind_host": "0.0.0.0",
                                  "master_bind_port": 6000})
     mode = LoadMode.from_scenario(dist)
@@ -70,6 +71,7 @@ def test_processes_and_master_modes() -> None:
     assert "--master --expect-workers 3 --master-bind-host 0.0.0.0 --master-bind-port 6000" \
         in joined
     assert "--expect-workers-max-wait 300" in joined
+    assert "--enable-rebalancing" in cmd
     assert worker_command(mode).startswith("specload worker ")
     assert worker_command(mode).endswith(" --port 6000 --processes N")
     assert "0.0.0.0" not in worker_command(mode)

@@ -39,6 +39,8 @@ def test_merge_appends_rows_renumbers_rungs_and_sums_failures(tmp_path: Path) ->
     write_csv(Path(f"{part}_failures.csv"), FAIL,
               [["POST", "chat", "cut", 3], ["POST", "chat", "http 500", 1]])
     write_csv(Path(f"{part}_client_stats.csv"), ["ts", "cpu_percent"], [[21, 50]])
+    write_csv(Path(f"{main}_clock.csv"), ["ts", "client_id"], [[11, "h-1"]])
+    write_csv(Path(f"{part}_clock.csv"), ["ts", "client_id"], [[21, "h-2"]])
 
     merge_part(part, main, [1, 2, 5, 10])
 
@@ -51,3 +53,5 @@ def test_merge_appends_rows_renumbers_rungs_and_sums_failures(tmp_path: Path) ->
     # a file the main run never wrote is created with its header
     assert read_csv(Path(f"{main}_client_stats.csv")) == [["ts", "cpu_percent"], ["21", "50"]]
     assert finished_users(main) == [1, 5, 10]
+    # each part's workers keep their own clock rounds, found by client_id
+    assert read_csv(Path(f"{main}_clock.csv"))[1:] == [["11", "h-1"], ["21", "h-2"]]

@@ -7,6 +7,7 @@ from pathlib import Path
 import orjson
 
 from specload.runner.progress import (
+    WorkerEvents,
     arm_failure,
     failure_text,
     fmt_s,
@@ -64,3 +65,22 @@ def test_an_arm_fails_when_most_requests_failed_or_none_got_through(tmp_path: Pa
     none = [{**LINE, "requests": 0, "failures": 0}]
     assert arm_failure(none, prefix) == ("no request completed in any rung: "
                                          "GET /v1/models: GET /v1/models: HTTP 404")
+
+
+EVENTS_HEADER = "ts,client_id,node,event,since,detail\n"
+
+
+def test_worker_events_are_told_once_per_worker_and_clock_problem(tmp_path: Path) -> None:
+    events = WorkerEvents(tmp_path / "locust")
+    assert events.new_lines("a") == []
+    path = tmp_path / "locust_events.csv"
+    path.write_text(EVENTS_HEADER
+                    + "1.0,h-7,n7,clock_uncertain,1.0,clock offset +3.0 ms uncertain\n"
+                    + "2.0,h-8,n8,lost,0.5,\"lost: no heartbeat for 4.5 s, Locust marked it")
+    assert events.new_lines("a") == [
+        "[a] warning: worker h-7: clock offset +3.0 ms uncertain"]  # not the half line
+    with path.open("a") as fh:
+        fh.write(" missing\"\n11.0,h-7,n7,clock_uncertain,11.0,again\n")
+    assert events.new_lines("a") == [
+        "[a] warning: worker h-8: lost: no heartbeat for 4.5 s, Locust marked it missing"]
+    assert events.new_lines("a") == []
