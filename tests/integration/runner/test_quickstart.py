@@ -19,7 +19,7 @@ from tests.support.sweeps import counter_rate, read_csv, read_manifest, run_dir_
 @pytest.mark.slow
 def test_quickstart_sweep_and_report(tmp_path: Path, run_sweep) -> None:
     t0 = time.monotonic()
-    res = run_sweep(str(REPO / "scenarios" / "quickstart.yaml"), "--out", "out", timeout=480)
+    res = run_sweep(str(REPO / "scenarios" / "quickstart.yaml"), "--out", "out", timeout=420)
     print(f"quickstart sweep + report took {time.monotonic() - t0:.0f} s")
     assert res.returncode == 0, res.stdout + res.stderr
     run_dir = tmp_path / run_dir_of(res.stdout)
@@ -54,6 +54,16 @@ def test_quickstart_sweep_and_report(tmp_path: Path, run_sweep) -> None:
     predicted = find_crossover(
         ladder, [a.output_tok_s / b.output_tok_s
                  for a, b in zip(curve["on"], curve["off"], strict=True)])
-    measured = json.loads((run_dir / "summary.json").read_text())["pairs"][0]["crossover"]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    measured = summary["pairs"][0]["crossover"]
     assert measured["verdict"] == predicted.verdict == "crosses", (measured, predicted)
     assert (measured["below"], measured["above"]) == (predicted.below, predicted.above)
+
+    # a new user's first screen: no data-quality warning, latencies at every rung
+    assert summary["warnings"] == [], summary["warnings"]
+    assert "warning" not in res.stdout.lower(), res.stdout
+    min_requests = manifest["scenario"]["min_requests"]
+    for row in summary["summary"]:
+        assert row["requests"] >= min_requests, row
+        for key in ("ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "itl_token_p50_ms"):
+            assert isinstance(row[key], float) and row[key] > 0, (key, row)
