@@ -20,7 +20,9 @@ def scenario(distributed: dict | None) -> dict:
         "warmup_s": 2,
         "measure_s": 3,
         "request": {"max_tokens": 16, "ignore_eos": True},
-        "arms": [{"name": "spec-on", "sim": {"profile": "seed-glm", "spec": "on"}}],
+        # a profile that runs all 250 at once: seed-glm's 16-request cap would queue
+        # them, and the rung (then the drain) would wait for the queue to turn over
+        "arms": [{"name": "spec-on", "sim": {"profile": "h100-llama8b-eagle3", "spec": "on"}}],
     }
     if distributed:
         data["distributed"] = distributed

@@ -23,7 +23,7 @@ from tests.support.sweeps import read_csv, read_manifest, run_dir_of
 FLAVOURS = ("vllm", "sglang", "llamacpp", "llama-cpp-python", "tgi", "ollama")
 OVER_TLS = ("vllm", "llamacpp")
 WITH_METRICS = ("vllm", "sglang", "tgi")
-LADDER = [1, 4, 16]
+LADDER = [1, 8]
 
 
 def _arm(flavor: str, spec: str, tls_files) -> dict:
@@ -41,7 +41,7 @@ def matrix(tmp_path_factory: pytest.TempPathFactory, tls_files) -> Path:
 
     folder = tmp_path_factory.mktemp("flavours")
     scenario = write_scenario(folder, {
-        "name": "flavours", "ladder": LADDER, "warmup_s": 0.5, "measure_s": 2.5,
+        "name": "flavours", "ladder": LADDER, "warmup_s": 0.5, "measure_s": 2,
         "min_requests": 0, "drain_s": 30,
         "request": {"max_tokens": 16, "ignore_eos": True, "continuous_usage": False,
                     "ca_bundle": str(tls_files.ca)},
