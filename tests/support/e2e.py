@@ -23,7 +23,7 @@ SCENARIO: dict[str, Any] = {
     "warmup_s": 1,
     "measure_s": 3,
     "min_requests": 5,
-    "max_measure_s": 6,
+    "max_measure_s": 10,
     "request": {"max_tokens": 24, "ignore_eos": True, "temperature": 0, "seed": 0},
     "arms": [{"name": "spec-on", "sim": {"profile": "seed-glm", "spec": "on", "trace": True}},
              {"name": "spec-off", "sim": {"profile": "seed-glm", "spec": "off",
