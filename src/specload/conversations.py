@@ -7,19 +7,24 @@ ShareGPT as people have them: a JSON array of `{"conversations": [{"from": "huma
 "value": ...}, {"from": "gpt", "value": ...}, ...]}`, or JSON lines with one such entry
 per line (the built-in set, `data/conversations.jsonl`, made by
 `scripts/gen_conversations.py`, is that, with a `category` per entry). Entries without
-a human turn are skipped; errors name the file and the entry or line. Pure: no clock.
+a human turn are skipped; errors name the file and the entry or line. `SessionDeck`
+deals one load process's sessions: conversations in the seeded shared order
+(`prompts.PromptOrder`), how many turns each runs, and the think times between them.
+Pure: no I/O but the file, no clock.
 """
 
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from specload.errors import UserError
-from specload.prompts import BUILTIN_NAME, json_array, read_text, sharegpt_turns
+from specload.prompts import BUILTIN_NAME, PromptOrder, json_array, read_text, sharegpt_turns
+from specload.workload import LengthSpec, ThinkTime
 
 BUILTIN_FILE = "data/conversations.jsonl"
 
@@ -78,3 +83,31 @@ def _conversation(entry: Any, where: str) -> Conversation | None:
     if not isinstance(category, str) or not category:
         raise UserError(f"{where}: `category` must be a non-empty string")
     return Conversation(users, category, system)
+
+
+class SessionDeck:
+    """Sessions for one load process: share `index` of `count` of the seeded order."""
+
+    def __init__(self, conversations: list[Conversation], seed: int, think: ThinkTime,
+                 turns: LengthSpec | None = None, index: int = 0, count: int = 1) -> None:
+        self._order = PromptOrder(conversations, seed, index, count)
+        self._rng = random.Random(f"sessions-{seed}-{index}")
+        self.think = think
+        self.turns = turns
+
+    def deal(self) -> tuple[Conversation, int]:
+        """The next conversation and how many of its turns the session runs."""
+        conversation = self._order.next()
+        n = len(conversation.turns)
+        if self.turns is not None:
+            n = min(n, self.turns.sample(self._rng))
+        return conversation, n
+
+    def pause(self) -> float:
+        """A think time, in seconds."""
+        return self.think.sample(self._rng)
+
+    def first_pause(self) -> float:
+        """A new user's wait before its first turn: a random part of one think time, so
+        users that start together do not send together."""
+        return self.pause() * self._rng.random()

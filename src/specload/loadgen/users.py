@@ -167,7 +167,11 @@ class StreamingUser(FastHttpUser):
         return ctx
 
     @task
+    def _task(self) -> None:
+        self.generate()  # Locust keeps this function object: subclasses override generate
+
     def generate(self) -> None:
+        """One request: the next prompt, closed loop."""
         IN_FLIGHT.park_while_draining()
         ctx = self.ctx or self._setup()
         waited = self._backoff.wait()
