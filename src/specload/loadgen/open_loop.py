@@ -7,12 +7,12 @@ The process's users are a pool of at most `--max-in-flight` (Locust spreads them
 the processes): each takes the next arrival, sleeps until it is due and sends, with the
 scheduled time in its record, so latency can be measured from the schedule as well as
 from the send. No start is ever dropped: an arrival due while every user of the pool is
-busy waits for the first one free and is recorded as late because of the cap
-(`late_by = cap`); one whose user woke late is late because of the client
-(`late_by = client`, the process was short of CPU). Sends skip the start gate: the
-schedule, not an idle event loop, decides when a request goes. With `--arrival-unit
-sessions` an arrival is a whole chat session (`OpenSessionUser`): its turns follow
-one another with think times, and the pool caps sessions rather than requests.
+sending an earlier one waits for the first one free and is recorded as late because of
+the cap (`late_by = cap`); any other late start is the client's (`late_by = client`:
+the process woke late, short of CPU, or had not spawned its pool yet). Sends skip the
+start gate: the schedule, not an idle event loop, decides when a request goes. With
+`--arrival-unit sessions` an arrival is a whole chat session (`OpenSessionUser`): its
+turns follow one another with think times, and the pool caps sessions, not requests.
 """
 
 from __future__ import annotations
@@ -44,11 +44,12 @@ IDLE_S = 0.5  # how long a user without an arrival waits before asking again
 class ArrivalQueue:
     """This process's planned arrival times (epoch s), taken in order by its users."""
 
-    __slots__ = ("_loaded", "_times")
+    __slots__ = ("_loaded", "_times", "sending")
 
     def __init__(self) -> None:
         self._times: deque[float] = deque()
         self._loaded = Event()
+        self.sending = 0  # users of this process sending an arrival (request or session)
 
     def load(self, times: Sequence[float]) -> None:
         self._times = deque(times)
@@ -89,10 +90,15 @@ class OpenLoopUser(ChatStreamUser):
             gevent.sleep(IDLE_S)
             return
         wait = due - time.time()
+        pool = self.environment.runner.target_user_count
+        cap_late = -wait * 1e3 > LATE_LIMIT_MS and ARRIVALS.sending >= pool - 1
         if wait > 0:
             gevent.sleep(wait)
-        tags = Tags(scheduled=due, cap_late=-wait * 1e3 > LATE_LIMIT_MS)
-        self.arrive(ctx, model, tags)
+        ARRIVALS.sending += 1
+        try:
+            self.arrive(ctx, model, Tags(scheduled=due, cap_late=cap_late))
+        finally:
+            ARRIVALS.sending -= 1
 
     def arrive(self, ctx: ProcessContext, model: str, tags: Tags) -> None:
         self.stream(ctx, ctx.next_prompt(), model, tags=tags)
