@@ -51,6 +51,9 @@ class RateShape(LadderShape):
 
     def reset_time(self) -> None:
         super().reset_time()
+        windows = getattr(self, "_windows", None)
+        if windows and windows[0].warmup_start > self._now():
+            return  # Locust's master resets again at its first spawn: keep the plan it sent
         self._windows: list[RateWindow] | None = None
         self._written = 0
         self._drain_start: float | None = None

@@ -229,7 +229,9 @@ def run_rep(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> None:
             tls=sweep.tls).start()
         cmd = locust_command(sweep.scenario, url, run_prefix, missing, sweep.mode)
         suffix = f" (resuming {len(missing)} missing rungs)" if done else ""
-        say(f"[{label}] {url} ready; running C={','.join(map(str, missing))}{suffix}")
+        steps = "rates " if sweep.scenario.workload.kind == "open" else "C="
+        say(f"[{label}] {url} ready; running {steps}{','.join(f'{m:g}' for m in missing)}"
+            f"{suffix}")
         if sweep.mode.workers:
             say(f"[{label}] waiting for {sweep.mode.workers} workers: {worker_command(sweep.mode)}")
         locust = LocustProcess(cmd, rep_dir / "locust.log")

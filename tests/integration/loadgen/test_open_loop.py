@@ -2,7 +2,8 @@
 
 - The achieved arrival rate in every measure window is within 2% of the target, and
   the gaps between sends pass a KS test for the chosen process (Poisson: exponential;
-  gamma with cv 0.5: Erlang of shape 4), and fail it for the other one.
+  gamma with cv 0.5: Erlang of shape 4), and fail it for the other one; with two load
+  processes as with one.
 - Starts held back are recorded as late, never dropped: by the cap when the pool is
   too small for a slow server, by the client when its load process is starved of CPU
   (`tests/support/cpu_burner.py`); the report says which held the rate down.
@@ -43,12 +44,15 @@ def windows(run) -> list[tuple[float, float, float]]:
 def test_rate_and_inter_arrival_times(fake_stream_server, locust_run, kind, rates, cdf,
                                       other) -> None:
     url = fake_stream_server("--step-ms", "2")
-    extra = ["--arrivals", kind, "--arrival-cv", "0.5"] if kind == "gamma" else []
+    # the gamma run is split over two load processes: together they send the one plan
+    extra = ["--arrivals", kind, "--arrival-cv", "0.5", "--processes", "2"] \
+        if kind == "gamma" else []
     run = locust_run("open.py", url, name=kind, extra=rate_args(
         ",".join(f"{r:g}" for r in rates), MEASURE_S, *extra))
     assert run.returncode == 0, run.output[-3000:]
     rows = run.requests()
     assert all(r["error_kind"] == "" and r["scheduled"] for r in rows)
+    assert len({r["client_id"] for r in rows}) == (2 if kind == "gamma" else 1)
     starts = sorted(float(r["start"]) for r in rows)
     for (t0, t1, rate), target in zip(windows(run), rates, strict=True):
         assert rate == target

@@ -65,3 +65,16 @@ def test_a_bad_rate_ladder_stops_the_run(tmp_path: Path, caplog: pytest.LogCaptu
     shape, _, _ = make(tmp_path, rates="5,2")
     assert shape.tick() is None
     assert "the rates must increase" in caplog.text
+
+
+def test_a_second_reset_before_the_plan_starts_keeps_the_plan(tmp_path: Path) -> None:
+    shape, clock, _ = make(tmp_path)
+    shape.tick()
+    first = ARRIVALS.take()
+    shape.reset_time()  # what Locust's master does again at its first spawn
+    shape.tick()
+    assert ARRIVALS.remaining == 2 * 5 + 5 * 5 - 1 and ARRIVALS.take() > first
+    clock.now = T0 + 100  # long after: a new test in the web UI plans afresh
+    shape.reset_time()
+    shape.tick()
+    assert ARRIVALS.remaining == 2 * 5 + 5 * 5
