@@ -18,7 +18,6 @@ turns follow one another with think times, and the pool caps sessions, not reque
 from __future__ import annotations
 
 import logging
-import time
 from collections import deque
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -30,6 +29,7 @@ from locust.env import Environment
 from locust.runners import WorkerRunner
 
 from specload.arrivals import ArrivalPlan, share
+from specload.loadgen import clock
 from specload.loadgen.context import ProcessContext
 from specload.loadgen.inflight import IN_FLIGHT
 from specload.loadgen.sessions import SessionRunner, _deck
@@ -89,7 +89,7 @@ class OpenLoopUser(ChatStreamUser):
         if due is None:
             gevent.sleep(IDLE_S)
             return
-        wait = due - time.time()
+        wait = due - clock.now()
         pool = self.environment.runner.target_user_count
         cap_late = -wait * 1e3 > LATE_LIMIT_MS and ARRIVALS.sending >= pool - 1
         if wait > 0:

@@ -2,7 +2,8 @@
 
 The shape makes the arrival plan (`specload.arrivals`) from `--rates`, `--warmup`,
 `--measure`, `--arrivals`, `--arrival-cv` and `--seed`, starts it a moment after the
-first tick (`LEAD_S`: the pool spawns and each load process gets its share) and keeps
+first tick (`LEAD_S`: the pool spawns and each load process gets its share, its start
+moved to the process's own clock by the offset the master measured) and keeps
 the pool of `--max-in-flight` users running: the arrivals, not the user count, make
 the load. Each rung runs its warmup and measure window exactly (arrivals do not wait
 for the server); as each measure window ends it is appended to the rungs file
@@ -82,9 +83,13 @@ class RateShape(LadderShape):
         if not isinstance(runner, MasterRunner):
             load_share(plan, t0)
             return
+        live = self._live()
+        offsets = live.offsets if live is not None else {}
         workers = sorted(c.id for c in runner.clients.all if c.state != STATE_MISSING)
         for index, worker in enumerate(workers):
-            runner.send_message(MSG_PLAN, {"plan": plan.as_message(), "t0": t0,
+            # the worker keeps the schedule on its own clock
+            start = t0 + offsets.get(worker, 0.0)
+            runner.send_message(MSG_PLAN, {"plan": plan.as_message(), "t0": start,
                                            "share": [index, len(workers)]}, client_id=worker)
 
     def tick(self) -> tuple[int, float] | None:

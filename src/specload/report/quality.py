@@ -94,8 +94,10 @@ def _concurrency(row: Any, where: str) -> Iterator[tuple[str, str]]:
 
 
 def _rate(row: Any, where: str) -> Iterator[tuple[str, str]]:
+    if not _open_loop(row):
+        return
     planned = row.arrivals_planned / row.window_s  # the target rate, rounded to arrivals
-    if not _open_loop(row) or row.achieved_rate >= (1 - RATE_SHORTFALL) * planned:
+    if row.achieved_rate >= (1 - RATE_SHORTFALL) * planned:
         return
     cap, client = _get(row, "late_cap_share", 0.0), _get(row, "late_client_share", 0.0)
     unsent = row.arrivals_planned - row.arrivals_sent

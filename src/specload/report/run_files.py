@@ -238,7 +238,7 @@ def read_requests(prefix: Path) -> pd.DataFrame:
         )
     except (OSError, pa.ArrowException) as exc:
         raise UserError(f"{path} cannot be read as a requests file: {exc}") from exc
-    return clock.align(_frame(table), read_clock(prefix), ("start", "end"))
+    return clock.align(_frame(table), read_clock(prefix), ("start", "end", "scheduled"))
 
 
 def _frame(table: pa.Table) -> pd.DataFrame:
