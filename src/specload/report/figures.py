@@ -263,9 +263,13 @@ def rate_speedup(pairs: Sequence[RatePair]) -> go.Figure:
                      "arrayminus": table["speedup"] - table["band_lo"]},
             hovertemplate=f"{name}<br>rate=%{{x}}/s<br>speedup: %{{y:.3f}}×<extra></extra>"))
         rate = pair.crossover.c_star
-        if rate is not None:
-            fig.add_vline(x=rate, line={"color": colour, "dash": "dot", "width": 1},
-                          annotation_text=f"rate* = {rate:.3g}/s")
+        if rate is not None:  # a marker, not an annotation: those misplace on log axes
+            fig.add_trace(go.Scatter(
+                x=[rate], y=[1.0], mode="markers+text", name=f"rate* = {rate:.3g}/s ({name})",
+                marker={"color": colour, "size": 14, "symbol": "x"},
+                text=[f"rate* = {rate:.3g}/s"], textposition="top right",
+                hovertemplate="rate* = %{x:.3g}/s (interpolated in log rate)<extra></extra>"))
+            fig.add_vline(x=rate, line={"color": colour, "dash": "dot", "width": 1})
     fig.add_hline(y=1.0, line={"color": "black", "dash": "dash", "width": 1})
     return _layout(fig, "Speedup of speculative decoding per arrival rate (spec-off / "
                    "spec-on mean E2E from the schedule)", "speedup (×)", x_title=RATE_AXIS)
