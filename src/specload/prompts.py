@@ -6,9 +6,11 @@ acceptance depends on the kind of text. A JSON-lines file has one object per lin
 `prompt` (a string) or `messages` (OpenAI chat messages), and optional `max_tokens` and
 `category`. A ShareGPT file is a JSON array of `{"conversations": [{"from": "human",
 "value": ...}, ...]}`; the first human turn is the prompt. Errors name the file and the
-line (JSONL) or entry (ShareGPT). `PromptOrder` is a seeded permutation walked as one
-global sequence that load processes share round-robin, so the requests' prompts are the
-same for every arm and do not depend on how many workers there are.
+line (JSONL) or entry (ShareGPT); `read_text` and `sharegpt_turns` serve the
+multi-turn loader (`conversations.py`) too. `PromptOrder` is a seeded permutation walked
+as one global sequence that load processes share round-robin, so the requests' prompts
+(or conversations) are the same for every arm and do not depend on how many workers
+there are.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import random
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any, Generic, TypeVar
 
 from specload.errors import UserError
 
@@ -44,16 +47,20 @@ def load_prompts(path: str | None) -> list[Prompt]:
     if not path or path == BUILTIN_NAME:
         text = resources.files("specload").joinpath("data/prompts.jsonl")
         return parse_jsonl(text.read_text(encoding="utf-8"), "built-in prompts")
-    file = Path(path)
-    try:
-        content = file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot read prompt file {path}: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-    if file.suffix == ".jsonl":
+    content = read_text(path, "prompt")
+    if Path(path).suffix == ".jsonl":
         return parse_jsonl(content, path)
     return parse_sharegpt(content, path)
+
+
+def read_text(path: str, what: str) -> str:
+    """A UTF-8 file's text; UserError naming the file (and `what` it is) otherwise."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot read {what} file {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
 
 
 def parse_jsonl(content: str, source: str) -> list[Prompt]:
@@ -75,27 +82,47 @@ def parse_jsonl(content: str, source: str) -> list[Prompt]:
 
 def parse_sharegpt(content: str, source: str) -> list[Prompt]:
     """Parse a ShareGPT JSON array; entries without a human turn are skipped."""
+    prompts: list[Prompt] = []
+    for index, entry in enumerate(json_array(content, source)):
+        turns = sharegpt_turns(entry, f"{source}: entry {index}")
+        first = next((text for role, text in turns if role == "user" and text.strip()), None)
+        if first is not None:
+            prompts.append(Prompt(({"role": "user", "content": first},), "sharegpt"))
+    if not prompts:
+        raise UserError(f"{source}: no conversation has a human turn")
+    return prompts
+
+
+def json_array(content: str, source: str) -> list[Any]:
+    """A ShareGPT file's JSON array of conversations."""
     try:
         data = json.loads(content)
     except json.JSONDecodeError as exc:
         raise UserError(f"{source}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
     if not isinstance(data, list):
         raise UserError(f"{source}: a ShareGPT file is a JSON array of conversations")
-    prompts: list[Prompt] = []
-    for index, entry in enumerate(data):
-        where = f"{source}: entry {index}"
-        turns = entry.get("conversations") if isinstance(entry, dict) else None
-        if not isinstance(turns, list):
-            raise UserError(f"{where}: missing `conversations` list")
-        for turn in turns:
-            if not isinstance(turn, dict) or not isinstance(turn.get("value"), str):
-                raise UserError(f"{where}: each turn needs `from` and a string `value`")
-            if turn.get("from") in ("human", "user") and turn["value"].strip():
-                prompts.append(Prompt(({"role": "user", "content": turn["value"]},), "sharegpt"))
-                break
-    if not prompts:
-        raise UserError(f"{source}: no conversation has a human turn")
-    return prompts
+    return data
+
+
+SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant",
+                  "assistant": "assistant", "chatgpt": "assistant", "bing": "assistant",
+                  "bard": "assistant", "system": "system"}
+
+
+def sharegpt_turns(entry: object, where: str) -> list[tuple[str, str]]:
+    """(role, text) of each turn of a ShareGPT entry, roles as in OpenAI chat messages
+    ("user", "assistant", "system"; turns of other speakers are left out)."""
+    turns = entry.get("conversations") if isinstance(entry, dict) else None
+    if not isinstance(turns, list):
+        raise UserError(f"{where}: missing `conversations` list")
+    out = []
+    for turn in turns:
+        if not isinstance(turn, dict) or not isinstance(turn.get("value"), str):
+            raise UserError(f"{where}: each turn needs `from` and a string `value`")
+        role = SHAREGPT_ROLES.get(str(turn.get("from", "")).lower())
+        if role is not None:
+            out.append((role, turn["value"]))
+    return out
 
 
 def _prompt_from_object(obj: object, where: str) -> Prompt:
@@ -129,23 +156,27 @@ def _messages(raw: object, where: str) -> tuple[dict[str, str], ...]:
     return tuple(out)
 
 
-class PromptOrder:
-    """Seeded order over `prompts`; share `index` of `count` takes every count-th position.
+T = TypeVar("T")
+
+
+class PromptOrder(Generic[T]):
+    """Seeded order over `items`; share `index` of `count` takes every count-th position.
 
     Position p of the global sequence is `perm[p % n]`, so one process (count=1) and N
-    workers together send the same prompts, and two arms with the same seed match.
+    workers together send the same prompts (or conversations), and two arms with the
+    same seed match.
     """
 
-    def __init__(self, prompts: list[Prompt], seed: int, index: int = 0, count: int = 1):
+    def __init__(self, items: list[T], seed: int, index: int = 0, count: int = 1):
         if not 0 <= index < count:
             raise ValueError(f"share index {index} outside 0..{count - 1}")
-        self.prompts = prompts
-        self._perm = random.Random(seed).sample(range(len(prompts)), len(prompts))
+        self.items = items
+        self._perm = random.Random(seed).sample(range(len(items)), len(items))
         self._pos = index
         self._step = count
 
-    def next(self) -> Prompt:
-        """The next prompt of this share."""
-        prompt = self.prompts[self._perm[self._pos % len(self._perm)]]
+    def next(self) -> T:
+        """The next item of this share."""
+        item = self.items[self._perm[self._pos % len(self._perm)]]
         self._pos += self._step
-        return prompt
+        return item

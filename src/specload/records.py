@@ -38,6 +38,9 @@ LEGACY_SERVER_TRACE_NAME = "sim_trace.jsonl"  # as specload 0.1 named it
 
 # Columns of the rungs file written by the ladder shape (times are UTC epoch seconds).
 RUNGS_COLUMNS = ("rung", "users", "warmup_start", "measure_start", "measure_end")
+# An open-loop run's rungs file adds each rung's target arrival rate (per second); its
+# `users` is the pool of users that carry the arrivals (the cap on requests in flight).
+RATE_RUNGS_COLUMNS = (*RUNGS_COLUMNS, "rate")
 # Long-format server metrics: one row per (sample time, metric name); value is the sum
 # over label sets of that metric at that time.
 SERVER_METRICS_COLUMNS = ("ts", "metric", "value")
@@ -63,6 +66,8 @@ EVENT_KINDS = (
     "clock_jump",  # its offset moved between two rounds (the clock was stepped)
     "clock_unmeasured",  # it never answered a clock round: its times are taken as they are
 )
+# Open loop: a request sent more than this after its scheduled time is a late start.
+LATE_LIMIT_MS = CLIENT_LAG_LIMIT_MS
 
 # Error kinds recorded in `error_kind`; "" means the request succeeded.
 ERROR_KINDS = (
@@ -115,6 +120,11 @@ class RequestRecord:
     chunk_tokens: str = ""  # space-separated tokens per chunk, "" when the server gave none
     backoff_ms: float = 0.0  # time the user waited after earlier failures before sending
     seq: int = 0  # the load process's n-th request (from 1): a gap means a lost row
+    session_id: str = ""  # chat sessions: the session this request is a turn of
+    turn: int = 0  # chat sessions: 1 for a session's first request, 2 for the next, ...
+    scheduled: float | None = None  # open loop: when the arrival plan said to send (epoch s)
+    late_ms: float | None = None  # open loop: send start - scheduled
+    late_by: str = ""  # open loop, started late: "cap" (every user was busy) or "client"
     extra: dict[str, object] = field(default_factory=dict, repr=False)
 
     def row(self) -> list[object]:

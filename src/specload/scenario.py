@@ -7,9 +7,12 @@ list of arms. An arm is one server under test: a built-in simulated server
 (`command: {start, stop, base_url, ready_url, ready_timeout_s}`) or an already-running
 base URL (`url:`); an arm may name its `engine:` (which the report's recommendation
 follows), and `slo: {ttft_p99_ms, tpot_p99_ms}` makes the report recommend on goodput
-within those latencies. `load_scenario` collects YAML syntax errors, unknown keys, wrong
-types, ladder mistakes, duplicate arm names, bad URLs, missing files and prompt files
-that do not parse into a single `UserError`, one line per problem, each prefixed with
+within those latencies. `workload:` says what the clients do (docs/workloads.md):
+`users` (closed loop, the default), `sessions` (multi-turn chat with think time, the
+ladder counts sessions) or `open` (arrivals at the `rates` of a rate ladder).
+`load_scenario` collects YAML syntax errors, unknown keys, wrong types, ladder
+mistakes, duplicate arm names, bad URLs, missing files and prompt or conversation
+files that do not parse into a single `UserError`, one line per problem, each prefixed with
 its key path (`arms[1].sim.spec`).
 Relative file paths (prompts, profile YAML) are resolved against the scenario's folder.
 """
@@ -32,6 +35,8 @@ from pydantic import (
     model_validator,
 )
 
+from specload.arrivals import DEFAULT_MAX_IN_FLIGHT, validate_rates
+from specload.conversations import load_conversations
 from specload.engines import Engine
 from specload.errors import UserError
 from specload.ladder import DEFAULT_LADDER, parse_ladder, validate_ladder
@@ -40,7 +45,7 @@ from specload.sim import SimConfigError
 from specload.sim.faults import DEFAULT_PARAMS as FAULT_KINDS
 from specload.sim.faults import parse_fault
 from specload.sim.profile import builtin_names
-from specload.workload import LengthError, LengthSpec
+from specload.workload import Distribution, LengthError, LengthSpec, ThinkTime
 
 BUILTIN_PROFILES = tuple(builtin_names())
 SPEC_MODES = ("on", "off", "adaptive")
@@ -106,6 +111,33 @@ def _length_from_mapping(v: dict[str, Any]) -> str:
         if kind != "fixed" else str(v["value"])
 
 
+def _distribution(v: Any, spec: type[Distribution]) -> str | None:
+    """A distribution key (text, number or mapping) as its canonical text."""
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        raise ValueError(f"expected a {spec.WHAT}, got {v!r}")
+    if isinstance(v, dict):
+        v = _length_from_mapping(v)
+    try:
+        return spec.parse(v).text()
+    except LengthError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _checked_file(v: str, info: ValidationInfo, what: str, load: Any) -> str:
+    """A file that exists and parses (so a broken file stops a sweep before any server
+    starts); its path, resolved against the scenario's folder."""
+    path = _resolve_file(v, info, what)
+    try:
+        load(path)
+    except UserError as exc:
+        # "<path>:<line>: why" or "<path>: why" -> "<what> file 'v' line <line>: why"
+        where = re.sub(r"^:(\d+):", r" line \1:", str(exc).removeprefix(path))
+        raise ValueError(f"{what} file {v!r}{where}") from None
+    return path
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -133,19 +165,8 @@ class RequestSettings(_Strict):
     output_tokens: str | None = None
     shared_prefix_tokens: int = Field(0, ge=0)
 
-    @field_validator("prompt_tokens", "output_tokens", mode="before")
-    @classmethod
-    def _length(cls, v: Any) -> str | None:
-        if v is None:
-            return None
-        if isinstance(v, bool):
-            raise ValueError(f"expected a length, got {v!r}")
-        if isinstance(v, dict):
-            v = _length_from_mapping(v)
-        try:
-            return LengthSpec.parse(v).text()
-        except LengthError as exc:
-            raise ValueError(str(exc)) from None
+    _length = field_validator("prompt_tokens", "output_tokens", mode="before")(
+        lambda v: _distribution(v, LengthSpec))
 
     @field_validator("ca_bundle")
     @classmethod
@@ -155,17 +176,7 @@ class RequestSettings(_Strict):
     @field_validator("prompts")
     @classmethod
     def _prompts_exist(cls, v: str | None, info: ValidationInfo) -> str | None:
-        if v is None:
-            return None
-        path = _resolve_file(v, info, "prompts")
-        # Parsed here too, so that a broken file stops the sweep before any server starts.
-        try:
-            load_prompts(path)
-        except UserError as exc:
-            # "<path>:<line>: why" or "<path>: why" -> "prompts file 'v' line <line>: why"
-            where = re.sub(r"^:(\d+):", r" line \1:", str(exc).removeprefix(path))
-            raise ValueError(f"prompts file {v!r}{where}") from None
-        return path
+        return None if v is None else _checked_file(v, info, "prompts", load_prompts)
 
     @field_validator("api_key_env")
     @classmethod
@@ -340,6 +351,74 @@ class Distributed(_Strict):
     workers_wait_s: int = Field(300, ge=1)
 
 
+WorkloadKind = Literal["users", "sessions", "open"]
+_SESSION_KEYS = ("conversations", "turns", "think_time")
+_OPEN_KEYS = ("rates", "arrivals", "cv", "max_in_flight", "unit")
+
+
+class Workload(_Strict):
+    """What the clients do: closed-loop users, chat sessions, or open-loop arrivals.
+
+    Unset keys take the load generator's defaults (think time lognormal, mean 5 s;
+    every turn of a conversation; Poisson arrivals; at most 256 in flight).
+    """
+
+    kind: WorkloadKind = "users"
+    # sessions (and open-loop sessions): the conversations, turns and think time
+    conversations: str | None = None  # a ShareGPT .json/.jsonl file or "builtin"
+    turns: str | None = None  # at most this many turns per session (a length spec)
+    think_time: str | None = None  # seconds after each reply (a distribution spec)
+    # open: the rate ladder and its arrival process
+    rates: list[float] | None = None
+    arrivals: Literal["poisson", "gamma"] | None = None
+    cv: float | None = Field(None, gt=0)
+    max_in_flight: int | None = Field(None, ge=1)
+    unit: Literal["requests", "sessions"] | None = None
+
+    _turns = field_validator("turns", mode="before")(lambda v: _distribution(v, LengthSpec))
+    _think = field_validator("think_time", mode="before")(lambda v: _distribution(v, ThinkTime))
+
+    @field_validator("conversations")
+    @classmethod
+    def _conversations_exist(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is None or v == "builtin":
+            return v
+        return _checked_file(v, info, "conversations", load_conversations)
+
+    @field_validator("rates")
+    @classmethod
+    def _rates_ok(cls, v: list[float] | None) -> list[float] | None:
+        problems = validate_rates(v) if v is not None else []
+        if problems:
+            raise ValueError("; ".join(problems))
+        return v
+
+    @model_validator(mode="after")
+    def _keys_fit_kind(self) -> Workload:
+        given = self.model_fields_set
+        sessions = self.holds_sessions
+        stray = [f"`{k}` is for kind: sessions (or open with unit: sessions)"
+                 for k in _SESSION_KEYS if k in given and not sessions]
+        stray += [f"`{k}` is for kind: open" for k in _OPEN_KEYS
+                  if k in given and self.kind != "open"]
+        if stray:
+            raise ValueError("; ".join(stray))
+        if self.kind == "open" and not self.rates:
+            raise ValueError("kind: open needs `rates`, the arrival rates per second, "
+                             "e.g. [1, 2, 5]")
+        if self.cv is not None and self.cv != 1.0 and self.arrivals != "gamma":
+            raise ValueError("cv needs arrivals: gamma (Poisson arrivals have cv 1)")
+        return self
+
+    @property
+    def holds_sessions(self) -> bool:
+        return self.kind == "sessions" or (self.kind == "open" and self.unit == "sessions")
+
+    @property
+    def pool(self) -> int:
+        return self.max_in_flight or DEFAULT_MAX_IN_FLIGHT
+
+
 class Scenario(_Strict):
     """A validated scenario file."""
 
@@ -355,6 +434,7 @@ class Scenario(_Strict):
     processes: int | None = None
     distributed: Distributed | None = None
     request: RequestSettings = Field(default_factory=RequestSettings)
+    workload: Workload = Field(default_factory=Workload)
     slo: Slo | None = None
     arms: Annotated[list[Arm], Field(min_length=1)]
 
@@ -384,6 +464,20 @@ class Scenario(_Strict):
             raise ValueError(f"max_measure_s ({self.max_measure_s:g}) must be at least "
                              f"measure_s ({self.measure_s:g})")
         return self
+
+    @model_validator(mode="after")
+    def _ladder_or_rates(self) -> Scenario:
+        if self.workload.kind == "open" and "ladder" in self.model_fields_set:
+            raise ValueError("an open workload steps `workload.rates`, not `ladder`: "
+                             "leave `ladder` out")
+        return self
+
+    @property
+    def levels(self) -> list[float] | list[int]:
+        """What the rungs step: arrival rates (open workloads), else user counts."""
+        if self.workload.kind == "open" and self.workload.rates:
+            return list(self.workload.rates)
+        return list(self.ladder)
 
     @property
     def rung_bound_s(self) -> float:

@@ -1,9 +1,11 @@
-"""Synthetic requests of a given shape: lengths from distributions, prompts from local text.
+"""Synthetic requests of a given shape: lengths and think times from distributions.
 
-`LengthSpec` is a token count that is fixed or drawn per request from a uniform range,
-a normal (mean, sd) or a lognormal (mean, sigma of the log) distribution, as vLLM's
-random dataset and guidellm's synthetic data do; written `1024`, `uniform:512:1536`,
-`normal:1024:128` or `lognormal:1024:0.5` (on the command line and in scenarios).
+`Distribution` is a value that is fixed or drawn per use from a uniform range, a normal
+(mean, sd), a lognormal (mean, sigma of the log) or an exponential (mean) distribution,
+as vLLM's random dataset and guidellm's synthetic data do; written `1024`,
+`uniform:512:1536`, `normal:1024:128`, `lognormal:1024:0.5` or `exponential:5` (on the
+command line and in scenarios). `LengthSpec` is one in whole tokens (at least 1),
+`ThinkTime` one in seconds (at least 0): what a chat user waits between turns.
 
 `PromptBuilder` writes prompts of a target token length from the built-in prompt
 texts (no tokenizer, nothing downloaded): it cuts the text at a length in characters
@@ -21,34 +23,39 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal, Self
 
-Kind = Literal["fixed", "uniform", "normal", "lognormal"]
-KINDS: tuple[str, ...] = ("fixed", "uniform", "normal", "lognormal")
+Kind = Literal["fixed", "uniform", "normal", "lognormal", "exponential"]
+ARITY: dict[str, int] = {"fixed": 1, "uniform": 2, "normal": 2, "lognormal": 2,
+                         "exponential": 1}
+KINDS: tuple[str, ...] = tuple(ARITY)
 INITIAL_CHARS_PER_TOKEN = 4.0
 
 
 class LengthError(ValueError):
-    """A length spec that does not parse; the message says what is expected."""
+    """A distribution spec that does not parse; the message says what is expected."""
 
 
 @dataclass(frozen=True, slots=True)
-class LengthSpec:
-    """A token count, fixed or drawn per request (at least 1)."""
+class Distribution:
+    """A value, fixed or drawn per use; subclasses name what it measures and its floor."""
 
     kind: Kind
-    a: float  # fixed: the count; uniform: low; normal and lognormal: the mean
+    a: float  # fixed: the value; uniform: low; normal, lognormal, exponential: the mean
     b: float = 0.0  # uniform: high; normal: standard deviation; lognormal: sigma of log
+    WHAT: ClassVar[str] = "value"
+    LOW: ClassVar[float] = 0.0  # the smallest value a spec may give
 
     @classmethod
-    def parse(cls, text: str | int) -> LengthSpec:
-        """`1024`, `fixed:1024`, `uniform:LO:HI`, `normal:MEAN:SD`, `lognormal:MEAN:SIGMA`."""
+    def parse(cls, text: str | float) -> Self:
+        """`N`, `fixed:N`, `uniform:LO:HI`, `normal:MEAN:SD`, `lognormal:MEAN:SIGMA`,
+        `exponential:MEAN`."""
         parts = str(text).strip().split(":")
-        usage = ("expected a whole number or uniform:LOW:HIGH, normal:MEAN:SD or "
-                 "lognormal:MEAN:SIGMA")
+        usage = ("expected a number or uniform:LOW:HIGH, normal:MEAN:SD, "
+                 "lognormal:MEAN:SIGMA or exponential:MEAN")
         kind = "fixed" if len(parts) == 1 else parts[0]
         values = parts if len(parts) == 1 else parts[1:]
-        if kind not in KINDS or len(values) != (1 if kind == "fixed" else 2):
+        if kind not in ARITY or len(values) != ARITY[kind]:
             raise LengthError(f"{text!r}: {usage}")
         try:
             nums = [float(v) for v in values]
@@ -59,9 +66,11 @@ class LengthSpec:
         return spec
 
     def check(self) -> None:
-        if not (self.a >= 1 and math.isfinite(self.a)):
-            raise LengthError(f"{self.text()}: the length must be at least 1")
-        if self.kind == "uniform" and not self.b >= self.a:
+        if not (self.a >= self.LOW and math.isfinite(self.a)):
+            raise LengthError(f"{self.text()}: the {self.WHAT} must be at least {self.LOW:g}")
+        if self.kind in ("lognormal", "exponential") and not self.a > 0:
+            raise LengthError(f"{self.text()}: the mean must be more than 0")
+        if self.kind == "uniform" and not (self.b >= self.a and math.isfinite(self.b)):
             raise LengthError(f"{self.text()}: HIGH must be at least LOW")
         if self.kind in ("normal", "lognormal") and not (self.b >= 0 and math.isfinite(self.b)):
             raise LengthError(f"{self.text()}: the spread must be 0 or more")
@@ -69,24 +78,48 @@ class LengthSpec:
     def text(self) -> str:
         if self.kind == "fixed":
             return f"{self.a:g}"
+        if self.kind == "exponential":
+            return f"exponential:{self.a:g}"
         return f"{self.kind}:{self.a:g}:{self.b:g}"
 
     @property
     def mean(self) -> float:
         return (self.a + self.b) / 2 if self.kind == "uniform" else self.a
 
+    def draw(self, rng: random.Random) -> float:
+        """One raw value (not yet held to the floor)."""
+        if self.kind == "fixed":
+            return self.a
+        if self.kind == "uniform":
+            return rng.uniform(self.a, self.b)
+        if self.kind == "normal":
+            return rng.gauss(self.a, self.b)
+        if self.kind == "exponential":
+            return rng.expovariate(1.0 / self.a)
+        mu = math.log(self.a) - self.b**2 / 2  # so that the mean is `a`
+        return rng.lognormvariate(mu, self.b)
+
+
+@dataclass(frozen=True, slots=True)
+class LengthSpec(Distribution):
+    """A token count, fixed or drawn per request (at least 1)."""
+
+    WHAT: ClassVar[str] = "length"
+    LOW: ClassVar[float] = 1.0
+
     def sample(self, rng: random.Random) -> int:
         """One length (whole tokens, at least 1)."""
-        if self.kind == "fixed":
-            value = self.a
-        elif self.kind == "uniform":
-            value = rng.uniform(self.a, self.b)
-        elif self.kind == "normal":
-            value = rng.gauss(self.a, self.b)
-        else:
-            mu = math.log(self.a) - self.b**2 / 2  # so that the mean is `a`
-            value = rng.lognormvariate(mu, self.b)
-        return max(1, round(value))
+        return max(1, round(self.draw(rng)))
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkTime(Distribution):
+    """Seconds a chat user reads and types before its next turn (at least 0)."""
+
+    WHAT: ClassVar[str] = "think time"
+
+    def sample(self, rng: random.Random) -> float:
+        return max(0.0, self.draw(rng))
 
 
 class TokenModel:

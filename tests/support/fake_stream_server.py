@@ -5,7 +5,9 @@ prints `specload-sim listening on http://127.0.0.1:PORT`; `--trace FILE` writes 
 line per finished request (request_id, arrival, first_token, end, chunks, prompt_tokens,
 output_tokens, finish_reason, status, fault, endpoint); `--fault KIND:FRAC[:PARAM]`
 hits a seeded fraction of requests. Chunks carry 1, 3, 2, 1, 3, 2, ... tokens (like
-speculative decoding) every `--step-ms`, with per-chunk usage when asked.
+speculative decoding) every `--step-ms`, with per-chunk usage when asked. With
+`--record-bodies` every reply is different words and the trace also holds each
+request's `messages` and the reply `text` it streamed (for the chat-session tests).
 Run: python fake_stream_server.py --port 0 [--trace F] [--fault cut:0.5]
 """
 
@@ -41,6 +43,7 @@ class Server:
         self.counter = 0
         self.usage = not args.no_usage
         self.hold_after_done = args.hold_after_done
+        self.record_bodies = args.record_bodies
         key = os.environ[args.api_key_env] if args.api_key_env else None
         self.auth = f"Bearer {key}" if key else None
 
@@ -74,6 +77,8 @@ class Server:
         cont = self.usage and bool(body.get("stream_options", {}).get("continuous_usage_stats"))
         stream = _Stream(rid, chat, cont, kind, param)
         stream.rec["arrival"] = arrival
+        if self.record_bodies:
+            stream.rec.update(messages=body.get("messages"), text="")
         if kind in ("error500", "error429"):
             status = 500 if kind == "error500" else 429
             stream.rec.update(status=status, end=time.time())
@@ -152,7 +157,11 @@ class _Stream:
             self.done += k
             i += 1
             now = time.time()
-            await resp.write(self.chunk("tok " * k, None))
+            words = ("".join(f" {self.rid[:8]}w{self.done - k + j}" for j in range(k))
+                     if "text" in self.rec else "tok " * k)
+            await resp.write(self.chunk(words, None))
+            if "text" in self.rec:
+                self.rec["text"] += words
             self.rec["first_token"] = self.rec["first_token"] or now
             self.rec["chunks"].append([now, k])
             self.rec["output_tokens"] = self.done
@@ -179,6 +188,8 @@ def main() -> None:
     p.add_argument("--no-usage", action="store_true", help="send no usage at all")
     p.add_argument("--hold-after-done", type=float, default=0.0,
                    help="seconds to keep the body open after data: [DONE]")
+    p.add_argument("--record-bodies", action="store_true",
+                   help="trace each request's messages and the text streamed back")
     p.add_argument("--api-key-env", default=None,
                    help="require `Authorization: Bearer <value of this variable>`")
     args = p.parse_args()

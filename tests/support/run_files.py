@@ -21,8 +21,9 @@ HISTORY_COLUMNS = ["Timestamp", "User Count", "Type", "Name", "Requests/s", "Fai
 def request(start: float, arrivals: Sequence[float], tokens: Sequence[int] | None = None,
             *, error_kind: str = "", interrupted: bool = False, end: float | None = None,
             output_tokens: int | None = None, finish_reason: str = "stop",
-            tokens_source: str = "usage", rid: str = "r") -> records.RequestRecord:
-    """A record whose chunks arrive at the given absolute times (epoch s)."""
+            tokens_source: str = "usage", rid: str = "r", **tags: Any) -> records.RequestRecord:
+    """A record whose chunks arrive at the given absolute times (epoch s); `tags` are
+    further record fields (session_id, turn, scheduled, late_ms, late_by, ...)."""
     gaps, toks = records.encode_chunks(start, arrivals, tokens)
     out = output_tokens if output_tokens is not None else (
         sum(tokens) if tokens is not None else len(arrivals))
@@ -36,22 +37,25 @@ def request(start: float, arrivals: Sequence[float], tokens: Sequence[int] | Non
         e2e_ms=None if error_kind else e2e, tpot_ms=None if error_kind else tpot,
         output_tokens=out, tokens_source=tokens_source, num_chunks=len(arrivals),
         finish_reason=finish_reason, error_kind=error_kind, interrupted=interrupted,
-        chunk_gaps_us=gaps, chunk_tokens=toks)
+        chunk_gaps_us=gaps, chunk_tokens=toks, **tags)
 
 
 def write_prefix(prefix: Path, reqs: Sequence[records.RequestRecord],
-                 rungs: Sequence[tuple[int, int, float, float, float]] | None = None,
+                 rungs: Sequence[tuple[float, ...]] | None = None,
                  server: Sequence[tuple[float, str, float]] | None = None,
                  client: Sequence[tuple[Any, ...]] | None = None,
                  history: Sequence[Sequence[Any]] | None = None,
                  clock: Sequence[tuple[Any, ...]] | None = None,
                  events: Sequence[tuple[Any, ...]] | None = None) -> Path:
-    """Write the run files of one Locust prefix; returns the prefix."""
+    """Write the run files of one Locust prefix; returns the prefix. Rungs with a sixth
+    value are an open-loop run's (that value is the rate)."""
     prefix.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame([r.row() for r in reqs], columns=list(records.REQUEST_COLUMNS)).to_csv(
         f"{prefix}{records.REQUESTS_SUFFIX}", index=False)
     for rows, suffix, columns in (
-        (rungs, records.RUNGS_SUFFIX, records.RUNGS_COLUMNS),
+        (rungs, records.RUNGS_SUFFIX, records.RATE_RUNGS_COLUMNS
+         if rungs and len(rungs[0]) == len(records.RATE_RUNGS_COLUMNS)
+         else records.RUNGS_COLUMNS),
         (server, records.SERVER_METRICS_SUFFIX, records.SERVER_METRICS_COLUMNS),
         (client, records.CLIENT_STATS_SUFFIX, records.CLIENT_STATS_COLUMNS),
         (history, records.LOCUST_HISTORY_SUFFIX, HISTORY_COLUMNS),

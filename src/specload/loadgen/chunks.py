@@ -2,11 +2,12 @@
 
 Turns a chat or text-completion chunk into the few facts the measurement needs: does it
 carry generated content (`delta.content`, `delta.reasoning_content`/`reasoning`, or
-`text`; a role-only delta is not a token), the cumulative completion and prompt tokens
-from its `usage` (final usage chunk, or per-chunk `continuous_usage_stats`), whether it
-is the final usage-only chunk (`"choices": []`, or no `choices` key at all), its finish
-reason, and an error object if the server put one in the stream. Anything that is not
-the JSON we expect raises `MalformedChunk`.
+`text`; a role-only delta is not a token) and the reply text it adds (`delta.content`
+or `text`: what a chat session sends back as the assistant's turn), the cumulative
+completion and prompt tokens from its `usage` (final usage chunk, or per-chunk
+`continuous_usage_stats`), whether it is the final usage-only chunk (`"choices": []`,
+or no `choices` key at all), its finish reason, and an error object if the server put
+one in the stream. Anything that is not the JSON we expect raises `MalformedChunk`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class Chunk:
     """What one streaming chunk says; token counts are cumulative as the server reports."""
 
     has_content: bool = False
+    text: str = ""  # the reply's text in this chunk (reasoning is not part of the reply)
     completion_tokens: int | None = None
     prompt_tokens: int | None = None
     usage_only: bool = False  # no choices, only usage: the final `include_usage` chunk
@@ -72,23 +74,24 @@ def parse_chunk(data: bytes) -> Chunk:
     choice = choices[0]
     if not isinstance(choice, dict):
         raise MalformedChunk("`choices[0]` is not an object")
-    chunk.has_content = _has_content(choice)
+    chunk.has_content, chunk.text = _content(choice)
     finish = choice.get("finish_reason")
     if finish is not None:
         chunk.finish_reason = str(finish)
     return chunk
 
 
-def _has_content(choice: dict) -> bool:
+def _content(choice: dict) -> tuple[bool, str]:
+    """Whether the choice carries generated content, and its reply text."""
     delta = choice.get("delta")
     if delta is not None:
         if not isinstance(delta, dict):
             raise MalformedChunk("`delta` is not an object")
-        return bool(
-            delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")
-        )
+        content = delta.get("content")
+        text = content if isinstance(content, str) else ""
+        return bool(content or delta.get("reasoning_content") or delta.get("reasoning")), text
     text = choice.get("text")
-    return isinstance(text, str) and bool(text)
+    return (True, text) if isinstance(text, str) and text else (False, "")
 
 
 def _count(usage: dict, key: str) -> int | None:

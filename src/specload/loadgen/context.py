@@ -8,7 +8,9 @@ machines) and the header that carries them (`--request-id-header`, or none), and
 this process's share of the seeded prompt order (worker index of `--expect-workers`),
 the API key header (from the environment variable named by `--api-key-env`; never
 logged), and the model id (`--model`, else the first id listed by `GET /v1/models`,
-fetched once; a `--model` the server does not list is warned about once).
+fetched once; a `--model` the server does not list is warned about once). Other
+workloads add what they share through `EXTENSIONS` (chat sessions: the session deck),
+so a bad conversations file fails the same loud way as a bad prompt file.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import sys
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from itertools import count
 from typing import Any
@@ -33,6 +36,7 @@ from locust import events
 from locust.env import Environment
 from locust.runners import LocalRunner, WorkerRunner
 
+from specload.conversations import SessionDeck
 from specload.errors import UserError
 from specload.loadgen.options import RunOptions
 from specload.prompts import Prompt, PromptOrder, load_prompts
@@ -44,6 +48,8 @@ log = logging.getLogger(__name__)
 
 _contexts: WeakKeyDictionary[Environment, ProcessContext] = WeakKeyDictionary()
 _user_seq = count(1)
+# Called with every new context: what other workloads share per process (sessions.py).
+EXTENSIONS: list[Callable[[ProcessContext], None]] = []
 
 
 class ModelDiscoveryError(Exception):
@@ -57,7 +63,7 @@ class ProcessContext:
         self.env = environment
         self.opts = RunOptions.from_env(environment)
         self.client_id = client_id()
-        index, share_count = _share(environment)
+        self.share = index, share_count = _share(environment)
         prompts = load_prompts(self.opts.prompts)
         self._order = PromptOrder(prompts, self.opts.seed, index, share_count)
         self._lengths = random.Random(self.opts.seed * 1_000_003 + index)
@@ -75,6 +81,9 @@ class ProcessContext:
         self._model_lock = Semaphore()
         self._model_checked = not self.opts.model
         self._request_seq = count(1)
+        self.sessions: SessionDeck | None = None
+        for extend in EXTENSIONS:
+            extend(self)
 
     @classmethod
     def for_env(cls, environment: Environment) -> ProcessContext:
@@ -97,9 +106,13 @@ class ProcessContext:
             prompt = Prompt(built.messages, "synthetic", None, built.chars)
         else:
             prompt = self._order.next()
-        if self._output_len is not None:
-            prompt = replace(prompt, max_tokens=self._output_len.sample(self._lengths))
-        return prompt
+        return self.with_output_length(prompt)
+
+    def with_output_length(self, prompt: Prompt) -> Prompt:
+        """The prompt with its max_tokens drawn from `--output-tokens`, if given."""
+        if self._output_len is None:
+            return prompt
+        return replace(prompt, max_tokens=self._output_len.sample(self._lengths))
 
     def observe_prompt(self, prompt: Prompt, prompt_tokens: int | None) -> None:
         """The server counted `prompt_tokens` for a synthetic prompt: calibrate."""
@@ -172,7 +185,7 @@ def _share(environment: Environment) -> tuple[int, int]:
 
 @events.init.add_listener
 def _check_at_init(environment: Environment, **_: Any) -> None:
-    """In a single process, refuse bad options and prompt files before anything starts.
+    """In a single process, refuse bad options and input files before anything starts.
 
     (A master must not exit here: its `--processes` workers would wait a minute for it.
     There, `_rebuild` reports the error at test start and quits the whole run.)
@@ -180,7 +193,7 @@ def _check_at_init(environment: Environment, **_: Any) -> None:
     if not isinstance(environment.runner, LocalRunner) or environment.parsed_options is None:
         return
     try:
-        load_prompts(RunOptions.from_env(environment).prompts)
+        ProcessContext(environment)
     except (UserError, ValueError) as exc:
         sys.stderr.write(f"specload: {exc}\n")
         raise SystemExit(2) from None

@@ -53,6 +53,7 @@ class Span:
     users: int
     start: float
     end: float
+    rate: float | None = None  # open loop: the rung's arrival rate
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +195,8 @@ class LiveRungs:
             return []
         self.pending = [w for w in self.pending if w.end > done_until]
         lines = [{"rung": w.rung, "users": w.users, "measure_start": w.start,
-                  "measure_end": w.end} for w in ready]
+                  "measure_end": w.end} | ({"rate": w.rate} if w.rate is not None else {})
+                 for w in ready]
         self.final += lines
         self._kept_from = min([w.start for w in self.pending] + [max(w.end for w in ready)])
         self.rows = [r for r in self.rows if r[1] >= self._kept_from]

@@ -11,7 +11,8 @@ differences of the cumulative usage; they are kept only when they add up to the 
 (a server whose per-chunk usage stays at zero, as Ollama's completions do, gets none),
 and tokens the final usage counts beyond them (an EOS the finish chunk never showed)
 are credited at the finish chunk's arrival. `chunk_itls` and `token_itls` give the
-inter-token latencies from the same data.
+inter-token latencies from the same data. A tally made with `keep_text` also keeps the
+reply's text (`reply`), which a chat session sends back in its next turn.
 """
 
 from __future__ import annotations
@@ -51,10 +52,12 @@ class StreamTally:
         "first_text",
         "prompt_tokens",
         "t0",
+        "texts",
     )
 
-    def __init__(self, t0: float) -> None:
+    def __init__(self, t0: float, keep_text: bool = False) -> None:
         self.t0 = t0
+        self.texts: list[str] | None = [] if keep_text else None
         self.arrivals: list[float] = []  # arrival time of each token chunk
         self.first_text: float | None = None  # arrival of the first chunk with text
         self._per_chunk: list[int] | None = []
@@ -68,6 +71,8 @@ class StreamTally:
         """Account for one parsed chunk that arrived at time `now`."""
         if chunk.prompt_tokens is not None:
             self.prompt_tokens = chunk.prompt_tokens
+        if chunk.text and self.texts is not None:
+            self.texts.append(chunk.text)
         if chunk.finish_reason:
             self.finish_reason = chunk.finish_reason
             self.finish_arrival = now
@@ -91,6 +96,10 @@ class StreamTally:
     @property
     def has_text(self) -> bool:
         return self.first_text is not None
+
+    def reply(self) -> str:
+        """The reply's text so far ("" unless made with `keep_text`)."""
+        return "".join(self.texts or ())
 
     def _tokens(self) -> tuple[int, str]:
         if self._final_tokens is not None:

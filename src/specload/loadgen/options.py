@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import dataclass, fields
+from typing import TypeVar
 
 from locust import events
 from locust.env import Environment
@@ -82,6 +83,18 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="write one row per request to <csv prefix>_requests.csv")
 
 
+T = TypeVar("T")
+
+
+def read_options(cls: type[T], environment: Environment) -> T:
+    """An options dataclass from Locust's parsed options (defaults for anything absent)."""
+    parsed = environment.parsed_options
+    if parsed is None:
+        return cls()
+    names = (f.name for f in fields(cls))  # type: ignore[arg-type]
+    return cls(**{name: getattr(parsed, name) for name in names if hasattr(parsed, name)})
+
+
 @dataclass(frozen=True, slots=True)
 class RunOptions:
     """The values of specload's arguments for one run."""
@@ -111,12 +124,7 @@ class RunOptions:
 
         With `check`, values no server would accept raise ValueError (one-line message).
         """
-        parsed = environment.parsed_options
-        if parsed is None:
-            return cls()
-        names = (f.name for f in fields(cls))
-        values = {name: getattr(parsed, name) for name in names if hasattr(parsed, name)}
-        opts = cls(**values)
+        opts = read_options(cls, environment)
         if check:
             opts.validate()
         return opts

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import csv
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,19 +87,21 @@ def add_ladder_arguments(parser: Any) -> None:
 class RungsFile:
     """Appends one rungs row per finished rung; a new run starts a new file."""
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, columns: Sequence[str] = RUNGS_COLUMNS) -> None:
         self.path = path
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("w", newline="") as fh:
-                csv.writer(fh).writerow(RUNGS_COLUMNS)
+                csv.writer(fh).writerow(columns)
 
-    def append(self, rung: int, users: int, warmup: float, start: float, end: float) -> None:
+    def append(self, rung: int, users: int, warmup: float, start: float, end: float,
+               *more: float) -> None:
         if self.path is None:
             return
         with self.path.open("a", newline="") as fh:
             csv.writer(fh).writerow(
-                [rung, users, f"{warmup:.6f}", f"{start:.6f}", f"{end:.6f}"]
+                [rung, users, f"{warmup:.6f}", f"{start:.6f}", f"{end:.6f}",
+                 *(f"{m:g}" for m in more)]
             )
 
 

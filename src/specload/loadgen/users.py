@@ -25,6 +25,10 @@ Exact per-request figures (TTFT, E2E, TPOT, chunk timings and tokens) go to
 `<csv prefix>_requests.csv` through `Recorder`; Locust's own percentiles are bucketed.
 A user starts its next request when the process has no socket waiting to be read
 (`start_gate`), which keeps arrival stamps exact when many streams end at once.
+`StreamingUser.stream` is the one request path: the chat-session users (`sessions.py`)
+and the open-loop users (`open_loop.py`) send through it too, tagging their records
+with a session and turn or a scheduled time (`Tags`) and, for sessions, getting the
+reply's text back.
 Importing this module also starts every load process's CPU and event-loop-lag probe
 (`client_stats`, so any locustfile with these users writes `_client_stats.csv`), the
 master's watch over its workers' clocks and liveness (`worker_watch`), and makes
@@ -37,6 +41,7 @@ import logging
 import ssl
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import gevent
@@ -61,7 +66,7 @@ from specload.loadgen.recorder import Recorder
 from specload.loadgen.sse import SSEDecoder
 from specload.loadgen.start_gate import StartGate
 from specload.prompts import Prompt
-from specload.records import RequestRecord, encode_chunks
+from specload.records import LATE_LIMIT_MS, RequestRecord, encode_chunks
 
 log = logging.getLogger(__name__)
 keepalive.install()  # no yield between a request's start stamp and its send
@@ -94,6 +99,27 @@ class _Outcome:
             self.error_kind, self.error = kind, message
 
 
+@dataclass(frozen=True, slots=True)
+class Tags:
+    """What a request belongs to, for its record: a session's turn, a planned arrival."""
+
+    session_id: str = ""
+    turn: int = 0
+    scheduled: float | None = None  # epoch s
+    cap_late: bool = False  # every user was busy when the arrival was due
+
+
+NO_TAGS = Tags()
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """How a request went: whether it succeeded, and the reply's text if it was kept."""
+
+    ok: bool
+    text: str = ""
+
+
 class StreamingUser(FastHttpUser):
     """Shared machinery; subclasses set `endpoint`, `path` and `payload`."""
 
@@ -101,6 +127,8 @@ class StreamingUser(FastHttpUser):
     wait_time = constant(0)
     endpoint: ClassVar[str] = ""
     path: ClassVar[str] = ""
+    keep_text: ClassVar[bool] = False  # keep each reply's text (chat sessions send it back)
+    start_gate: ClassVar[bool] = True  # wait for an idle event loop before sending
     # the JSON body of one request for (prompt, model, options); a staticmethod in each subclass
     payload: ClassVar[Callable[[Prompt, str, RunOptions], dict[str, Any]]]
 
@@ -139,30 +167,45 @@ class StreamingUser(FastHttpUser):
         return ctx
 
     @task
+    def _task(self) -> None:
+        self.generate()  # Locust keeps this function object: subclasses override generate
+
     def generate(self) -> None:
+        """One request: the next prompt, closed loop."""
         IN_FLIGHT.park_while_draining()
         ctx = self.ctx or self._setup()
         waited = self._backoff.wait()
+        model = self.model(ctx)
+        if model is None:
+            return
+        self.settle(self.stream(ctx, ctx.next_prompt(), model, waited))
+
+    def model(self, ctx: ProcessContext) -> str | None:
+        """The model to request; None (reported as a failed `GET /v1/models`) while the
+        server cannot say."""
         try:
-            model = ctx.model(self.host)
+            return ctx.model(self.host)
         except ModelDiscoveryError as exc:
             self.environment.events.request.fire(
                 request_type="GET", name="/v1/models", response_time=0, response_length=0,
                 exception=CatchResponseError(str(exc)), context={},
             )
             self._backoff.failed(max_s=1.0)  # do not spin while the server is not up yet
-            return
-        ok = self.stream(ctx, ctx.next_prompt(), model, waited)
-        if ok:
+            return None
+
+    def settle(self, reply: Reply) -> Reply:
+        """Reset or grow the backoff after a request."""
+        if reply.ok:
             self._backoff.succeeded()
         else:
             self._backoff.failed()
+        return reply
 
     def stream(self, ctx: ProcessContext, prompt: Prompt, model: str,
-               backoff_s: float = 0.0) -> bool:
-        """Send one streaming request, report it to Locust and record it; True if it
-        succeeded."""
-        START_GATE.wait()  # reads in flight go first (see start_gate)
+               backoff_s: float = 0.0, tags: Tags = NO_TAGS) -> Reply:
+        """Send one streaming request, report it to Locust and record it."""
+        if self.start_gate:
+            START_GATE.wait()  # reads in flight go first (see start_gate)
         opts = ctx.opts
         out = _Outcome(*ctx.next_request())
         body = orjson.dumps(self.payload(prompt, model, opts))
@@ -170,8 +213,9 @@ class StreamingUser(FastHttpUser):
         if ctx.request_id_header:
             headers = {**headers, ctx.request_id_header: out.request_id}
         start = clock.now()
-        tally = StreamTally(start)
+        tally = StreamTally(start, self.keep_text)
         key = IN_FLIGHT.begin(start)
+        sent = _Sent(prompt, start, backoff_s, tags)
         try:
             with self.client.post(self.path, data=body, headers=headers, stream=True,
                                   catch_response=True) as resp:
@@ -188,13 +232,13 @@ class StreamingUser(FastHttpUser):
         except BaseException:  # GreenletExit: the user is being stopped mid-request
             _release(out)
             out.fail("interrupted", "user stopped while the request was in flight")
-            self._record(ctx, prompt, start, tally.result(), out, True, backoff_s)
+            self._record(ctx, sent, tally.result(), out, True)
             IN_FLIGHT.end(key)
             raise
-        self._record(ctx, prompt, start, measured, out, False, backoff_s)
+        self._record(ctx, sent, measured, out, False)
         IN_FLIGHT.end(key)
         ctx.observe_prompt(prompt, measured.prompt_tokens)
-        return not out.error_kind
+        return Reply(not out.error_kind, tally.reply())
 
     def _read(self, resp: Any, tally: StreamTally, out: _Outcome) -> None:
         """Consume the response; on any problem set `out` and return (never raises)."""
@@ -275,23 +319,38 @@ class StreamingUser(FastHttpUser):
         if measured.tokens_source == "chunks":
             _warn_chunk_counting()
 
-    def _record(self, ctx: ProcessContext, prompt: Prompt, start: float,
-                measured: Measured, out: _Outcome, interrupted: bool,
-                backoff_s: float) -> None:
+    def _record(self, ctx: ProcessContext, sent: _Sent, measured: Measured, out: _Outcome,
+                interrupted: bool) -> None:
         if not self.recorder.enabled:
             return
+        start, tags = sent.start, sent.tags
         gaps, tokens = encode_chunks(start, measured.arrivals, measured.chunk_tokens)
+        late_ms = (start - tags.scheduled) * 1e3 if tags.scheduled is not None else None
+        late_by = "cap" if tags.cap_late else (
+            "client" if late_ms is not None and late_ms > LATE_LIMIT_MS else "")
         self.recorder.add(RequestRecord(
             request_id=out.request_id, client_id=ctx.client_id, seq=out.seq,
-            user_id=self.user_id,
-            endpoint=self.endpoint, category=prompt.category, start=start, end=clock.now(),
-            status=out.status, ttft_ms=measured.ttft_ms, e2e_ms=measured.e2e_ms,
-            tpot_ms=measured.tpot_ms, output_tokens=measured.output_tokens,
-            prompt_tokens=measured.prompt_tokens, tokens_source=measured.tokens_source,
-            num_chunks=len(measured.arrivals), finish_reason=measured.finish_reason,
-            error_kind=out.error_kind, error=out.full_error(), interrupted=interrupted,
-            chunk_gaps_us=gaps, chunk_tokens=tokens, backoff_ms=backoff_s * 1e3,
+            user_id=self.user_id, endpoint=self.endpoint, category=sent.prompt.category,
+            start=start, end=clock.now(), status=out.status, ttft_ms=measured.ttft_ms,
+            e2e_ms=measured.e2e_ms, tpot_ms=measured.tpot_ms,
+            output_tokens=measured.output_tokens, prompt_tokens=measured.prompt_tokens,
+            tokens_source=measured.tokens_source, num_chunks=len(measured.arrivals),
+            finish_reason=measured.finish_reason, error_kind=out.error_kind,
+            error=out.full_error(), interrupted=interrupted, chunk_gaps_us=gaps,
+            chunk_tokens=tokens, backoff_ms=sent.backoff_s * 1e3,
+            session_id=tags.session_id, turn=tags.turn, scheduled=tags.scheduled,
+            late_ms=late_ms, late_by=late_by,
         ))
+
+
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    """What a request was, as its record needs it."""
+
+    prompt: Prompt
+    start: float
+    backoff_s: float
+    tags: Tags
 
 
 class Backoff:

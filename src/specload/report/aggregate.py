@@ -103,10 +103,11 @@ def combine_reps(per_rep: pd.DataFrame, arms: Sequence[ArmSource]) -> pd.DataFra
     """One row per arm and concurrency: repeats averaged (counts summed), with spread."""
     if per_rep.empty:
         return pd.DataFrame(columns=list(SUMMARY_COLUMNS))
-    keys = ["arm", "concurrency"]
+    # an open-loop rung is its rate (its `concurrency` is the pool); NaN elsewhere
+    keys = [k for k in ("arm", "concurrency", "rate") if k in per_rep]
     numeric = [c for c in per_rep.columns
                if c not in (*keys, *_REP_ONLY) and pd.api.types.is_numeric_dtype(per_rep[c])]
-    grouped = per_rep.groupby(keys, sort=False)
+    grouped = per_rep.groupby(keys, sort=False, dropna=False)
     means = grouped[[c for c in numeric if c not in SUM_COLUMNS]].mean()
     sums = grouped[[c for c in SUM_COLUMNS if c in per_rep]].sum()
     spread = grouped[SPREAD_COLUMN].agg(["min", "max", "std", "count"])
@@ -118,7 +119,7 @@ def combine_reps(per_rep: pd.DataFrame, arms: Sequence[ArmSource]) -> pd.DataFra
         lambda x: x > 0)
     order = {a.name: i for i, a in enumerate(arms)}
     out["_order"] = out["arm"].map(order)
-    out = out.sort_values(["_order", "concurrency"]).drop(columns="_order")
+    out = out.sort_values(["_order", *keys[1:]]).drop(columns="_order")
     first = [c for c in SUMMARY_COLUMNS if c in out.columns]
     rest = [c for c in out.columns if c not in first]
     out = out[first + rest].reset_index(drop=True)

@@ -6,8 +6,14 @@ included, tokens of requests cut before their usage came estimated from their ru
 pace); latency percentiles use the requests that started in the window (timeouts
 included in TTFT, censored); requests/s counts successful requests that finished in
 it; failures are failed requests that started in it; achieved concurrency is the
-time-average of in-flight requests. `measure` is the one entry point: the report and
-the live views during a run both call it, so their numbers cannot differ.
+time-average of in-flight requests (the batch the server is offered: for chat
+sessions, think time keeps it below the number of sessions). Sessions count the chat
+sessions with a turn started in the window. Open-loop rungs also get their achieved
+arrival rate (requests sent per second), the arrivals their plan put in the window
+and how many of those were sent, the share that started late and why (`late_by`), and
+TTFT and E2E measured from the scheduled time as well, so coordinated omission shows.
+`measure` is the one entry point: the report and the live views during a run both call
+it, so their numbers cannot differ.
 """
 
 from __future__ import annotations
@@ -130,6 +136,10 @@ class _Rows:
     finish: np.ndarray
     source: np.ndarray
     backoff_s: np.ndarray
+    session_id: np.ndarray
+    scheduled: np.ndarray  # NaN where no plan scheduled the request
+    late_ms: np.ndarray
+    late_by: np.ndarray
 
     @classmethod
     def of(cls, req: pd.DataFrame, windows: Sequence[Window]) -> _Rows:
@@ -152,7 +162,11 @@ class _Rows:
             prompt_tokens=req["prompt_tokens"].to_numpy(dtype=float),
             finish=req["finish_reason"].to_numpy(dtype=object),
             source=req["tokens_source"].to_numpy(dtype=object),
-            backoff_s=req["backoff_ms"].to_numpy(dtype=float) / 1e3)
+            backoff_s=req["backoff_ms"].to_numpy(dtype=float) / 1e3,
+            session_id=req["session_id"].to_numpy(dtype=object),
+            scheduled=req["scheduled"].to_numpy(dtype=float),
+            late_ms=req["late_ms"].to_numpy(dtype=float),
+            late_by=req["late_by"].to_numpy(dtype=object))
 
 
 def _failure_columns(r: _Rows, in_w: np.ndarray) -> dict[str, object]:
@@ -181,6 +195,34 @@ def _lengths(values: np.ndarray, name: str) -> dict[str, float]:
 
 def _share(mask: np.ndarray, of: np.ndarray) -> float:
     return float(np.mean(mask[of])) if of.any() else float("nan")
+
+
+def _workload_columns(r: _Rows, in_w: np.ndarray, sel: np.ndarray, w: Window
+                      ) -> dict[str, float]:
+    """Sessions in the window; for an open-loop rung its arrivals, late starts and the
+    latencies measured from the schedule (NaN where they do not apply)."""
+    sessions = r.session_id[in_w]
+    out: dict[str, float] = {
+        "sessions": float(len(set(sessions[sessions != ""]))),
+        "rate": float("nan") if w.rate is None else w.rate,
+        "achieved_rate": float(np.count_nonzero(in_w)) / w.length,
+    }
+    due = (r.scheduled >= w.start) & (r.scheduled < w.end)
+    late = r.late_by != ""
+    out |= {
+        "arrivals_planned": float("nan") if w.rate is None else float(round(w.rate * w.length)),
+        "arrivals_sent": float(np.count_nonzero(due)),
+        "late_share": _share(late, due),
+        "late_cap_share": _share(r.late_by == "cap", due),
+        "late_client_share": _share(r.late_by == "client", due),
+        "late_p99_ms": _pcts(r.late_ms[due], "late")["late_p99_ms"],
+    }
+    sched = sel & np.isfinite(r.scheduled)
+    e2e_sched = r.late_ms[sched] + r.e2e[sched]
+    out |= _pcts(r.late_ms[sched] + r.ttft[sched], "ttft_sched")
+    out |= _pcts(e2e_sched.copy(), "e2e_sched")
+    out["e2e_sched_mean_ms"] = float(e2e_sched.mean()) if e2e_sched.size else float("nan")
+    return out
 
 
 def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd.DataFrame:
@@ -236,6 +278,7 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
         row.update(_pcts(r.e2e[sel], "e2e"))
         row.update(_lengths(r.prompt_tokens[sel], "prompt_tokens"))
         row.update(_lengths(r.tokens[sel], "output_tokens"))
+        row.update(_workload_columns(r, in_w, sel, w))
         rows.append(row)
     return pd.DataFrame(rows)
 

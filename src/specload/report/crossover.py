@@ -13,6 +13,8 @@ crossing of 1 before the first "off" rung, interpolated linearly in log C (or th
 "on" rung itself when the SLO, not the speedup, decides). Every crossing of 1 and
 every rise of the curve is reported too, so a non-monotone curve shows. With repeats,
 C* is also computed per repeat pair (without a band) and its range reported.
+`find_crossover` takes any increasing load level: open-loop runs use it on arrival
+rates (`rates.py`), which need not be whole numbers.
 """
 
 from __future__ import annotations
@@ -114,6 +116,12 @@ def rung_decisions(band_lo: Sequence[float], band_hi: Sequence[float]) -> list[s
             for lo, hi in zip(band_lo, band_hi, strict=True)]
 
 
+def _level(x: float) -> int | float:
+    """A rung's level as given: a user count stays whole, a rate may be fractional."""
+    x = float(x)
+    return int(x) if x.is_integer() else x
+
+
 def _log_interp(c0: float, c1: float, s0: float, s1: float) -> float:
     t = (s0 - 1.0) / (s0 - s1)
     return float(math.exp(math.log(c0) + t * (math.log(c1) - math.log(c0))))
@@ -126,14 +134,14 @@ def _crossings(c: np.ndarray, s: np.ndarray, raw: Sequence[str]) -> list[Crossin
         if down or s[m] < 1.0 <= s[m + 1]:
             clean = (raw[m], raw[m + 1]) == ((ON, OFF) if down else (OFF, ON))
             out.append(Crossing(_log_interp(c[m], c[m + 1], s[m], s[m + 1]),
-                                "down" if down else "up", int(c[m]), int(c[m + 1]),
+                                "down" if down else "up", _level(c[m]), _level(c[m + 1]),
                                 not clean))
     return out
 
 
 def _rises(c: np.ndarray, s: np.ndarray, lo: np.ndarray,
            hi: np.ndarray) -> list[tuple[int, int, bool]]:
-    return [(int(c[m]), int(c[m + 1]), bool(lo[m + 1] > hi[m]))
+    return [(_level(c[m]), _level(c[m + 1]), bool(lo[m + 1] > hi[m]))
             for m in range(c.size - 1) if s[m + 1] > s[m]]
 
 
@@ -165,7 +173,7 @@ def find_crossover(
     raw = [raw[i] for i in order]
     chosen, by_speedup = chosen[keep][order], by_speedup[keep][order]
     common = {"crossings": tuple(_crossings(c, s, raw)), "rises": tuple(_rises(c, s, lo, hi)),
-              "band": band, "unmet": tuple(int(x) for x in c[chosen == NEITHER])}
+              "band": band, "unmet": tuple(_level(x) for x in c[chosen == NEITHER])}
     if c.size == 0:
         return Crossover(UNKNOWN, **common)
     # NEITHER rungs take no part in the verdict: no arm gives goodput there.
@@ -173,9 +181,9 @@ def find_crossover(
     if idx.size == 0:
         return Crossover(SLO_UNMET, **common)
     d = chosen[idx]
-    common |= {"ties": tuple(int(x) for x in c[idx][d == TIE]),
-               "behind": tuple(int(x) for x in c[idx][d == OFF])}
-    top, bottom = int(c[idx[-1]]), int(c[idx[0]])
+    common |= {"ties": tuple(_level(x) for x in c[idx][d == TIE]),
+               "behind": tuple(_level(x) for x in c[idx][d == OFF])}
+    top, bottom = _level(c[idx[-1]]), _level(c[idx[0]])
     ons = np.flatnonzero(d == ON)
     if (d == ON).all():
         return Crossover(ALWAYS, below=top, speculate_to=float(top), **common)
@@ -187,7 +195,7 @@ def find_crossover(
     if not offs_after:
         if last_on == idx[-1]:  # ahead at the top, a dip or a tie somewhere below
             return Crossover(INCONCLUSIVE, below=top, speculate_to=float(top), **common)
-        return Crossover(INCONCLUSIVE, below=int(c[last_on]), speculate_to=float(c[last_on]),
+        return Crossover(INCONCLUSIVE, below=_level(c[last_on]), speculate_to=float(c[last_on]),
                          off_above=True, **common)
     first_off = offs_after[0]
     c_star = float(c[last_on])
@@ -196,7 +204,7 @@ def find_crossover(
         if downs:
             m = downs[-1]
             c_star = _log_interp(c[m], c[m + 1], s[m], s[m + 1])
-    return Crossover(CROSSES, c_star, int(c[last_on]), int(c[first_off]),
+    return Crossover(CROSSES, c_star, _level(c[last_on]), _level(c[first_off]),
                      speculate_to=c_star, off_above=True, **common)
 
 

@@ -1,7 +1,8 @@
 """The report's figures: one function per figure, each returning a plotly Figure.
 
 Every figure takes the summary table (one row per arm and concurrency) or the pair
-results, puts concurrency on a log axis where it is the x axis, labels both axes with
+results, puts concurrency (for open-loop runs, the arrival rate) on a log axis where it
+is the x axis, labels both axes with
 units, gives each arm the same colour in every figure, and shows the numbers on hover.
 """
 
@@ -15,9 +16,11 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from specload.report.crossover import PairResult
+from specload.report.rates import RatePair
 
 PALETTE = qualitative.Plotly
 C_AXIS = "concurrency C (concurrent users, log scale)"
+RATE_AXIS = "arrival rate (per second, log scale)"
 DASHES = ("solid", "dash", "dot", "dashdot")
 
 
@@ -36,16 +39,17 @@ def _layout(fig: go.Figure, title: str, y_title: str, x_title: str = C_AXIS,
 
 
 def _arm_lines(fig: go.Figure, summary: pd.DataFrame, column: str, label: str, unit: str,
-               dash: str = "solid", suffix: str = "") -> None:
+               dash: str = "solid", suffix: str = "", x: str = "concurrency") -> None:
     arms = list(dict.fromkeys(summary["arm"]))
+    at = "rate" if x == "rate" else "C"
     for arm in arms:
-        part = summary[summary["arm"] == arm].sort_values("concurrency")
+        part = summary[summary["arm"] == arm].sort_values(x)
         if part[column].notna().sum() == 0:
             continue
         fig.add_trace(go.Scatter(
-            x=part["concurrency"], y=part[column], mode="lines+markers",
+            x=part[x], y=part[column], mode="lines+markers",
             name=f"{arm}{suffix}", line={"color": _colour(arms, arm), "dash": dash},
-            hovertemplate=f"{arm}<br>C=%{{x}}<br>{label}: %{{y:.4g}} {unit}<extra></extra>",
+            hovertemplate=f"{arm}<br>{at}=%{{x}}<br>{label}: %{{y:.4g}} {unit}<extra></extra>",
         ))
 
 
@@ -225,8 +229,90 @@ def token_lengths(summary: pd.DataFrame) -> go.Figure:
                    "tokens per request (server's count)")
 
 
-def all_figures(summary: pd.DataFrame, pairs: Sequence[PairResult]) -> list[go.Figure]:
+def in_flight(summary: pd.DataFrame) -> go.Figure:
+    """Chat sessions: requests in flight (the batch offered to the server) vs sessions."""
+    fig = go.Figure()
+    _arm_lines(fig, summary, "achieved_concurrency", "requests in flight", "requests")
+    if "server_running_mean" in summary:
+        _arm_lines(fig, summary, "server_running_mean", "server's running requests",
+                   "requests", dash="dash", suffix=" server running")
+    return _layout(fig, "Requests in flight per number of chat sessions (think time keeps "
+                   "it below)", "mean requests in flight",
+                   x_title="concurrent chat sessions (log scale)")
+
+
+def rate_throughput(summary: pd.DataFrame) -> go.Figure:
+    """Open loop: system output tok/s vs arrival rate per arm."""
+    fig = go.Figure()
+    _arm_lines(fig, summary, "output_tok_s", "system output", "tok/s", x="rate")
+    return _layout(fig, "System output throughput per arrival rate (equal while both arms "
+                   "keep up)", "output tokens/s (all requests)", x_title=RATE_AXIS)
+
+
+def rate_speedup(pairs: Sequence[RatePair]) -> go.Figure:
+    """Open loop: latency speedup (spec-off / spec-on mean E2E) vs rate, and rate*."""
+    fig = go.Figure()
+    for i, pair in enumerate(pairs):
+        table, colour = pair.table, PALETTE[i % len(PALETTE)]
+        name = f"{pair.on.name} / {pair.off.name}"
+        fig.add_trace(go.Scatter(
+            x=table["rate"], y=table["speedup"], mode="lines+markers", name=name,
+            line={"color": colour},
+            error_y={"type": "data", "symmetric": False,
+                     "array": table["band_hi"] - table["speedup"],
+                     "arrayminus": table["speedup"] - table["band_lo"]},
+            hovertemplate=f"{name}<br>rate=%{{x}}/s<br>speedup: %{{y:.3f}}×<extra></extra>"))
+        rate = pair.crossover.c_star
+        if rate is not None:  # a marker, not an annotation: those misplace on log axes
+            fig.add_trace(go.Scatter(
+                x=[rate], y=[1.0], mode="markers+text", name=f"rate* = {rate:.3g}/s ({name})",
+                marker={"color": colour, "size": 14, "symbol": "x"},
+                text=[f"rate* = {rate:.3g}/s"], textposition="top right",
+                hovertemplate="rate* = %{x:.3g}/s (interpolated in log rate)<extra></extra>"))
+            fig.add_vline(x=rate, line={"color": colour, "dash": "dot", "width": 1})
+    fig.add_hline(y=1.0, line={"color": "black", "dash": "dash", "width": 1})
+    return _layout(fig, "Speedup of speculative decoding per arrival rate (spec-off / "
+                   "spec-on mean E2E from the schedule)", "speedup (×)", x_title=RATE_AXIS)
+
+
+def rate_latency(summary: pd.DataFrame) -> go.Figure:
+    """Open loop: E2E and TTFT from the schedule (coordinated omission included) and
+    TTFT from the send, vs rate."""
+    fig = go.Figure()
+    _arm_lines(fig, summary, "e2e_sched_mean_ms", "mean E2E from schedule", "ms", x="rate",
+               suffix=" E2E mean (from schedule)")
+    _arm_lines(fig, summary, "ttft_sched_p99_ms", "TTFT p99 from schedule", "ms",
+               dash="dash", x="rate", suffix=" TTFT p99 (from schedule)")
+    _arm_lines(fig, summary, "ttft_p99_ms", "TTFT p99 from send", "ms", dash="dot",
+               x="rate", suffix=" TTFT p99 (from send)")
+    fig = _layout(fig, "Latency per arrival rate, from the scheduled time and from the send",
+                  "milliseconds (log scale)", x_title=RATE_AXIS)
+    return fig.update_yaxes(type="log", rangemode="normal")
+
+
+def rate_achieved(summary: pd.DataFrame) -> go.Figure:
+    """Open loop: achieved arrival rate and requests in flight vs the target rate."""
+    fig = go.Figure()
+    _arm_lines(fig, summary, "achieved_rate", "achieved rate", "/s", x="rate",
+               suffix=" achieved rate")
+    _arm_lines(fig, summary, "achieved_concurrency", "requests in flight", "requests",
+               dash="dash", x="rate", suffix=" in flight")
+    rates = sorted(summary["rate"].dropna().unique())
+    fig.add_trace(go.Scatter(x=rates, y=rates, mode="lines", name="achieved = target",
+                             line={"color": "grey", "dash": "dot", "width": 1}))
+    return _layout(fig, "Achieved arrival rate (below target: the cap or the client held it "
+                   "down) and requests in flight", "per second / requests",
+                   x_title=RATE_AXIS)
+
+
+def all_figures(summary: pd.DataFrame, pairs: Sequence[PairResult],
+                rate_pairs: Sequence[RatePair] = ()) -> list[go.Figure]:
     """Every figure of the report, in reading order."""
+    if "rate" in summary and summary["rate"].notna().any():
+        figs = [rate_throughput(summary)]
+        if rate_pairs:
+            figs.append(rate_speedup(rate_pairs))
+        return [*figs, rate_latency(summary), rate_achieved(summary)]
     figs = [system_throughput(summary)]
     if pairs:
         figs.append(speedup(pairs))
@@ -236,4 +322,6 @@ def all_figures(summary: pd.DataFrame, pairs: Sequence[PairResult]) -> list[go.F
              inter_token(summary), tokens_per_chunk(summary)]
     if summary.get("prompt_tokens_p50", pd.Series(dtype=float)).notna().any():
         figs.append(token_lengths(summary))
+    if (summary.get("sessions", pd.Series(dtype=float)).fillna(0) > 0).any():
+        figs.append(in_flight(summary))
     return [*figs, failures(summary)]

@@ -3,7 +3,10 @@
 Each warning names its arm, concurrency and repeat where it has them, a short kind and
 a one-sentence message. Per rung: failures above 1% (with their top reason);
 achieved concurrency more than 10% under target (saying when backoff after failures
-held it down); a saturated or starved load generator; too few completed requests for
+held it down; not for chat sessions, whose think time keeps requests in flight below
+the sessions, nor open-loop rungs, whose load is their rate); an open-loop rate more
+than 2% under its target, saying whether the cap on requests in flight or the client
+held it down; a saturated or starved load generator; too few completed requests for
 latencies (saying why: the window's cap, requests still running); tokens counted from
 chunks where that can undercount, or estimated for requests cut short; a client figure
 more than 1% away from the simulator's own trace; a load process lost during the window
@@ -28,6 +31,7 @@ from specload.records import CLIENT_LAG_LIMIT_MS
 from specload.report.crossover import PairResult
 
 CONCURRENCY_SHORTFALL = 0.10
+RATE_SHORTFALL = 0.02
 CLIENT_CPU_LIMIT = 90.0
 CLIENT_LAG_LATE_SHARE = 0.01  # more than 1% of wake-ups late: the rung's lag p99 is over
 FAILURE_LIMIT = 0.01
@@ -40,9 +44,10 @@ IGNORE_EOS_LENGTH_SHARE = 0.95
 
 
 def _warning(kind: str, message: str, arm: str | None = None, concurrency: int | None = None,
-             rep: int | None = None) -> dict[str, Any]:
-    return {"kind": kind, "arm": arm, "concurrency": concurrency, "rep": rep,
-            "message": message}
+             rep: int | None = None, rate: float | None = None) -> dict[str, Any]:
+    found = {"kind": kind, "arm": arm, "concurrency": concurrency, "rep": rep,
+             "message": message}
+    return found | ({"rate": rate} if rate is not None else {})
 
 
 def _get(row: Any, name: str, default: float = float("nan")) -> Any:
@@ -71,7 +76,13 @@ def _failures(row: Any, where: str) -> Iterator[tuple[str, str]]:
                            + (f"; most often: {top}" if top else ""))
 
 
+def _open_loop(row: Any) -> bool:
+    return bool(np.isfinite(_get(row, "rate")))
+
+
 def _concurrency(row: Any, where: str) -> Iterator[tuple[str, str]]:
+    if _open_loop(row) or _get(row, "sessions", 0.0) > 0:
+        return
     if row.achieved_concurrency >= (1 - CONCURRENCY_SHORTFALL) * row.concurrency:
         return
     backoff = _get(row, "backoff_share", 0.0)
@@ -80,6 +91,24 @@ def _concurrency(row: Any, where: str) -> Iterator[tuple[str, str]]:
     yield "concurrency_shortfall", (f"{where}: achieved concurrency "
                                     f"{row.achieved_concurrency:.1f} is more than 10% under "
                                     f"the target {row.concurrency}{why}")
+
+
+def _rate(row: Any, where: str) -> Iterator[tuple[str, str]]:
+    if not _open_loop(row):
+        return
+    planned = row.arrivals_planned / row.window_s  # the target rate, rounded to arrivals
+    if row.achieved_rate >= (1 - RATE_SHORTFALL) * planned:
+        return
+    cap, client = _get(row, "late_cap_share", 0.0), _get(row, "late_client_share", 0.0)
+    unsent = row.arrivals_planned - row.arrivals_sent
+    why = (f"the cap on requests in flight held {100 * cap:.0f}% of starts back (every "
+           "user was busy: raise max_in_flight, or the server is saturated)" if cap >= client
+           else f"the client started {100 * client:.0f}% late (the load process was short "
+           "of CPU: add --processes or workers)")
+    yield "rate_held", (f"{where}: achieved {row.achieved_rate:.3g} arrivals/s of the "
+                        f"target {row.rate:g}/s; {why}"
+                        + (f"; {unsent:.0f} planned arrivals never started" if unsent > 0
+                           else ""))
 
 
 def _client(row: Any, where: str) -> Iterator[tuple[str, str]]:
@@ -106,10 +135,11 @@ def _latency_samples(row: Any, where: str) -> Iterator[tuple[str, str]]:
                if row.interrupted else "")
     missing = "none of its TTFT, TPOT or E2E" if row.requests == 0 else \
         "its TTFT, TPOT and E2E percentiles rest on few requests and are"
+    fix = ("an open-loop window is fixed: raise measure_s" if _open_loop(row) else
+           "requests queue longer than the window may last: raise max_measure_s")
     yield "too_few_requests", (f"{where}: only {row.requests} of {row.requests_started} "
                                f"requests that started in the measure window completed"
-                               f"{running}; {missing} measured (requests queue longer than "
-                               "the window may last: raise max_measure_s)")
+                               f"{running}; {missing} measured ({fix})")
 
 
 def _tokens(row: Any, where: str) -> Iterator[tuple[str, str]]:
@@ -152,13 +182,16 @@ def _clock(row: Any, where: str) -> Iterator[tuple[str, str]]:
 
 
 # Checks that stay quiet when most of a rung's requests failed (failures explain it).
-_QUIET_WHEN_FAILING: tuple[Check, ...] = (_concurrency, _client, _latency_samples)
+_QUIET_WHEN_FAILING: tuple[Check, ...] = (_concurrency, _rate, _client, _latency_samples)
 _ALWAYS: tuple[Check, ...] = (_failures, _tokens, _trace, _workers, _clock)
 
 
 def _rung_warnings(row: Any, multi_rep: bool) -> Iterator[dict[str, Any]]:
-    where = f"{row.arm} at C={row.concurrency}" + (f" (rep {row.rep})" if multi_rep else "")
+    at = f"rate={row.rate:g}/s" if _open_loop(row) else f"C={row.concurrency}"
+    where = f"{row.arm} at {at}" + (f" (rep {row.rep})" if multi_rep else "")
     ctx = {"arm": row.arm, "concurrency": int(row.concurrency), "rep": int(row.rep)}
+    if _open_loop(row):
+        ctx["rate"] = float(row.rate)
     total = row.requests + row.failures
     failing = bool(total) and row.failures / total > FAILURES_EXPLAIN
     checks = _ALWAYS if failing else (_failures, *_QUIET_WHEN_FAILING, *_ALWAYS[1:])
@@ -248,6 +281,7 @@ _DIGEST_TITLES = {
     "client_saturated": "load generator saturated (add --processes or workers)",
     "client_starved": "load generator short of CPU on a busy machine (timestamps late)",
     "concurrency_shortfall": "achieved concurrency more than 10% under target",
+    "rate_held": "achieved arrival rate more than 2% under target (cap or client)",
     "failures": "more than 1% of requests failed",
     "trace_mismatch": "client tok/s more than 1% from the simulator's trace",
     "tokens_estimated": "tokens estimated for requests cut before their usage came",
@@ -263,11 +297,14 @@ def digest(warnings: Sequence[dict[str, Any]]) -> list[str]:
     grouped: dict[str, dict[str, list[str]]] = {}
     for w in warnings:
         if w["kind"] in _DIGEST_TITLES and w["arm"] is not None and w["concurrency"] is not None:
-            at = str(w["concurrency"]) + (f" (rep {w['rep']})" if w.get("rep", 1) != 1 else "")
+            level = (f"rate={w['rate']:g}/s" if w.get("rate") is not None
+                     else str(w["concurrency"]))
+            at = level + (f" (rep {w['rep']})" if w.get("rep", 1) != 1 else "")
             grouped.setdefault(w["kind"], {}).setdefault(w["arm"], []).append(at)
         else:
             lines.append(w["message"])
     for kind, arms in grouped.items():
-        where = "; ".join(f"{arm} C={', '.join(cs)}" for arm, cs in arms.items())
+        where = "; ".join(f"{arm} {'' if cs[0].startswith('rate') else 'C='}{', '.join(cs)}"
+                          for arm, cs in arms.items())
         lines.append(f"{_DIGEST_TITLES[kind]}: {where}")
     return lines

@@ -4,7 +4,10 @@
 `write` puts the three files into the output folder (report.html is self-contained:
 plotly.js is inlined, nothing is fetched) and each pair's recommended engine settings
 into `recommended/`; `main` does both and prints the report path, the per-rung table,
-C* and the recommendation for every spec-on/spec-off pair.
+C* and the recommendation for every spec-on/spec-off pair. Chat-session runs label
+their rungs as sessions and add requests in flight and context lengths; open-loop runs
+are read on the rate axis instead (`rates.py`: rate* and the latency speedup, the
+achieved rate and the late starts), with no engine recommendation.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import argparse
 import html
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,7 @@ from specload.errors import UserError
 from specload.report import figures, quality
 from specload.report.aggregate import combine_reps, measure_all
 from specload.report.crossover import Crossover, PairResult, analyse_pair, pair_arms
+from specload.report.rates import RatePair, analyse_rates, rate_lines, workload_kind
 from specload.report.recommend import (
     ENGINE_FILES,
     RECOMMENDED_DIR,
@@ -50,6 +54,23 @@ TABLE_COLUMNS = {
     "achieved_concurrency": "achieved C", "requests": "requests", "failures": "failures",
     "interrupted": "unfinished", "trace_ratio": "vs trace",
 }
+# Chat sessions: C counts sessions; the batch offered is the requests in flight.
+SESSION_COLUMNS = {
+    "arm": "arm", "concurrency": "sessions", "achieved_concurrency": "in flight",
+    "server_running_mean": "batch", "output_tok_s": "tok/s", "speedup": "speedup",
+    "prompt_tokens_p50": "context p50", "prompt_tokens_p90": "context p90",
+    "ttft_p50_ms": "TTFT p50 ms", "ttft_p99_ms": "TTFT p99 ms", "tpot_p50_ms": "TPOT p50 ms",
+    "requests": "requests", "failures": "failures", "trace_ratio": "vs trace",
+}
+# Open loop: rungs are arrival rates; latencies from the send and from the schedule.
+OPEN_COLUMNS = {
+    "arm": "arm", "rate": "rate/s", "achieved_rate": "achieved/s", "late_share": "late",
+    "late_cap_share": "late (cap)", "achieved_concurrency": "in flight",
+    "server_running_mean": "batch", "output_tok_s": "tok/s", "speedup": "speedup",
+    "ttft_p50_ms": "TTFT p50 ms", "ttft_sched_p99_ms": "TTFT p99 sched ms",
+    "e2e_sched_mean_ms": "E2E mean sched ms", "tpot_p50_ms": "TPOT p50 ms",
+    "requests": "requests", "failures": "failures", "trace_ratio": "vs trace",
+}
 
 
 def _cell(value: float) -> str:
@@ -66,6 +87,8 @@ class Report:
     warnings: list[dict[str, Any]]
     recommendations: list[Recommendation]
     slo: SloTarget | None = None
+    workload: str = "users"  # rates.workload_kind
+    rate_pairs: list[RatePair] = field(default_factory=list)
 
 
 def recommended_folder(pairs: list[PairResult], pair: PairResult) -> str:
@@ -82,10 +105,16 @@ def build(path: str | Path, processes: int | None = None) -> Report:
         raise UserError(f"{path}: the run has request records but no measurable rung")
     summary = combine_reps(per_rep, source.arms)
     slo = slo_from_scenario(source.manifest.scenario if source.manifest else None)
-    pairs = [analyse_pair(on, off, summary, per_rep, slo) for on, off in pair_arms(source.arms)]
+    kind = workload_kind(summary)
+    arm_pairs = pair_arms(source.arms)
+    if kind == "open":
+        rate_pairs = [analyse_rates(on, off, summary) for on, off in arm_pairs]
+        warnings = quality.all_warnings(per_rep, summary, [], source.manifest, source.notes)
+        return Report(source, per_rep, summary, [], warnings, [], slo, kind, rate_pairs)
+    pairs = [analyse_pair(on, off, summary, per_rep, slo) for on, off in arm_pairs]
     warnings = quality.all_warnings(per_rep, summary, pairs, source.manifest, source.notes)
     recs = [recommend(p, arm_setup(p.on), slo, recommended_folder(pairs, p)) for p in pairs]
-    return Report(source, per_rep, summary, pairs, warnings, recs, slo)
+    return Report(source, per_rep, summary, pairs, warnings, recs, slo, kind)
 
 
 def _clean(value: Any) -> Any:
@@ -104,10 +133,12 @@ def _clean(value: Any) -> Any:
 def _speedup_column(report: Report) -> pd.Series:
     """Speedup per summary row for spec-on arms of the first pair they appear in."""
     values = pd.Series(float("nan"), index=report.summary.index)
-    for pair in reversed(report.pairs):
-        by_c = pair.speedup.set_index("concurrency")["speedup"]
-        rows = report.summary["arm"] == pair.on.name
-        values[rows] = report.summary.loc[rows, "concurrency"].map(by_c)
+    tables = [(p.on.name, p.table, "rate") for p in report.rate_pairs] + [
+        (p.on.name, p.speedup, "concurrency") for p in report.pairs]
+    for arm, table, x in reversed(tables):
+        by_x = table.set_index(x)["speedup"]
+        rows = report.summary["arm"] == arm
+        values[rows] = report.summary.loc[rows, x].map(by_x)
     return values
 
 
@@ -148,13 +179,17 @@ def summary_json(report: Report) -> dict[str, Any]:
         "recommendation": pairs[0]["recommendation"] if pairs else None,
         "slo": _slo_json(report),
         "recommended_files": [f for p in pairs for f in p["recommendation"]["files"]],
+        "workload": report.workload,
+        "rate_pairs": [p.as_dict() for p in report.rate_pairs],
         "warnings": report.warnings,
     })
 
 
 def _table(report: Report) -> pd.DataFrame:
     table = report.summary.assign(speedup=_speedup_column(report))
-    return table[[c for c in TABLE_COLUMNS if c in table]].rename(columns=TABLE_COLUMNS)
+    columns = {"open": OPEN_COLUMNS, "sessions": SESSION_COLUMNS}.get(report.workload,
+                                                                       TABLE_COLUMNS)
+    return table[[c for c in columns if c in table]].rename(columns=columns)
 
 
 def _c_star_words(pair: PairResult, cross: Crossover) -> str:
@@ -182,6 +217,9 @@ def _curve_words(cross: Crossover) -> str | None:
 
 
 def _crossover_lines(report: Report, with_advice: bool = True) -> list[str]:
+    if report.workload == "open":
+        return [line for pair in report.rate_pairs for line in rate_lines(pair)] or [
+            "rate*: no spec-on/spec-off pair of arms (roles or names with on/off) to compare"]
     if not report.pairs:
         return ["C*: no spec-on/spec-off pair of arms (roles or names with on/off) to compare"]
     lines = []
@@ -234,6 +272,13 @@ def _html_recommendation(report: Report, pair: PairResult, rec: Recommendation) 
             + "</li>")
 
 
+def _no_recommendation(report: Report) -> str:
+    if report.workload == "open":
+        return ("<li>an open-loop run gives rate*, not an engine setting: a users or "
+                "sessions ladder gives one in batch size</li>")
+    return "<li>no spec-on/spec-off pair</li>"
+
+
 def _html(report: Report) -> str:
     esc = html.escape
     manifest = report.source.manifest
@@ -251,7 +296,7 @@ def _html(report: Report) -> str:
         warns = "<li>none</li>"
     plots = "".join(
         f'<div class="fig">{pio.to_html(f, full_html=False, include_plotlyjs=False)}</div>'
-        for f in figures.all_figures(report.summary, report.pairs))
+        for f in figures.all_figures(report.summary, report.pairs, report.rate_pairs))
     table = _table(report).to_html(index=False, na_rep="–", float_format=_cell,
                                    border=0, classes="summary")
     return f"""<!DOCTYPE html>
@@ -272,8 +317,8 @@ pre {{ background: #f6f6f6; padding: 8px; overflow-x: auto; font-size: 0.85em; }
 <h1>{esc(title)}</h1>
 <p>Source: {esc(str(report.source.out_dir))} · arms: {esc(", ".join(
         f"{a.name} ({a.role}, {len(a.reps)} rep)" for a in report.source.arms))}</p>
-<h2>Crossover C*</h2><ul>{crossover}</ul>
-<h2>Recommended setting</h2><ul>{recs or "<li>no spec-on/spec-off pair</li>"}</ul>
+<h2>Crossover {"rate*" if report.workload == "open" else "C*"}</h2><ul>{crossover}</ul>
+<h2>Recommended setting</h2><ul>{recs or _no_recommendation(report)}</ul>
 <h2>Data-quality warnings ({len(report.warnings)})</h2><ul class="warn">{warns}</ul>
 <h2>Figures</h2>{plots}
 <h2>Per-rung summary</h2>{table}

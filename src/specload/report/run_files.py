@@ -33,10 +33,12 @@ SWEEP_PREFIX_NAME = "locust"
 _REP_DIR = re.compile(r"^rep-(\d+)$")
 
 # Columns of the requests file the report needs, with their types.
-_FLOAT_COLS = ("start", "end", "ttft_ms", "e2e_ms", "tpot_ms", "backoff_ms", "prompt_tokens")
-_INT_COLS = ("status", "output_tokens", "num_chunks", "interrupted")
+_FLOAT_COLS = ("start", "end", "ttft_ms", "e2e_ms", "tpot_ms", "backoff_ms", "prompt_tokens",
+               "scheduled", "late_ms")
+_INT_COLS = ("status", "output_tokens", "num_chunks", "interrupted", "turn")
 _CHUNK_COLS = ("chunk_gaps_us", "chunk_tokens")
-_STR_COLS = ("endpoint", "tokens_source", "finish_reason", "error_kind", "error", *_CHUNK_COLS)
+_STR_COLS = ("endpoint", "tokens_source", "finish_reason", "error_kind", "error", "session_id",
+             "late_by", *_CHUNK_COLS)
 _CATEGORY_COLS = ("client_id",)  # few values, many rows
 # Cells read as missing: pandas' default list, so old and new readers agree.
 _NULL_VALUES = ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan",
@@ -236,7 +238,7 @@ def read_requests(prefix: Path) -> pd.DataFrame:
         )
     except (OSError, pa.ArrowException) as exc:
         raise UserError(f"{path} cannot be read as a requests file: {exc}") from exc
-    return clock.align(_frame(table), read_clock(prefix), ("start", "end"))
+    return clock.align(_frame(table), read_clock(prefix), ("start", "end", "scheduled"))
 
 
 def _frame(table: pa.Table) -> pd.DataFrame:

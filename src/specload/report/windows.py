@@ -25,12 +25,14 @@ HISTORY_TS_OFFSET_S = 0.5
 
 @dataclass(frozen=True, slots=True)
 class Window:
-    """One rung's measure window (epoch seconds) and its target concurrency."""
+    """One rung's measure window (epoch seconds), its target concurrency and, for an
+    open-loop rung, its target arrival rate (then `users` is the pool's size)."""
 
     rung: int
     users: int
     start: float
     end: float
+    rate: float | None = None
 
     @property
     def length(self) -> float:
@@ -41,9 +43,11 @@ def from_rungs_file(rungs: pd.DataFrame) -> list[Window]:
     """Windows from a `_rungs.csv` (records.RUNGS_COLUMNS)."""
     rows = rungs.dropna(subset=["measure_start", "measure_end"])
     rows = rows[rows["measure_end"] > rows["measure_start"]].sort_values("measure_start")
+    rates = rows["rate"] if "rate" in rows else pd.Series(float("nan"), index=rows.index)
     return [
-        Window(int(r.rung), int(r.users), float(r.measure_start), float(r.measure_end))
-        for r in rows.itertuples(index=False)
+        Window(int(r.rung), int(r.users), float(r.measure_start), float(r.measure_end),
+               float(rate) if pd.notna(rate) else None)
+        for r, rate in zip(rows.itertuples(index=False), rates, strict=True)
     ]
 
 
@@ -97,7 +101,7 @@ def ordered(windows: list[Window]) -> list[Window]:
     for w, nxt in zip(windows, [*windows[1:], None], strict=True):
         end = min(w.end, nxt.start) if nxt is not None else w.end
         if end > w.start:
-            out.append(Window(w.rung, w.users, w.start, end))
+            out.append(Window(w.rung, w.users, w.start, end, w.rate))
     return out
 
 

@@ -2,10 +2,12 @@
 
 The runner never imports Locust (it monkey-patches the interpreter with gevent); it
 runs `python -m locust -f <packaged locustfile> --headless --csv PREFIX
---csv-full-history --host URL` with the ladder, the request settings and the load
-mode: one process, `--processes N` on this machine, or a master (`--master
---expect-workers N --master-bind-host H`) that workers started elsewhere connect to;
-with workers, the users of a lost one restart on the others (`--enable-rebalancing`).
+--csv-full-history --host URL` with the ladder (or, for an open workload, the rates),
+the request and workload settings and the load mode (the locustfile follows the
+workload: users, sessions or open-loop arrivals): one process, `--processes N` on this
+machine, or a master (`--master --expect-workers N --master-bind-host H`) that workers
+started elsewhere connect to; with workers, the users of a lost one restart on the
+others (`--enable-rebalancing`).
 Locust's exit status is made independent of request failures (`--exit-code-on-error
 0`), so a non-zero status means Locust itself failed. Its log goes to a file in the arm
 folder; stopping sends SIGINT to Locust (it then stops the users, collects the workers'
@@ -23,14 +25,18 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import specload
 from specload.runner.processes import free_port, stop_process_group
-from specload.scenario import RequestSettings, Scenario
+from specload.scenario import RequestSettings, Scenario, Workload
 
-LOCUSTFILE = Path(specload.__file__).resolve().parent / "loadgen" / "locustfile_ladder.py"
+_LOADGEN = Path(specload.__file__).resolve().parent / "loadgen"
+LOCUSTFILE = _LOADGEN / "locustfile_ladder.py"
+LOCUSTFILES = {"users": LOCUSTFILE, "sessions": _LOADGEN / "locustfile_sessions.py",
+               "open": _LOADGEN / "locustfile_open.py"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +93,22 @@ def request_args(req: RequestSettings) -> list[str]:
 REBALANCE = "--enable-rebalancing"
 
 
+def workload_args(workload: Workload, levels: Sequence[float]) -> list[str]:
+    """The rungs (`--ladder` or `--rates`) and the workload's Locust options."""
+    if workload.kind == "open":
+        args = ["--rates", ",".join(f"{r:g}" for r in levels)]
+    else:
+        args = ["--ladder", ",".join(str(int(u)) for u in levels)]
+    optional = {
+        "--conversations": workload.conversations, "--turns": workload.turns,
+        "--think-time": workload.think_time, "--arrivals": workload.arrivals,
+        "--arrival-cv": workload.cv, "--max-in-flight": workload.max_in_flight,
+        "--arrival-unit": workload.unit,
+    }
+    return args + [a for flag, value in optional.items() if value is not None
+                   for a in (flag, str(value))]
+
+
 def load_mode_args(mode: LoadMode) -> list[str]:
     """Locust options for the load mode: master/workers, local processes, or neither."""
     if mode.workers:
@@ -104,14 +126,14 @@ def load_mode_args(mode: LoadMode) -> list[str]:
 
 
 def locust_command(
-    scenario: Scenario, host: str, prefix: Path, ladder: list[int], mode: LoadMode
+    scenario: Scenario, host: str, prefix: Path, levels: Sequence[float], mode: LoadMode
 ) -> list[str]:
     """The full command line for one arm (or the missing rungs of one)."""
     return [
-        sys.executable, "-m", "locust", "-f", str(LOCUSTFILE),
+        sys.executable, "-m", "locust", "-f", str(LOCUSTFILES[scenario.workload.kind]),
         "--headless", "--only-summary", "--exit-code-on-error", "0",
         "--csv", str(prefix), "--csv-full-history", "--host", host,
-        "--ladder", ",".join(map(str, ladder)),
+        *workload_args(scenario.workload, levels),
         "--warmup", repr(scenario.warmup_s), "--measure", repr(scenario.measure_s),
         "--min-requests", str(scenario.min_requests),
         "--max-measure", repr(scenario.max_measure_s or 0.0), "--drain", repr(scenario.drain_s),

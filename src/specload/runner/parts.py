@@ -4,7 +4,7 @@ An interrupted repeat keeps the rungs it finished (its rungs file lists exactly 
 `--resume` runs only the missing rungs, as a separate Locust run writing to
 `<rep dir>/part-N/locust_*`, and then appends that part's rows to the repeat's own
 files so the report sees one complete set: rungs (renumbered to their index in
-the full ladder, which the increasing ladder makes unambiguous), per-request rows,
+the full ladder, or rate ladder, which increasing levels make unambiguous), per-request rows,
 client stats and Locust's stats history are appended; Locust's failure table is merged
 by summing occurrences; the simulator's trace (when the arm has one) is appended to the
 repeat's trace, so that it matches the repeat's request rows; the workers' clock rounds
@@ -45,13 +45,19 @@ def _read_rows(path: Path) -> tuple[list[str], list[list[str]]]:
     return (rows[0], rows[1:]) if rows else ([], [])
 
 
-def finished_users(prefix: Path) -> list[int]:
-    """User counts of the rungs a run (prefix) completed, from its rungs file."""
+def finished_levels(prefix: Path) -> list[float]:
+    """What each completed rung stepped: its arrival rate (open loop), else its users."""
     header, rows = _read_rows(rungs_path(prefix))
-    if "users" not in header:
+    col = "rate" if "rate" in header else "users"
+    if col not in header:
         return []
-    col = header.index("users")
-    return [int(r[col]) for r in rows if len(r) > col and r[col].strip()]
+    i = header.index(col)
+    return [_level(r[i]) for r in rows if len(r) > i and r[i].strip()]
+
+
+def _level(text: str) -> float:
+    value = float(text)
+    return int(value) if value.is_integer() else value
 
 
 Transform = Callable[[list[str], list[str]], list[str]]
@@ -91,13 +97,13 @@ def _merge_failures(src: Path, dst: Path) -> None:
         writer.writerows(totals.values())
 
 
-def merge_part(part_prefix: Path, main_prefix: Path, ladder: Sequence[int]) -> None:
+def merge_part(part_prefix: Path, main_prefix: Path, levels: Sequence[float]) -> None:
     """Append a resumed part's rows to the main prefix's files."""
 
     def renumber(header: list[str], row: list[str]) -> list[str]:
         out = list(row)
-        users = int(row[header.index("users")])
-        out[header.index("rung")] = str(list(ladder).index(users))
+        level = _level(row[header.index("rate" if "rate" in header else "users")])
+        out[header.index("rung")] = str(list(levels).index(level))
         return out
 
     def files(suffix: str) -> tuple[Path, Path]:

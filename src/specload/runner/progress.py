@@ -88,7 +88,7 @@ def rung_figures(prefix: Path, line: dict[str, Any]) -> dict[str, Any]:
     if requests.empty:
         return line
     window = Window(int(line["rung"]), int(line["users"]), float(line["measure_start"]),
-                    float(line["measure_end"]))
+                    float(line["measure_end"]), line.get("rate"))
     row = measure(requests, [window]).iloc[0]
     return {**line, **{k: (v.item() if hasattr(v, "item") else v)
                        for k, v in row.items() if k in FIGURES}}
@@ -117,11 +117,14 @@ def failure_text(failures: int, total: int, reason: str) -> str:
     return f"failures {failures} of {total} ({share:.0f}%)" + (f": {reason}" if reason else "")
 
 
-def progress_line(label: str, line: dict[str, Any], ladder: Sequence[int], elapsed_s: float,
-                  remaining_s: float) -> str:
+def progress_line(label: str, line: dict[str, Any], levels: Sequence[float],
+                  elapsed_s: float, remaining_s: float) -> str:
     """One finished rung, as a person reading the console wants it."""
-    rung = list(ladder).index(int(line["users"])) + 1
-    head = f"[{label}] rung {rung}/{len(ladder)} C={line['users']}"
+    rate = line.get("rate")
+    level = rate if rate is not None else int(line["users"])
+    rung = list(levels).index(level) + 1
+    step = f"rate={rate:g}/s" if rate is not None else f"C={line['users']}"
+    head = f"[{label}] rung {rung}/{len(levels)} {step}"
     tok_s = _number(line.get("output_tok_s"))
     if tok_s is None:
         figures = "no requests measured"

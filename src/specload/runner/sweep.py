@@ -53,7 +53,7 @@ from specload.runner.locust_proc import (
 )
 from specload.runner.manifest import new_manifest, worker_clocks, worker_events
 from specload.runner.metrics_scrape import MetricsSampler
-from specload.runner.parts import finished_users, merge_part
+from specload.runner.parts import finished_levels, merge_part
 from specload.runner.progress import (
     WorkerEvents,
     arm_failure,
@@ -110,8 +110,8 @@ class Sweep:
                 continue
             for rep in arm.reps:
                 if rep.status != "done":
-                    done = len(finished_users(self.run_dir / rep.dir / "locust"))
-                    total += len(self.scenario.ladder) - done
+                    done = len(finished_levels(self.run_dir / rep.dir / "locust"))
+                    total += len(self.scenario.levels) - done
         return total * self.rung_s
 
     def arm(self, name: str) -> Arm:
@@ -176,12 +176,12 @@ def _watch(
             say(line)
         for line in live_lines(run_prefix)[len(rungs):]:
             rungs.append(rung_figures(run_prefix, line))
-            say(progress_line(label, rungs[-1], sweep.scenario.ladder,
+            say(progress_line(label, rungs[-1], sweep.scenario.levels,
                               time.monotonic() - sweep.started, sweep.remaining_s()))
         if code is not None:
             if code != 0:
                 raise RepFailed(f"locust exited with status {code} (log: {locust.log_path})")
-            done = len(finished_users(run_prefix))
+            done = len(finished_levels(run_prefix))
             if done < n_rungs:
                 raise RepFailed(f"locust finished after {done} of {n_rungs} rungs "
                                 f"(log: {locust.log_path})")
@@ -206,8 +206,8 @@ def run_rep(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> None:
     rep_dir = sweep.run_dir / rep.dir
     rep_dir.mkdir(parents=True, exist_ok=True)
     prefix = rep_dir / "locust"
-    done = finished_users(prefix)
-    missing = [u for u in sweep.scenario.ladder if u not in done]
+    done = finished_levels(prefix)
+    missing = [u for u in sweep.scenario.levels if u not in done]
     if not missing:
         return
     if done:
@@ -229,7 +229,9 @@ def run_rep(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> None:
             tls=sweep.tls).start()
         cmd = locust_command(sweep.scenario, url, run_prefix, missing, sweep.mode)
         suffix = f" (resuming {len(missing)} missing rungs)" if done else ""
-        say(f"[{label}] {url} ready; running C={','.join(map(str, missing))}{suffix}")
+        steps = "rates " if sweep.scenario.workload.kind == "open" else "C="
+        say(f"[{label}] {url} ready; running {steps}{','.join(f'{m:g}' for m in missing)}"
+            f"{suffix}")
         if sweep.mode.workers:
             say(f"[{label}] waiting for {sweep.mode.workers} workers: {worker_command(sweep.mode)}")
         locust = LocustProcess(cmd, rep_dir / "locust.log")
@@ -243,7 +245,7 @@ def run_rep(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> None:
                 say(f"[{label}] note: no metrics from {sampler.url} ({sampler.last_error})")
         server.stop()
         if run_prefix != prefix:
-            merge_part(run_prefix, prefix, sweep.scenario.ladder)
+            merge_part(run_prefix, prefix, sweep.scenario.levels)
         rep.clocks, rep.worker_events = worker_clocks(prefix), worker_events(prefix)
 
 
@@ -349,9 +351,11 @@ def _api_key(scenario: Scenario) -> str | None:
 
 
 def print_plan(scenario: Scenario, mode: LoadMode, out: Path) -> None:
-    per_rep = len(scenario.ladder) * (scenario.warmup_s + scenario.measure_s)
+    per_rep = len(scenario.levels) * (scenario.warmup_s + scenario.measure_s)
     total = per_rep * scenario.repeats * len(scenario.arms)
-    say(f"scenario {scenario.name}: ladder {','.join(map(str, scenario.ladder))}, "
+    steps = "rates (per second)" if scenario.workload.kind == "open" else "ladder"
+    say(f"scenario {scenario.name}, workload {scenario.workload.kind}: {steps} "
+        f"{','.join(f'{x:g}' for x in scenario.levels)}, "
         f"{scenario.warmup_s:g} s warmup + {scenario.measure_s:g} s measure per rung, "
         f"{scenario.repeats} repeat(s)")
     for arm in scenario.arms:
@@ -363,7 +367,7 @@ def print_plan(scenario: Scenario, mode: LoadMode, out: Path) -> None:
     say(f"load: {load}")
     say(f"planned load time {fmt_s(total)} (+ server start-up); output under "
         f"{out / scenario.name}/<UTC timestamp>/")
-    example = locust_command(scenario, "URL", Path("<arm dir>/locust"), scenario.ladder, mode)
+    example = locust_command(scenario, "URL", Path("<arm dir>/locust"), scenario.levels, mode)
     say("locust command per arm: " + shlex.join(example))
 
 

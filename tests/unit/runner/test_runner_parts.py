@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from specload.runner.parts import finished_users, merge_part
+from specload.runner.parts import finished_levels, merge_part
 
 
 def write_csv(path: Path, header: list[str], rows: list[list[object]]) -> None:
@@ -23,10 +23,10 @@ STEPS = ["rung", "users", "warmup_start", "measure_start", "measure_end"]
 FAIL = ["Method", "Name", "Error", "Occurrences"]
 
 
-def test_finished_users_reads_the_steps_file(tmp_path: Path) -> None:
-    assert finished_users(tmp_path / "locust") == []
+def test_finished_levels_reads_the_steps_file(tmp_path: Path) -> None:
+    assert finished_levels(tmp_path / "locust") == []
     write_csv(tmp_path / "locust_rungs.csv", STEPS, [[0, 1, 1, 2, 3], [1, 2, 3, 4, 5]])
-    assert finished_users(tmp_path / "locust") == [1, 2]
+    assert finished_levels(tmp_path / "locust") == [1, 2]
 
 
 def test_merge_appends_rows_renumbers_rungs_and_sums_failures(tmp_path: Path) -> None:
@@ -52,6 +52,6 @@ def test_merge_appends_rows_renumbers_rungs_and_sums_failures(tmp_path: Path) ->
         FAIL, ["POST", "chat", "cut", "5"], ["POST", "chat", "http 500", "1"]]
     # a file the main run never wrote is created with its header
     assert read_csv(Path(f"{main}_client_stats.csv")) == [["ts", "cpu_percent"], ["21", "50"]]
-    assert finished_users(main) == [1, 5, 10]
+    assert finished_levels(main) == [1, 5, 10]
     # each part's workers keep their own clock rounds, found by client_id
     assert read_csv(Path(f"{main}_clock.csv"))[1:] == [["11", "h-1"], ["21", "h-2"]]

@@ -1,0 +1,26 @@
+"""The sweep's locustfile for `workload: {kind: open}`: arrivals at planned rates.
+
+`open_loop.OpenLoopUser` (one request per arrival) or `open_loop.OpenSessionUser`
+(one chat session per arrival, `--arrival-unit sessions`) carry the arrivals of
+`rate_shape.RateShape`; `locustfiles/open.py` re-exports this for people who run
+Locust by hand.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from locust import events
+
+from specload.loadgen.open_loop import OpenLoopUser, OpenSessionUser
+from specload.loadgen.rate_shape import RateShape
+
+__all__ = ["OpenLoopUser", "OpenSessionUser", "RateShape"]
+
+
+@events.init.add_listener
+def _one_user_class(environment: Any, **_: Any) -> None:
+    """Keep the user class that `--arrival-unit` asks for."""
+    unit = getattr(environment.parsed_options, "arrival_unit", "requests")
+    keep = OpenSessionUser if unit == "sessions" else OpenLoopUser
+    environment.user_classes = [keep]

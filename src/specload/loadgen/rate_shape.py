@@ -1,0 +1,124 @@
+"""`RateShape`: the open-loop rate ladder as a Locust load shape.
+
+The shape makes the arrival plan (`specload.arrivals`) from `--rates`, `--warmup`,
+`--measure`, `--arrivals`, `--arrival-cv` and `--seed`, starts it a moment after the
+first tick (`LEAD_S`: the pool spawns and each load process gets its share, its start
+moved to the process's own clock by the offset the master measured) and keeps
+the pool of `--max-in-flight` users running: the arrivals, not the user count, make
+the load. Each rung runs its warmup and measure window exactly (arrivals do not wait
+for the server); as each measure window ends it is appended to the rungs file
+(`records.RATE_RUNGS_COLUMNS`, with the rung's rate) and handed to the live rungs, as
+the ladder shape does. After the last rung the users drain (at most `--drain`
+seconds), arrivals still queued are counted in the log, and the shape stops.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from locust.runners import STATE_MISSING, MasterRunner
+
+from specload.arrivals import ArrivalPlan, RateError, RateWindow, plan_rates
+from specload.ladder import DEFAULT_DRAIN_S, DEFAULT_MEASURE_S, DEFAULT_WARMUP_S
+from specload.loadgen.live import Span
+from specload.loadgen.open_loop import ARRIVALS, MSG_PLAN, load_share
+from specload.loadgen.shape import LadderShape, RungsFile
+from specload.loadgen.workload_options import WorkloadOptions
+from specload.records import RATE_RUNGS_COLUMNS, RUNGS_SUFFIX
+
+log = logging.getLogger(__name__)
+LEAD_S = 2.0
+
+
+def rate_plan(environment: Any) -> tuple[ArrivalPlan, int, float]:
+    """The plan, the pool size and the drain bound from Locust's parsed options."""
+    try:
+        workload = WorkloadOptions.from_env(environment)
+    except ValueError as exc:
+        raise RateError(str(exc)) from None
+    if not workload.rates:
+        raise RateError("--rates is empty: give the arrival rates, e.g. 1,2,5")
+    opts = environment.parsed_options
+    plan = plan_rates(workload.rate_list(), float(getattr(opts, "warmup", DEFAULT_WARMUP_S)),
+                      float(getattr(opts, "measure", DEFAULT_MEASURE_S)), workload.arrivals,
+                      workload.arrival_cv, int(getattr(opts, "seed", 0) or 0))
+    return plan, workload.max_in_flight, float(getattr(opts, "drain", DEFAULT_DRAIN_S))
+
+
+class RateShape(LadderShape):
+    """Run the arrival plan (see the module docstring); stop after the drain."""
+
+    def reset_time(self) -> None:
+        super().reset_time()
+        windows = getattr(self, "_windows", None)
+        if windows and windows[0].warmup_start > self._now():
+            return  # Locust's master resets again at its first spawn: keep the plan it sent
+        self._windows: list[RateWindow] | None = None
+        self._written = 0
+        self._drain_start: float | None = None
+
+    def _begin(self) -> bool:
+        opts = getattr(self._environment, "parsed_options", None)
+        try:
+            plan, self._pool, self._drain_s = rate_plan(self._environment)
+        except RateError as exc:
+            log.error("rate shape: %s; stopping", exc)
+            return False
+        prefix = getattr(opts, "csv_prefix", None)
+        self._rungs_file = RungsFile(Path(prefix + RUNGS_SUFFIX) if prefix else None,
+                                     RATE_RUNGS_COLUMNS)
+        t0 = self._now() + LEAD_S
+        self._windows = plan.windows(t0)
+        self._send_plan(plan, t0)
+        log.info("rate shape: %s arrivals/s (%s), %.0f s warmup + %.0f s measure each, "
+                 "at most %d in flight", ",".join(f"{r.rate:g}" for r in plan.rungs),
+                 plan.kind if plan.kind == "poisson" else f"gamma cv {plan.cv:g}",
+                 plan.rungs[0].warmup_s, plan.rungs[0].measure_s, self._pool)
+        return True
+
+    def _send_plan(self, plan: ArrivalPlan, t0: float) -> None:
+        runner = self.runner
+        if not isinstance(runner, MasterRunner):
+            load_share(plan, t0)
+            return
+        live = self._live()
+        offsets = live.offsets if live is not None else {}
+        workers = sorted(c.id for c in runner.clients.all if c.state != STATE_MISSING)
+        for index, worker in enumerate(workers):
+            # the worker keeps the schedule on its own clock
+            start = t0 + offsets.get(worker, 0.0)
+            runner.send_message(MSG_PLAN, {"plan": plan.as_message(), "t0": start,
+                                           "share": [index, len(workers)]}, client_id=worker)
+
+    def tick(self) -> tuple[int, float] | None:
+        if getattr(self, "_windows", None) is None and not self._begin():
+            return None
+        windows = self._windows
+        assert windows is not None
+        now = self._now()
+        live = self._live()
+        if live is not None:
+            live.active = True
+            live.poll()
+        while self._written < len(windows) and now >= windows[self._written].measure_end:
+            w = windows[self._written]
+            self._rungs_file.append(w.index, self._pool, w.warmup_start, w.measure_start,
+                                    w.measure_end, w.rate)
+            if live is not None:
+                live.add_window(Span(w.index, self._pool, w.measure_start, w.measure_end,
+                                     w.rate))
+            self._written += 1
+        if self._written < len(windows):
+            return self._pool, float(self._pool)
+        if self._drain_start is None:
+            self._drain_start = now
+            if ARRIVALS.remaining:
+                log.warning("rate shape: %d arrivals of the plan were never sent (every user "
+                            "was busy)", ARRIVALS.remaining)
+            self._start_drain()
+        drained = live.drained(self._drain_seq) if live is not None else True
+        if drained or now - self._drain_start >= self._drain_s:
+            return None
+        return self._pool, float(self._pool)

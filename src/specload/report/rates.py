@@ -1,0 +1,99 @@
+"""Open-loop runs: speedup and the crossover as functions of the arrival rate.
+
+Below saturation both arms serve every arrival, so their output tok/s are the same
+(the offered load) and a throughput ratio says nothing; what speculation changes is
+how long each request takes. The speedup at a rate is therefore the spec-off arm's
+mean E2E over the spec-on arm's, both measured from the scheduled time (so a client
+that held starts back is not flattered): by Little's law, the ratio of requests in
+flight too. Its noise band, decisions and crossings come from `crossover.find_crossover`
+on the rate axis; the rate where speculation stops paying off is rate*, given with the
+requests in flight and the server's batch size there. `workload_kind` tells which
+kind of run a summary holds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from specload.report.crossover import NOISE_BAND, Crossover, find_crossover, rung_decisions
+from specload.report.run_files import ArmSource
+
+RATE_COLUMNS = ("rate", "speedup", "band_lo", "band_hi", "decision", "e2e_sched_mean_ms_on",
+                "e2e_sched_mean_ms_off", "output_tok_s_on", "output_tok_s_off",
+                "achieved_rate_on", "achieved_rate_off", "in_flight_on", "in_flight_off",
+                "batch_on", "batch_off")
+_ARM = {"e2e_sched_mean_ms": "e2e_sched_mean_ms", "output_tok_s": "output_tok_s",
+        "achieved_rate": "achieved_rate", "achieved_concurrency": "in_flight",
+        "server_running_mean": "batch"}
+
+
+def workload_kind(summary: pd.DataFrame) -> str:
+    """"open" (rungs are arrival rates), "sessions" (chat sessions) or "users"."""
+    if "rate" in summary and summary["rate"].notna().any():
+        return "open"
+    if "sessions" in summary and (summary["sessions"].fillna(0) > 0).any():
+        return "sessions"
+    return "users"
+
+
+@dataclass(slots=True)
+class RatePair:
+    """One spec-on/spec-off pair of an open-loop run, on the rate axis."""
+
+    on: ArmSource
+    off: ArmSource
+    table: pd.DataFrame  # RATE_COLUMNS, one row per rate both arms ran
+    crossover: Crossover  # c_star is rate*
+
+    def at_rate_star(self, column: str) -> float | None:
+        """A table column (e.g. in_flight_on, batch_on) interpolated at rate*, in log rate."""
+        rate = self.crossover.c_star
+        part = self.table[["rate", column]].dropna()
+        if rate is None or part.empty or not part["rate"].min() <= rate <= part["rate"].max():
+            return None
+        return float(np.interp(math.log(rate), np.log(part["rate"].to_numpy(float)),
+                               part[column].to_numpy(float)))
+
+    def as_dict(self) -> dict[str, object]:
+        return {"spec_on": self.on.name, "spec_off": self.off.name,
+                "speedup_basis": "spec-off mean E2E / spec-on mean E2E, from the schedule",
+                "table": self.table.to_dict(orient="records"),
+                "crossover": self.crossover.as_dict(), "rate_star": self.crossover.c_star,
+                "in_flight_at_rate_star": self.at_rate_star("in_flight_on"),
+                "batch_at_rate_star": self.at_rate_star("batch_on")}
+
+
+def _arm(summary: pd.DataFrame, arm: str) -> pd.DataFrame:
+    rows = summary.loc[summary["arm"] == arm].rename(columns=_ARM)
+    return rows.reindex(columns=["rate", *_ARM.values()])
+
+
+def analyse_rates(on: ArmSource, off: ArmSource, summary: pd.DataFrame) -> RatePair:
+    """Latency speedup per rate with a ±2% band, its decisions and rate*."""
+    table = _arm(summary, on.name).merge(_arm(summary, off.name), on="rate",
+                                         suffixes=("_on", "_off")).sort_values("rate")
+    table["speedup"] = table["e2e_sched_mean_ms_off"] / table["e2e_sched_mean_ms_on"]
+    table["band_lo"] = table["speedup"] - NOISE_BAND
+    table["band_hi"] = table["speedup"] + NOISE_BAND
+    table["decision"] = rung_decisions(table["band_lo"], table["band_hi"])
+    table = table.reindex(columns=list(RATE_COLUMNS)).reset_index(drop=True)
+    crossover = find_crossover(table["rate"], table["speedup"], table["band_lo"],
+                               table["band_hi"])
+    return RatePair(on, off, table, crossover)
+
+
+def rate_lines(pair: RatePair) -> list[str]:
+    """The pair's verdict on the rate axis, in words."""
+    cross = pair.crossover
+    head = f"{pair.on.name} vs {pair.off.name} (open loop, speedup on mean E2E): "
+    if cross.c_star is None:
+        return [head + f"rate*: none ({cross.verdict})"]
+    at = [f"{what} {value:.1f}" for what, value in
+          (("in flight", pair.at_rate_star("in_flight_on")),
+           ("batch size", pair.at_rate_star("batch_on"))) if value is not None]
+    return [head + f"rate* = {cross.c_star:.3g}/s" + (f" ({', '.join(at)})" if at else "")
+            + f", between {cross.below}/s and {cross.above}/s"]

@@ -1,0 +1,80 @@
+"""RateShape: the plan queued for the users, fixed windows with their rates, the drain."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from specload.arrivals import plan_rates
+from specload.loadgen.inflight import IN_FLIGHT
+from specload.loadgen.open_loop import ARRIVALS
+from specload.loadgen.rate_shape import LEAD_S, RateShape
+from specload.records import RATE_RUNGS_COLUMNS
+from tests.unit.loadgen.test_ladder_shape import T0, FakeClock, FakeLive
+
+
+@pytest.fixture(autouse=True)
+def _clean() -> None:
+    yield
+    ARRIVALS.clear()
+    IN_FLIGHT.reset()
+
+
+def make(tmp_path: Path, **opts: object) -> tuple[RateShape, FakeClock, FakeLive]:
+    clock, live = FakeClock(), FakeLive()
+    shape = RateShape(clock=clock, live=live)  # type: ignore[arg-type]
+    values = {"rates": "2,5", "warmup": 1.0, "measure": 4.0, "drain": 10.0, "seed": 3,
+              "arrivals": "poisson", "arrival_cv": 1.0, "max_in_flight": 16,
+              "csv_prefix": str(tmp_path / "run"), **opts}
+    shape.runner = SimpleNamespace(environment=SimpleNamespace(
+        parsed_options=SimpleNamespace(**values)))
+    shape.reset_time()
+    return shape, clock, live
+
+
+def test_the_plan_is_queued_and_each_window_written_with_its_rate(tmp_path: Path) -> None:
+    shape, clock, live = make(tmp_path)
+    assert shape.tick() == (16, 16.0)
+    plan = plan_rates([2, 5], 1.0, 4.0, seed=3)
+    t0 = T0 + LEAD_S
+    assert ARRIVALS.remaining == len(plan.offsets()) == 2 * 5 + 5 * 5
+    assert ARRIVALS.take() == pytest.approx(t0 + plan.offsets()[0])
+    live.in_flight = 1
+    ticks = []
+    for t in (3, 7.1, 11, 12.2, 15, 21.5):  # drain from 11, at most 10 s
+        clock.now = t0 + t
+        ticks.append(shape.tick())
+    assert ticks[:4] == [(16, 16.0)] * 4
+    with (tmp_path / "run_rungs.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0]) == list(RATE_RUNGS_COLUMNS)
+    got = [(float(r["warmup_start"]) - t0, float(r["measure_start"]) - t0,
+            float(r["measure_end"]) - t0, float(r["rate"])) for r in rows]
+    assert got == [pytest.approx((0, 1, 5, 2)), pytest.approx((5, 6, 10, 5))]
+    assert [w.rate for w in live.windows] == [2.0, 5.0]
+    assert IN_FLIGHT.draining  # after the last window: finish what is in flight
+    assert ticks[4] == (16, 16.0)  # still draining
+    assert ticks[5] is None  # the drain bound
+
+
+def test_a_bad_rate_ladder_stops_the_run(tmp_path: Path, caplog: pytest.LogCaptureFixture
+                                         ) -> None:
+    shape, _, _ = make(tmp_path, rates="5,2")
+    assert shape.tick() is None
+    assert "the rates must increase" in caplog.text
+
+
+def test_a_second_reset_before_the_plan_starts_keeps_the_plan(tmp_path: Path) -> None:
+    shape, clock, _ = make(tmp_path)
+    shape.tick()
+    first = ARRIVALS.take()
+    shape.reset_time()  # what Locust's master does again at its first spawn
+    shape.tick()
+    assert ARRIVALS.remaining == 2 * 5 + 5 * 5 - 1 and ARRIVALS.take() > first
+    clock.now = T0 + 100  # long after: a new test in the web UI plans afresh
+    shape.reset_time()
+    shape.tick()
+    assert ARRIVALS.remaining == 2 * 5 + 5 * 5
