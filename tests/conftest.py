@@ -1,7 +1,23 @@
 """Test-wide setup: the fixtures of `tests.support` are available to every test.
 
 Tests are in two tiers: the default `pytest` run (unit tests and quick integration
-tests, a few minutes) and `pytest -m slow` (long end-to-end runs; CI runs both).
+tests, about three minutes on two xdist workers) and `pytest -m slow` (long
+end-to-end runs; CI runs both).
+
+Locust monkey-patches the standard library when it is imported. pytest-xdist's workers
+talk to their controller through threads that a patched `threading` breaks, and no
+in-process test needs the patch (they use gevent's own sockets and hub), so Locust is
+imported here unpatched, before any test module imports it. The variable is removed
+again at once: Locust processes that tests start patch as usual.
 """
 
+import os
+
+os.environ["LOCUST_SKIP_MONKEY_PATCH"] = "1"
+try:
+    import locust  # noqa: F401
+finally:
+    del os.environ["LOCUST_SKIP_MONKEY_PATCH"]
+
 pytest_plugins = ("tests.support.fixtures",)
+

@@ -8,6 +8,8 @@ short but long enough for the report to match the trace within a few percent.
 
 from __future__ import annotations
 
+import fcntl
+import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,3 +57,23 @@ def run_e2e(folder: Path) -> SweepResult:
     res = run_sweep(folder, str(scenario), "--out", "out", timeout=300)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return SweepResult(res, folder / run_dir_of(res.stdout))
+
+
+def shared_e2e(folder: Path) -> SweepResult:
+    """Run the sweep into `folder` once; other test processes (xdist workers) wait for it
+    and read the same result."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "sweep.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = folder / "sweep.json"
+        if done.exists():
+            got = json.loads(done.read_text())
+            return SweepResult(subprocess.CompletedProcess(
+                got["args"], got["returncode"], got["stdout"], got["stderr"]),
+                Path(got["run_dir"]))
+        result = run_e2e(folder)
+        done.write_text(json.dumps({
+            "args": result.result.args, "returncode": result.result.returncode,
+            "stdout": result.stdout, "stderr": result.result.stderr,
+            "run_dir": str(result.run_dir)}))
+        return result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -100,8 +101,12 @@ def fake_stream_server() -> Iterator[Callable[..., str]]:
 
 @pytest.fixture(scope="session")
 def e2e_sweep(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The shared end-to-end sweep (see tests/support/e2e.py), run once per session."""
-    return e2e.run_e2e(tmp_path_factory.mktemp("e2e"))
+    """The shared end-to-end sweep (see tests/support/e2e.py), run once per session: xdist
+    workers share it through their common base folder."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the session's folder, above each worker's own
+    return e2e.shared_e2e(base / "e2e-shared")
 
 
 @pytest.fixture(scope="session")

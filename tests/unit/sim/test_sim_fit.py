@@ -44,6 +44,7 @@ def sweep(profile: Profile, ladder: list[int]) -> dict[str, list[float]]:
             for mode in ("on", "off")}
 
 
+@pytest.mark.slow  # 150 virtual-time sweeps: about 20 s
 def test_fit_recovers_a_hidden_profiles_curve_within_5_percent() -> None:
     hidden = hidden_profile()
     k = hidden.speculative.k
