@@ -104,14 +104,43 @@ def _tpot_ms(req: pd.DataFrame) -> np.ndarray:
     return np.where(np.isfinite(tpot), tpot, derived)
 
 
+def stream_tpot(ch: Chunks, start: np.ndarray, w: Window) -> np.ndarray:
+    """Each stream's decode pace inside one window, ms per token: for every request with
+    at least two token chunks arriving in it, whenever it started, the time from the first
+    to the last of those chunks over the tokens after the first. Where requests queue
+    longer than the window, none that started in it finishes, but users' streams still
+    show the pace of this load."""
+    rows = np.flatnonzero((ch.counts > 1) & (ch.last_arrival >= w.start)
+                          & (ch.first_arrival < w.end))
+    arrival, toks = chunks.arrivals(ch, start, rows)
+    owner = np.repeat(np.arange(rows.size), ch.counts[rows])
+    keep = (arrival >= w.start) & (arrival < w.end) & (toks > 0)
+    owner, arrival, toks = owner[keep], arrival[keep], toks[keep]
+    if owner.size == 0:
+        return np.zeros(0)
+    first = np.r_[True, owner[1:] != owner[:-1]]  # chunks are in row, then time, order
+    starts = np.flatnonzero(first)
+    last = np.r_[starts[1:], owner.size] - 1
+    after_first = np.add.reduceat(toks, starts) - toks[starts]
+    span_ms = (arrival[last] - arrival[starts]) * 1e3
+    ok = after_first > 0
+    return span_ms[ok] / after_first[ok]
+
+
 CENSORED = 1e18  # stands for "longer than the timeout" inside percentile arithmetic
 
 
-def _censored_pcts(values: np.ndarray, name: str) -> dict[str, float]:
-    """Percentiles where +inf means "still waiting when it timed out": a percentile that
-    falls among those is +inf (shown as "> timeout"), never a made-up number."""
-    got = _pcts(np.where(np.isposinf(values), CENSORED, values), name)
-    return {k: (float("inf") if v >= CENSORED / 10 else v) for k, v in got.items()}
+def _censored_pcts(values: np.ndarray, waited: np.ndarray, name: str) -> dict[str, float]:
+    """Percentiles where +inf means "no first token when it ended" (a timeout, or a user
+    stopped while its request still queued): a percentile that falls among those is +inf,
+    never a made-up number, and `<name>_pXX_lb_ms` says how long they had waited: the
+    percentile with each censored value at its wait, a lower bound of the true one."""
+    censored = np.isposinf(values)
+    got = _pcts(np.where(censored, CENSORED, values), name)
+    out = {k: (float("inf") if v >= CENSORED / 10 else v) for k, v in got.items()}
+    bounds = _pcts(np.where(censored, waited, values), name)
+    return out | {k.replace("_ms", "_lb_ms"): (v if out[k] == float("inf") else float("nan"))
+                  for k, v in bounds.items()}
 
 
 @dataclass(slots=True)
@@ -120,6 +149,7 @@ class _Rows:
 
     start: np.ndarray
     end: np.ndarray
+    waited_ms: np.ndarray  # start to end: a lower bound of a censored TTFT
     started_in: np.ndarray
     ended_in: np.ndarray
     ok: np.ndarray
@@ -127,7 +157,7 @@ class _Rows:
     interrupted: np.ndarray
     error_kind: np.ndarray
     error: np.ndarray
-    ttft: np.ndarray  # +inf for requests that timed out before their first token
+    ttft: np.ndarray  # +inf: timed out, or stopped, before the first token
     e2e: np.ndarray
     tpot: np.ndarray
     per_request_tok_s: np.ndarray  # output tokens / E2E (TTFT included)
@@ -148,13 +178,16 @@ class _Rows:
         error_kind = req["error_kind"].to_numpy(dtype=object)
         interrupted = (req["interrupted"].to_numpy() != 0) | (error_kind == "interrupted")
         ttft = req["ttft_ms"].to_numpy(dtype=float)
-        ttft = np.where(np.isin(error_kind, TIMEOUT_KINDS), np.inf, ttft)
+        # stopped before its first token (no chunk at all)
+        queued = interrupted & ~np.isfinite(ttft) & (req["num_chunks"].to_numpy() == 0)
+        ttft = np.where(np.isin(error_kind, TIMEOUT_KINDS) | queued, np.inf, ttft)
         e2e = req["e2e_ms"].to_numpy(dtype=float)
         tokens = req["output_tokens"].to_numpy(dtype=float)
         with np.errstate(divide="ignore", invalid="ignore"):
             rate = np.where(e2e > 0, tokens / (e2e / 1e3), np.nan)
         return cls(
-            start=start, end=end, started_in=row_window(start, windows),
+            start=start, end=end, waited_ms=(end - start) * 1e3,
+            started_in=row_window(start, windows),
             ended_in=row_window(end, windows), ok=(error_kind == "") & ~interrupted,
             failed=(error_kind != "") & ~interrupted, interrupted=interrupted,
             error_kind=error_kind, error=req["error"].to_numpy(dtype=object), ttft=ttft,
@@ -177,7 +210,7 @@ def _failure_columns(r: _Rows, in_w: np.ndarray) -> dict[str, object]:
         "failures": int(kinds.sum()),
         "failures_by_kind": {str(k): int(v) for k, v in kinds.items()},
         "top_failure": str(reasons.index[0]) if len(reasons) else "",
-        "timeouts": int(np.count_nonzero(np.isposinf(r.ttft) & in_w)),
+        "timeouts": int(np.count_nonzero(np.isin(r.error_kind, TIMEOUT_KINDS) & in_w)),
     }
 
 
@@ -271,9 +304,13 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
             "estimated_token_share": (est_tokens[i] / tokens_by_w[i] if tokens_by_w[i]
                                       else 0.0),
         }
-        ttft_rows = (r.ok | r.failed) & in_w
-        row.update(_censored_pcts(r.ttft[ttft_rows], "ttft"))
+        ttft_rows = (r.ok | r.failed | np.isposinf(r.ttft)) & in_w
+        row.update(_censored_pcts(r.ttft[ttft_rows], r.waited_ms[ttft_rows], "ttft"))
         row.update(tpot_p)
+        # nothing that started here finished: the pace of the streams in the window
+        queued = not np.isfinite(tpot_p["tpot_p50_ms"])
+        row.update(_pcts(stream_tpot(ch, r.start, w) if queued else np.zeros(0),
+                         "stream_tpot"))
         row.update(_itl_pcts(ch.gap_us[gaps_of_w], ch.tokens[gaps_of_w]))
         row.update(_pcts(r.e2e[sel], "e2e"))
         row.update(_lengths(r.prompt_tokens[sel], "prompt_tokens"))

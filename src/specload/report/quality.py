@@ -133,13 +133,15 @@ def _latency_samples(row: Any, where: str) -> Iterator[tuple[str, str]]:
         return
     running = (f", {row.interrupted} still running when the run ended"
                if row.interrupted else "")
-    missing = "none of its TTFT, TPOT or E2E" if row.requests == 0 else \
-        "its TTFT, TPOT and E2E percentiles rest on few requests and are"
+    missing = ("its E2E is not measured; TTFT shows how long they had waited (\"> x\") "
+               "and TPOT the pace of the streams in the window (\"~x\")"
+               if row.requests == 0 else
+               "its TTFT, TPOT and E2E percentiles rest on few requests and are measured")
     fix = ("an open-loop window is fixed: raise measure_s" if _open_loop(row) else
            "requests queue longer than the window may last: raise max_measure_s")
     yield "too_few_requests", (f"{where}: only {row.requests} of {row.requests_started} "
                                f"requests that started in the measure window completed"
-                               f"{running}; {missing} measured ({fix})")
+                               f"{running}; {missing} ({fix})")
 
 
 def _tokens(row: Any, where: str) -> Iterator[tuple[str, str]]:

@@ -186,10 +186,42 @@ def summary_json(report: Report) -> dict[str, Any]:
 
 
 def _table(report: Report) -> pd.DataFrame:
-    table = report.summary.assign(speedup=_speedup_column(report))
+    table = _bounds_and_paces(report.summary.assign(speedup=_speedup_column(report)))
     columns = {"open": OPEN_COLUMNS, "sessions": SESSION_COLUMNS}.get(report.workload,
                                                                        TABLE_COLUMNS)
     return table[[c for c in columns if c in table]].rename(columns=columns)
+
+
+TABLE_NOTE = ("> x: requests sent in the rung were still waiting for their first token "
+              "after x ms; ~x: no request sent in the rung finished, TPOT is the pace of "
+              "the streams in its window")
+
+
+def _bounds_and_paces(table: pd.DataFrame) -> pd.DataFrame:
+    """Censored TTFT percentiles as "> wait", and where no request sent in a rung finished,
+    TPOT as "~pace" of the streams in its window (client_metrics.stream_tpot)."""
+    table = table.copy()
+    for col in ("ttft_p50_ms", "ttft_p99_ms"):
+        lb = table.get(col.replace("_ms", "_lb_ms"))
+        if col in table and lb is not None:
+            cut = (table[col] == float("inf")) & lb.notna()
+            if cut.any():
+                table[col] = table[col].astype(object)
+                table.loc[cut, col] = [f"> {v:.0f}" for v in lb[cut]]
+    pace = table.get("stream_tpot_p50_ms")
+    if "tpot_p50_ms" in table and pace is not None:
+        use = table["tpot_p50_ms"].isna() & pace.notna()
+        if use.any():
+            table["tpot_p50_ms"] = table["tpot_p50_ms"].astype(object)
+            table.loc[use, "tpot_p50_ms"] = [f"~{v:.4g}" for v in pace[use]]
+    return table
+
+
+def table_note(table: pd.DataFrame) -> str | None:
+    """The legend of the table's "> x" and "~x" cells, when it has any."""
+    text = table.astype(str)
+    marked = text.apply(lambda c: c.str.startswith(("> ", "~"))).to_numpy().any()
+    return TABLE_NOTE if marked else None
 
 
 def _c_star_words(pair: PairResult, cross: Crossover) -> str:
@@ -256,7 +288,9 @@ def _slo_lines(report: Report) -> list[str]:
 
 
 def _format_table(table: pd.DataFrame) -> str:
-    return table.to_string(index=False, na_rep="-", float_format=_cell)
+    note = table_note(table)
+    text = table.to_string(index=False, na_rep="-", float_format=_cell)
+    return text + (f"\n({note})" if note else "")
 
 
 def _html_recommendation(report: Report, pair: PairResult, rec: Recommendation) -> str:
@@ -297,8 +331,11 @@ def _html(report: Report) -> str:
     plots = "".join(
         f'<div class="fig">{pio.to_html(f, full_html=False, include_plotlyjs=False)}</div>'
         for f in figures.all_figures(report.summary, report.pairs, report.rate_pairs))
-    table = _table(report).to_html(index=False, na_rep="–", float_format=_cell,
-                                   border=0, classes="summary")
+    frame = _table(report)
+    note = table_note(frame)
+    table = frame.to_html(index=False, na_rep="–", float_format=_cell, border=0,
+                          classes="summary") + (f"<p><small>{esc(note)}</small></p>"
+                                                if note else "")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
 <style>

@@ -102,11 +102,14 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def _latency(value: Any) -> str:
+def _latency(value: Any, waited: Any = None) -> str:
     ms = _number(value)
     if ms is None:
         return "-"
-    return "> timeout" if ms == float("inf") else f"{ms:.0f} ms"
+    if ms != float("inf"):
+        return f"{ms:.0f} ms"
+    bound = _number(waited)
+    return "> timeout" if bound is None else f"> {bound:.0f} ms (still queued)"
 
 
 def failure_text(failures: int, total: int, reason: str) -> str:
@@ -131,7 +134,8 @@ def progress_line(label: str, line: dict[str, Any], levels: Sequence[float],
     else:
         failures = int(line.get("failures") or 0)
         total = int(line.get("requests") or 0) + failures
-        figures = (f"{tok_s:.1f} tok/s, TTFT p50 {_latency(line.get('ttft_p50_ms'))}, "
+        ttft = _latency(line.get("ttft_p50_ms"), line.get("ttft_p50_lb_ms"))
+        figures = (f"{tok_s:.1f} tok/s, TTFT p50 {ttft}, "
                    f"{int(line.get('requests') or 0)} requests, "
                    f"{failure_text(failures, total, str(line.get('top_failure') or ''))}")
     return f"{head} | {figures} | elapsed {fmt_s(elapsed_s)}, ETA ~{fmt_s(remaining_s)}"

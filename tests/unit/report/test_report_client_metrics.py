@@ -87,3 +87,31 @@ def test_itl_per_token_divides_each_gap_by_its_chunk_tokens(tokens: list[int], p
     assert got["itl_chunk_p99_ms"] == pytest.approx(7.92)
     assert got["itl_token_p50_ms"] == p50
     assert got["itl_token_p99_ms"] == pytest.approx(p99)
+
+
+def test_a_rung_whose_requests_all_queue_still_gets_bounds_and_a_decode_pace(
+        tmp_path: Path) -> None:
+    """Window [100, 110): the two requests sent in it were still queued when their users
+    stopped (censored TTFT, waits 8 s and 6 s); two earlier requests stream through it."""
+    reqs = [
+        make.request(101.0, [], None, interrupted=True, end=109.0, rid="Q1"),
+        make.request(103.0, [], None, interrupted=True, end=109.0, rid="Q2"),
+        make.request(90.0, [100.5, 102.5, 104.5, 112.0], [2, 3, 3, 1], rid="S"),
+        make.request(95.0, [101.0, 109.0], [1, 4], rid="T"),
+    ]
+    prefix = make.write_prefix(tmp_path / "run", reqs, rungs=[(0, 3, 95.0, 100.0, 110.0)])
+    data = run_files.read_rep(prefix)
+    windows, _ = rung_windows(data.rungs, data.history, data.requests)
+    row = client_metrics.rung_metrics(data.requests, chunks.build(data.requests),
+                                      windows).iloc[0]
+    assert row["ttft_p50_ms"] == float("inf") and row["ttft_p99_ms"] == float("inf")
+    assert row["ttft_p50_lb_ms"] == pytest.approx(7000.0)  # a lower bound, not a guess
+    assert row["timeouts"] == 0 and row["requests"] == 0
+    assert np.isnan(row["tpot_p50_ms"])
+    # S: 6 tokens after its first chunk in 4 s; T: 4 tokens in 8 s
+    assert row["stream_tpot_p50_ms"] == pytest.approx((4000 / 6 + 8000 / 4) / 2)
+
+
+def test_finished_requests_leave_no_stream_pace_and_no_bound(table: Any) -> None:
+    row = table.iloc[0]
+    assert np.isnan(row["stream_tpot_p50_ms"]) and np.isnan(row["ttft_p50_lb_ms"])

@@ -208,3 +208,18 @@ def test_slo_results_per_arm_and_goodput_decision(crossing_run: Path, capsys: An
     assert rec["bound"]["last_on"] == 4
     assert "SLO (TPOT p99 ≤ 120 ms) met by: on up to C=4 (80.0 tok/s); off up to C=16" in out
     assert "SGLang (with recommended/sglang-adaptive.json)" in out
+
+
+def test_queued_rungs_show_their_bounds_and_paces_with_a_legend() -> None:
+    inf, nan = float("inf"), float("nan")
+    summary = pd.DataFrame({
+        "arm": ["a", "a"], "concurrency": [1, 250],
+        "ttft_p50_ms": [80.0, inf], "ttft_p50_lb_ms": [nan, 95000.0],
+        "ttft_p99_ms": [120.0, inf], "ttft_p99_lb_ms": [nan, nan],
+        "tpot_p50_ms": [12.0, nan], "stream_tpot_p50_ms": [nan, 61.7]})
+    table = render._bounds_and_paces(summary)
+    assert table["ttft_p50_ms"].tolist() == [80.0, "> 95000"]
+    assert table["ttft_p99_ms"].tolist() == [120.0, inf]  # a timeout: no bound known
+    assert table["tpot_p50_ms"].tolist() == [12.0, "~61.7"]
+    assert render.table_note(table) == render.TABLE_NOTE
+    assert render.table_note(render._bounds_and_paces(summary.iloc[:1])) is None
