@@ -395,7 +395,8 @@ class Workload(_Strict):
 
     @model_validator(mode="after")
     def _keys_fit_kind(self) -> Workload:
-        given = self.model_fields_set
+        # a key counts as given when it holds a value: a manifest's dump writes every key
+        given = {k for k in self.model_fields_set if getattr(self, k) is not None}
         sessions = self.holds_sessions
         stray = [f"`{k}` is for kind: sessions (or open with unit: sessions)"
                  for k in _SESSION_KEYS if k in given and not sessions]
@@ -493,8 +494,12 @@ class Scenario(_Strict):
         return self
 
     def public_dict(self) -> dict[str, Any]:
-        """The scenario as plain data for manifest.json (holds no secrets by design)."""
-        return self.model_dump(mode="json")
+        """The scenario as plain data for manifest.json (holds no secrets by design).
+
+        An open workload has no ladder (its rungs are `workload.rates`), so none is written.
+        """
+        return self.model_dump(mode="json",
+                               exclude={"ladder"} if self.workload.kind == "open" else None)
 
 
 _MESSAGES = {

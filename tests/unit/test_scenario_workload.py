@@ -90,3 +90,13 @@ def test_a_broken_conversations_file_names_its_line(tmp_path: Path) -> None:
     (tmp_path / "c.jsonl").write_text('{"conversations": []}\n{oops\n')
     (line,) = problems(tmp_path, workload={"kind": "sessions", "conversations": "c.jsonl"})
     assert "conversations file 'c.jsonl' line 2: not valid JSON" in line
+
+
+@pytest.mark.parametrize("path", sorted(Path("scenarios").glob("*.yaml")), ids=lambda p: p.stem)
+def test_manifest_dump_of_every_shipped_scenario_parses_again(path: Path) -> None:
+    """`--resume` re-reads the scenario from manifest.json, where every key is written."""
+    from specload.scenario import load_scenario
+
+    sc = load_scenario(path)
+    again = parse_scenario(json.loads(json.dumps(sc.public_dict())), path.parent, source="m")
+    assert again.public_dict() == sc.public_dict()
