@@ -11,13 +11,14 @@ running and every row is written. Complete rungs are appended to `<prefix>_live.
 (after the requests file is flushed), and the sweep computes each one's figures from
 the files with the report's own code, in its own process: the load processes stay
 free of that work and of pandas. The shape also asks how many requests that started at
-or after a time have completed, and whether a drain is over.
+or after a time have completed, and whether a drain is over. Live views (the web UI's
+Tokens tab) `tap` the rows as they arrive, whether or not a ladder runs.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,7 @@ class LiveRungs:
         self.pending: list[Span] = []
         self.final: list[dict[str, Any]] = []
         self.active = False  # a ladder shape runs: rows are kept (else never)
+        self.taps: list[Callable[[Sequence[list[Any]]], None]] = []
         self._kept_from = 0.0  # rows ending before this time can no longer count
         self._path: Path | None = None
 
@@ -104,7 +106,13 @@ class LiveRungs:
 
     # -- inputs ---------------------------------------------------------------------------
 
-    def add_rows(self, rows: Iterable[list[Any]]) -> None:
+    def tap(self, listener: Callable[[Sequence[list[Any]]], None]) -> None:
+        """Hand every row that arrives from now on to `listener` too."""
+        self.taps.append(listener)
+
+    def add_rows(self, rows: Sequence[list[Any]]) -> None:
+        for listener in self.taps:
+            listener(rows)
         if not self.active:
             return
         kept = self._kept_from
