@@ -33,6 +33,12 @@ LEGACY_SERVER_TRACE_NAME = "sim_trace.jsonl"  # as specload 0.1 named it
 
 # Columns of the rungs file written by the ladder shape (times are UTC epoch seconds).
 RUNGS_COLUMNS = ("rung", "users", "warmup_start", "measure_start", "measure_end")
+
+
+def rung_time(t: float) -> str:
+    """A time as the rungs file holds it: epoch seconds to the microsecond."""
+    return f"{t:.6f}"
+
 # Long-format server metrics: one row per (sample time, metric name); value is the sum
 # over label sets of that metric at that time.
 SERVER_METRICS_COLUMNS = ("ts", "metric", "value")

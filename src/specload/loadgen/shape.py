@@ -55,7 +55,7 @@ from specload.ladder import (
 from specload.loadgen.inflight import IN_FLIGHT
 from specload.loadgen.live import LiveRungs, Span
 from specload.loadgen.recorder import MSG_DRAIN
-from specload.records import RUNGS_COLUMNS, RUNGS_SUFFIX
+from specload.records import RUNGS_COLUMNS, RUNGS_SUFFIX, rung_time
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class RungsFile:
             return
         with self.path.open("a", newline="") as fh:
             csv.writer(fh).writerow(
-                [rung, users, f"{warmup:.6f}", f"{start:.6f}", f"{end:.6f}"]
+                [rung, users, rung_time(warmup), rung_time(start), rung_time(end)]
             )
 
 

@@ -36,25 +36,11 @@ from specload.report.recommend import (
 )
 from specload.report.run_files import RunSource, discover
 from specload.report.slo import SloTarget, arm_goodput, slo_from_scenario
+from specload.report.table import TABLE_COLUMNS, cell
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_JSON = "summary.json"
 REPORT_HTML = "report.html"
-# Columns of the printed and HTML per-rung tables, with their headings.
-TABLE_COLUMNS = {
-    "arm": "arm", "concurrency": "C", "server_running_mean": "batch",
-    "output_tok_s": "tok/s", "speedup": "speedup",
-    "decode_tok_s_per_user": "decode tok/s/user", "ttft_p50_ms": "TTFT p50 ms",
-    "ttft_p99_ms": "TTFT p99 ms", "tpot_p50_ms": "TPOT p50 ms",
-    "tokens_per_chunk": "tok/chunk", "accept_len_mean": "accept len",
-    "achieved_concurrency": "achieved C", "requests": "requests", "failures": "failures",
-    "interrupted": "unfinished", "trace_ratio": "vs trace",
-}
-
-
-def _cell(value: float) -> str:
-    """A table number: 4 significant digits; a percentile censored by timeouts as such."""
-    return "> timeout" if value == float("inf") else f"{value:.4g}"
 
 
 @dataclass(slots=True)
@@ -218,7 +204,7 @@ def _slo_lines(report: Report) -> list[str]:
 
 
 def _format_table(table: pd.DataFrame) -> str:
-    return table.to_string(index=False, na_rep="-", float_format=_cell)
+    return table.to_string(index=False, na_rep="-", float_format=cell)
 
 
 def _html_recommendation(report: Report, pair: PairResult, rec: Recommendation) -> str:
@@ -252,7 +238,7 @@ def _html(report: Report) -> str:
     plots = "".join(
         f'<div class="fig">{pio.to_html(f, full_html=False, include_plotlyjs=False)}</div>'
         for f in figures.all_figures(report.summary, report.pairs))
-    table = _table(report).to_html(index=False, na_rep="–", float_format=_cell,
+    table = _table(report).to_html(index=False, na_rep="–", float_format=cell,
                                    border=0, classes="summary")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
