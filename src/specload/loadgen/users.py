@@ -26,8 +26,9 @@ Exact per-request figures (TTFT, E2E, TPOT, chunk timings and tokens) go to
 A user starts its next request when the process has no socket waiting to be read
 (`start_gate`), which keeps arrival stamps exact when many streams end at once.
 Importing this module also starts every load process's CPU and event-loop-lag probe
-(`client_stats`, so any locustfile with these users writes `_client_stats.csv`) and
-makes geventhttpclient's keep-alive check non-yielding (`keepalive`).
+(`client_stats`, so any locustfile with these users writes `_client_stats.csv`), adds
+the Tokens tab to the web UI (`tokens_tab`) and makes geventhttpclient's keep-alive
+check non-yielding (`keepalive`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from specload.errors import UserError
 from specload.loadgen import client_stats as _client_stats  # noqa: F401  (CPU/lag probe)
 from specload.loadgen import keepalive, tls
 from specload.loadgen import options as _options  # noqa: F401  (registers the arguments)
+from specload.loadgen import tokens_tab as _tokens_tab  # noqa: F401  (web UI Tokens tab)
 from specload.loadgen.chunks import DONE, MalformedChunk, error_message_from_body, parse_chunk
 from specload.loadgen.context import ModelDiscoveryError, ProcessContext
 from specload.loadgen.inflight import IN_FLIGHT
