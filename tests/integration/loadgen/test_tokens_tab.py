@@ -75,5 +75,6 @@ def test_web_ui_serves_the_tokens_tab(fake_stream_server: Any, tmp_path: Path) -
     finally:
         proc.terminate()
         proc.wait(timeout=20)
-    assert "Traceback" not in log.read_text()
+    # until the SIGTERM: Locust 2.47 may then close its files under its own writers
+    assert "Traceback" not in log.read_text().split("Got SIGTERM signal")[0]
 
