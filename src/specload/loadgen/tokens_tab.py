@@ -1,23 +1,19 @@
 """The "Tokens" tab of Locust's web UI, and `GET /specload/live` with the same data as JSON.
 
-Locust 2.47's extension points for its web UI (locust/web.py and
-examples/extend_web_ui.py in locustio/locust): `web_ui.template_args["extended_tabs"]` adds
-a tab, `extended_tables` gives it a table whose rows `/stats/requests` carries as
-`extended_stats`, and routes go on the Flask app `web_ui.app`. The React UI renders an
-extended tab as that table and nothing else (webui/src/components/Tabs: a tab without a
-component gets `ExtendedTable`), so the per-rung table is Locust's own, and the charts come
-from `static/tokens_tab.js`, which the index page loads: while the tab is open it puts
-its panel above the table and draws plotly.js charts (served from here, no CDN) from
-`/specload/live`.
-
-The figures are computed by `report/live_figures.py` in a child process, with the
-report's own code. On this process's event loop, which runs the users in a
-single-process run, only cheap work happens: request rows and client-stats rows are
-appended to lists as they arrive (`live.LiveRungs.tap`, `client_stats.listen`), once a
-second one orjson line goes down the child's pipe, and the child's latest answers are
-served as they are (a stall of the loop would merge chunks and corrupt figures). The tab
-exists where the web UI runs: the local runner, or the master of `--processes N` and
-master/worker runs, which receives the workers' rows. Headless runs start nothing.
+Locust 2.47's web-UI extension points (locust/web.py, examples/extend_web_ui.py):
+`web_ui.template_args["extended_tabs"]` adds a tab, `extended_tables` gives it a table
+whose rows `/stats/requests` carries as `extended_stats`, routes go on the Flask app
+`web_ui.app`. The React UI renders an extended tab as that table only (webui/src: a tab
+without a component gets the extended table), so the per-rung table is Locust's and the
+charts come from `static/tokens_tab.js`, which the index page loads and which draws
+plotly.js (served from here, no CDN) from `/specload/live` above the table. The figures
+come from a child process (`report/live_figures.py`); on this process's event loop, which
+runs the users in a single-process run, rows are only appended to lists as they arrive
+(`LiveRungs.tap`, `client_stats.listen`), piped to the child as orjson lines once a second
+(at most ~1 ms of work at a time) and its answers served as they are, since a stalled loop
+merges chunks and corrupts figures (scripts/bench_liveview.py measures it). The tab exists
+where the web UI runs: the local runner, or the master of `--processes N` and
+master/worker runs; headless runs start nothing.
 """
 
 from __future__ import annotations
@@ -66,6 +62,7 @@ class TokensTab:
         self._client: list[list[Any]] = []
         self._sent_rungs = 0
         self._stopped_at: float | None = None
+        self._reset_at: float | None = None  # a test started: the feeder says so first
         self._greenlets: list[gevent.Greenlet] = []
         self.live.tap(self._rows.extend)
         client_stats.listen(self._client.append)
@@ -130,7 +127,7 @@ class TokensTab:
         self._client.clear()
         self._sent_rungs = 0
         self._stopped_at = None
-        self._send({"reset": time.time()})
+        self._reset_at = time.time()  # not sent from here: one writer per pipe
 
     def _on_test_stop(self, environment: Environment, **_: Any) -> None:
         self._stopped_at = time.time()
@@ -164,6 +161,10 @@ class TokensTab:
 
     def _feed_forever(self) -> None:
         while True:
+            if self._reset_at is not None:
+                reset, self._reset_at = self._reset_at, None
+                if not self._send({"reset": reset}):
+                    return
             tick = self._tick()
             rows = tick.pop("rows")
             # Many rows go in several lines, the loop free in between (~1 ms per 250 rows).

@@ -1,20 +1,16 @@
 """`specload compare RUN [RUN ...]`: several runs' curves, speedups and C* side by side.
 
-Each RUN is anything `specload report` reads (a sweep folder, a scenario folder's latest
-run, a Locust prefix), analysed with `render.build`: files are read, nothing is written
-into the runs. The first run is the baseline, e.g. before an engine upgrade. For every
-concurrency both runs measured, each other run's system tok/s (per arm) and speedup
-(per spec-on/spec-off pair) are compared with the baseline's as a ratio with a noise
-band: when both runs have repeats, the range of ratios their repeats allow (each run's
-min against the other's max); otherwise ±2%, the band of the report's verdict
-(`crossover.NOISE_BAND`). As in the report, a band above 1 says "up", below 1 "down",
-and one that holds 1 "within noise". C* is compared too, its shift judged against the
-ranges of C* over repeats when both runs have them.
-
-Arms are matched by name; when the runs name them differently but each has one spec-on
-and one spec-off arm, by role. `write` puts compare.html (self-contained, plotly.js
-inlined) and compare.csv (one row per run, metric, arm or pair and concurrency) in the
-output folder.
+Each RUN is anything `specload report` reads, analysed by `render.build` (files are read,
+nothing is written into the runs); the first is the baseline, e.g. before an engine
+upgrade. At every concurrency both measured, each other run's system tok/s (per arm) and
+speedup (per spec-on/spec-off pair) is compared with the baseline's as a ratio with a
+noise band: the range of ratios the two runs' repeats allow when both have repeats, else
+±2%, the band of the report's verdict (`crossover.NOISE_BAND`); as in the report, a band
+above 1 says "up", below 1 "down", one that holds 1 "within noise". C* shifts are judged
+against the runs' C* ranges over repeats when both have them. Arms are matched by name,
+or by role when the names differ and each run has one spec-on and one spec-off arm.
+`write` puts compare.html (self-contained, plotly.js inlined) and compare.csv (one row per
+run, metric, arm or pair and concurrency) into the output folder.
 """
 
 from __future__ import annotations

@@ -1,24 +1,18 @@
 """The web UI's Tokens tab figures, computed with the report's code in a process of their own.
 
-The Locust process that serves the web UI (the local runner or the master) starts
-`python -m specload.report.live_figures` and writes it one JSON line about every second
-(`loadgen/tokens_tab.py`): the request rows that arrived since the last line, the load
-processes' client-stats rows, the user count, the ladder's phases, the rungs that are
-complete and `settled_until`, the time before which every request that could count has
-ended (the watermark of `loadgen/live.py`). This process turns them into figures with
-`client_metrics.measure`, the report's one per-rung computation, on rows typed by
-`run_files.frame_from_rows` as the file reader types them: each complete rung once (the
-per-rung table, with the report's numbers), and time bins of `BIN_S` seconds for the
-charts. A bin is measured once every request that could add to it has ended, so the
-charts trail the run by its oldest request in flight and never change afterwards; the
-load processes' CPU, event-loop lag and requests in flight are shown as they arrive.
-It answers every batch of input lines with two lines: `live <JSON of GET /specload/live>`
-and `table <rows of the tab's table>`. So pandas and chunk parsing never run on the
-event loop of a process that runs users, and the process runs at a lower priority.
-
-One difference from the report can remain: a request cut before its usage arrived gets
-its tokens estimated from its rung's tokens per chunk; the report falls back to the
-whole run's when the rung has no request with usage, which a live view cannot know yet.
+The Locust process that serves the web UI starts `python -m specload.report.live_figures`
+(`loadgen/tokens_tab.py`) and writes it JSON lines about once a second: the request rows
+that arrived, the load processes' client-stats rows, the user count, the ladder's phases,
+the rungs that are complete and `settled_until`, before which every request that could
+count has ended (the watermark of `loadgen/live.py`). Each complete rung is measured once
+and each `BIN_S` time bin once it is settled, both with `client_metrics.measure` on rows
+typed by `run_files.frame_from_rows` as the file reader types them, so the tab's table
+has the report's numbers and its charts trail the run by its oldest request in flight;
+the one possible difference is a request cut before its usage arrived whose rung has no
+request with usage (the report then uses the whole run's tokens per chunk, unknown yet).
+Every batch of lines is answered with `live <JSON of GET /specload/live>` and `table
+<rows of the tab's table>`; pandas and chunk parsing thus never run on the event loop of
+a process that runs users, and this process runs at a lower priority.
 """
 
 from __future__ import annotations
