@@ -22,7 +22,9 @@ import dataclasses
 import logging
 import sys
 import time
+from collections.abc import Iterator
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,7 @@ from flask import Blueprint, Response, request, send_file
 from gevent import subprocess
 from locust import events
 from locust.env import Environment
+from locust.runners import MasterRunner
 from locust.web import WebUI
 
 from specload.loadgen import client_stats
@@ -44,6 +47,9 @@ log = logging.getLogger(__name__)
 TAB_KEY = "tokens"
 FEED_INTERVAL_S = 1.0
 ROWS_PER_LINE = 250
+# Responses go out in pieces with the loop free in between: on loopback a 4.6 MB
+# plotly.min.js sent at once held the loop ~50 ms.
+PIECE_BYTES = 64 * 1024
 STATIC = Path(__file__).with_name("static")
 PLOTLY_JS = resources.files("plotly") / "package_data" / "plotly.min.js"
 NOT_READY = b'{"ready": false, "state": "ready", "error": ""}'
@@ -87,14 +93,17 @@ class TokensTab:
         pages.add_url_rule("/live", "live", guard(self._live))
         pages.add_url_rule("/tokens_tab.js", "script", guard(
             lambda: send_file(STATIC / "tokens_tab.js", max_age=0)))
-        pages.add_url_rule("/plotly.min.js", "plotly", guard(
-            lambda: send_file(str(PLOTLY_JS), max_age=3600)))
+        pages.add_url_rule("/plotly.min.js", "plotly", guard(self._plotly))
         web_ui.app.register_blueprint(pages)
         web_ui.app.after_request(self._extend_page)
 
     def _live(self) -> Response:
-        return Response(self.latest, mimetype="application/json",
+        return Response(_pieces(self.latest), mimetype="application/json",
                         headers={"Cache-Control": "no-store"})
+
+    def _plotly(self) -> Response:
+        return Response(_file_pieces(PLOTLY_JS), mimetype="text/javascript",
+                        headers={"Cache-Control": "max-age=3600"})
 
     def _extend_page(self, response: Response) -> Response:
         """The index page loads the tab's script; `/stats/requests` carries its table.
@@ -143,6 +152,7 @@ class TokensTab:
         phases = getattr(self.env.shape_class, "phases", None)
         records = RunOptions.from_env(self.env, check=False).records
         return {"now": time.time(), "settled_until": settled, "stopped_at": self._stopped_at,
+                "shares_loop": not isinstance(runner, MasterRunner),
                 "state": runner.state if runner else "ready",
                 "users": runner.user_count if runner else 0, "rows": rows, "client": client,
                 "rungs": rungs, "notice": "" if records else NO_RECORDS,
@@ -191,6 +201,19 @@ class TokensTab:
             self.proc.wait(timeout=2)
         except (OSError, subprocess.TimeoutExpired):
             self.proc.kill()
+
+
+def _pieces(data: bytes) -> Iterator[bytes]:
+    for i in range(0, len(data), PIECE_BYTES):
+        yield data[i:i + PIECE_BYTES]
+        gevent.sleep(0)
+
+
+def _file_pieces(path: Traversable) -> Iterator[bytes]:
+    with path.open("rb") as fh:
+        while piece := fh.read(PIECE_BYTES):
+            yield piece
+            gevent.sleep(0)
 
 
 @events.init.add_listener

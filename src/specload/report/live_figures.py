@@ -102,6 +102,7 @@ class LiveFigures:
         self.stopped_at: float | None = None
         self.error = ""
         self.notice = ""
+        self.shares_loop = False  # the web UI runs in the process that runs the users
 
     # -- input ----------------------------------------------------------------------------
 
@@ -121,6 +122,7 @@ class LiveFigures:
         self.settled = max(self.settled, float(msg["settled_until"]))
         self.stopped_at = msg.get("stopped_at")
         self.notice = str(msg.get("notice", ""))
+        self.shares_loop = bool(msg.get("shares_loop", False))
         for row in msg.get("client", []):
             self._add_client(row)
         users = int(msg.get("users", 0))
@@ -228,7 +230,7 @@ class LiveFigures:
         users = self._user_steps()
         return {
             "ready": self.t0 is not None, "state": self.state, "error": self.error,
-            "notice": self.notice,
+            "notice": self.notice, "shares_loop": self.shares_loop,
             "t0": self.t0, "now": self.now - t0, "settled": self.settled - t0,
             "bin_s": BIN_S, "series": self.series,
             "users": {"t": [t - t0 for t, _ in users], "users": [u for _, u in users]},

@@ -25,6 +25,13 @@
     {id: "load", title: "Load processes: worst CPU and event-loop lag p99 per second",
      y: "CPU % of a core", series: []},
   ];
+  const NOTE = "Charts: the report's figures per time bin, each drawn once every request " +
+    "that could count for it has ended (shaded yellow: still in flight). Shaded grey: " +
+    "warmup, green: measure window. The table below fills in as rungs complete, with the " +
+    "numbers the report computes.";
+  const SHARED = " This process also runs the users: loading Locust's page holds their " +
+    "event loop for tens of milliseconds (its own rendering); --processes N keeps the web " +
+    "UI apart from them.";
   const view = {panel: null, polling: 0, plotly: null, payload: null, error: ""};
   window.specloadTokens = view;  // for tests and the curious: the payload last drawn
 
@@ -53,10 +60,7 @@
     const grid = el("div", {className: "sl-grid"});
     for (const chart of CHARTS) grid.append(el("div", {id: `specload-chart-${chart.id}`,
                                                        className: "sl-chart"}));
-    const note = el("p", {className: "sl-note"}, "Charts: the report's figures per " +
-      "time bin, each drawn once every request that could count for it has ended (shaded " +
-      "yellow: still in flight). Shaded grey: warmup, green: measure window. The table " +
-      "below fills in as rungs complete, with the numbers the report computes.");
+    const note = el("p", {className: "sl-note"}, NOTE);
     panel.append(style, status, grid, note);
     return panel;
   }
@@ -112,8 +116,9 @@
       return [line(p.client.t, p.client.cpu_max, "CPU %"),
               line(p.client.t, p.client.lag_p99_max_ms, "lag p99 ms", {yaxis: "y2"})];
     }
+    // bins where no request started have no latency: the markers show which do
     return chart.series.map(([key, name]) => line(p.series.t, p.series[key], name,
-                                                  {mode: "lines+markers", marker: {size: 4}}));
+      {mode: "lines+markers", marker: {size: 4}, connectgaps: true}));
   }
 
   function limits(p) {  // the report's limits for a load process, as dashed lines
@@ -165,6 +170,7 @@
             `${Math.max(0, p.settled).toFixed(0)} s (${behind.toFixed(0)} s still in flight)`;
     }
     panel.querySelector(".sl-run").textContent = run || "waiting for a test to start";
+    panel.querySelector(".sl-note").textContent = NOTE + (p && p.shares_loop ? SHARED : "");
   }
 
   async function refresh() {
