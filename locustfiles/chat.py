@@ -4,10 +4,16 @@
     locust -f locustfiles/chat.py --headless -u 10 -r 10 -t 60s --csv out/run --host URL
 
 You choose the user count (= concurrent requests). specload's options (`--model`,
-`--max-tokens`, `--ignore-eos`, `--prompts`, ...) are listed by `--help` and shown in
-the web UI; per-request rows go to `<csv prefix>_requests.csv`.
+`--max-tokens`, `--ignore-eos`, `--prompts`, ...) are shown in the web UI, and listed
+with Locust's by `python locustfiles/chat.py --help` (Locust prints `--help` before it
+imports a locustfile, so `locust -f ... --help` cannot list them); per-request rows go
+to `<csv prefix>_requests.csv`; the web UI's Tokens tab shows tokens per second live.
 """
 
+from specload.loadgen.options import print_locust_help
 from specload.loadgen.users import ChatStreamUser
 
 __all__ = ["ChatStreamUser"]
+
+if __name__ == "__main__":
+    print_locust_help()

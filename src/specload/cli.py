@@ -176,6 +176,24 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run_report)
 
 
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="overlay several runs' tok/s, speedups and C* (e.g. before and after an engine "
+        "upgrade): compare.html and compare.csv",
+        description="Compare runs: every other run against the first (the baseline), per "
+        "rung, with the noise band of each difference. Reads the runs' files only.",
+    )
+    p.add_argument("runs", nargs="+", metavar="RUN",
+                   help="sweep folders (or anything `specload report` reads); the first is "
+                   "the baseline")
+    p.add_argument("--out", default=None,
+                   help="output folder (default: reports/compare/<UTC timestamp>)")
+    p.add_argument("--labels", default=None,
+                   help="comma-separated names for the runs (default: their folder names)")
+    p.set_defaults(func=_run_compare)
+
+
 def _entry(module: str) -> Callable[[argparse.Namespace], int]:
     """A subcommand that imports `module` only when it runs and calls its `main(args)`."""
 
@@ -190,6 +208,7 @@ _run_sim_curve = _entry("specload.sim.curve")
 _run_sim_fit = _entry("specload.fit_run")
 _run_sweep = _entry("specload.runner.sweep")
 _run_report = _entry("specload.report.render")
+_run_compare = _entry("specload.report.compare")
 _run_worker = _entry("specload.runner.worker")
 
 
@@ -201,7 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"specload {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for add in (_add_sweep, _add_worker, _add_report, _add_sim, _add_sim_curve, _add_sim_fit):
+    for add in (_add_sweep, _add_worker, _add_report, _add_compare, _add_sim, _add_sim_curve,
+                _add_sim_fit):
         add(sub)
     return parser
 

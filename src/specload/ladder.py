@@ -15,7 +15,8 @@ completed.
   gets latencies where the server allows it.
 - After the last rung the run drains: users finish the request they are in and start
   no new one, so the last rung keeps its tokens and latencies (`drain_s` at most).
-`nominal_duration` gives the shortest time the plan can take (for ETAs).
+`nominal_duration` gives the shortest time the plan can take (for ETAs), `spawn_rate`
+how fast to add users, and `phase_spans` where a run has been so far (for live views).
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ DEFAULT_WARMUP_S = 10.0
 DEFAULT_MEASURE_S = 30.0
 DEFAULT_MIN_REQUESTS = 10
 DEFAULT_DRAIN_S = 120.0
+# Locust 2.47 warns "Your selected spawn rate is very high (>100)" above this many users
+# per second per load process (runners.py: LocalRunner.start, and MasterRunner.start per
+# worker), because faster spawning can starve a process's event loop.
+MAX_SPAWN_RATE_PER_PROCESS = 100.0
 
 
 class LadderError(ValueError):
@@ -173,14 +178,45 @@ def nominal_duration(rungs: Sequence[RungPlan]) -> float:
     return sum(r.warmup_s + r.measure_s for r in rungs)
 
 
-def spawn_rate(rungs: Sequence[RungPlan]) -> float:
-    """A spawn rate that reaches every rung's user count at once (the largest jump)."""
+def spawn_rate(rungs: Sequence[RungPlan], processes: int = 1) -> float:
+    """Users per second: every rung's user count at once (the largest jump), but at most
+    `MAX_SPAWN_RATE_PER_PROCESS` per load process; a bigger jump then takes part of its
+    rung's warmup (a jump of 150 users takes 1.5 s on one process)."""
     prev = 0
     jump = 1
     for r in rungs:
         jump = max(jump, r.users - prev)
         prev = r.users
-    return float(jump)
+    return float(min(jump, MAX_SPAWN_RATE_PER_PROCESS * max(1, processes)))
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseSpan:
+    """One phase of one rung as it ran (epoch s); `end` is None while it lasts."""
+
+    rung: int
+    users: int
+    phase: Phase
+    start: float
+    end: float | None
+
+
+def phase_spans(rungs: Sequence[RungPlan], finished: Sequence[Rung],
+                pos: Position | None) -> list[PhaseSpan]:
+    """Every warmup and measure window so far, then the phase in progress (a drain has
+    no rung: its `rung` is the ladder's length and its `users` 0)."""
+    spans: list[PhaseSpan] = []
+    for r in finished:
+        spans += [PhaseSpan(r.index, r.users, "warmup", r.warmup_start, r.measure_start),
+                  PhaseSpan(r.index, r.users, "measure", r.measure_start, r.measure_end)]
+    if pos is None or pos.phase == "done":
+        return spans
+    if pos.phase == "drain":
+        return [*spans, PhaseSpan(pos.rung, 0, "drain", pos.phase_start, None)]
+    users = rungs[pos.rung].users
+    if pos.phase == "measure":
+        spans.append(PhaseSpan(pos.rung, users, "warmup", pos.rung_start, pos.phase_start))
+    return [*spans, PhaseSpan(pos.rung, users, pos.phase, pos.phase_start, None)]
 
 
 def parse_ladder(text: str) -> list[int]:

@@ -41,6 +41,13 @@ RUNGS_COLUMNS = ("rung", "users", "warmup_start", "measure_start", "measure_end"
 # An open-loop run's rungs file adds each rung's target arrival rate (per second); its
 # `users` is the pool of users that carry the arrivals (the cap on requests in flight).
 RATE_RUNGS_COLUMNS = (*RUNGS_COLUMNS, "rate")
+
+
+def rung_time(t: float) -> str:
+    """A time as the rungs file holds it: epoch seconds to the microsecond."""
+    return f"{t:.6f}"
+
+
 # Long-format server metrics: one row per (sample time, metric name); value is the sum
 # over label sets of that metric at that time.
 SERVER_METRICS_COLUMNS = ("ts", "metric", "value")

@@ -4,13 +4,16 @@ import pytest
 
 from specload.ladder import (
     DEFAULT_LADDER,
+    MAX_SPAWN_RATE_PER_PROCESS,
     LadderError,
+    PhaseSpan,
     Position,
     Rung,
     RungPlan,
     advance,
     nominal_duration,
     parse_ladder,
+    phase_spans,
     plan,
     spawn_rate,
     start,
@@ -71,9 +74,28 @@ def test_after_the_last_rung_the_run_drains_then_stops() -> None:
     assert step(drain, 236.0)[0].phase == "done"  # the drain bound
 
 
-def test_spawn_rate_is_the_largest_jump() -> None:
-    assert spawn_rate(plan([1, 2, 5, 10, 30, 70, 100, 250])) == 150.0
+def test_spawn_rate_is_the_largest_jump_within_locusts_limit() -> None:
+    assert spawn_rate(plan([1, 2, 5, 10, 30, 70, 100])) == 40.0
     assert spawn_rate(plan([40])) == 40.0
+    # above 100 users/s per process Locust warns: a bigger jump takes part of its warmup
+    assert spawn_rate(plan([1, 2, 5, 10, 30, 70, 100, 250])) == MAX_SPAWN_RATE_PER_PROCESS
+    assert spawn_rate(plan([100, 250]), processes=2) == 150.0
+    assert spawn_rate(plan([1, 500]), processes=3) == 300.0
+
+
+def test_phase_spans_mark_every_window_and_the_phase_in_progress() -> None:
+    rungs = plan([1, 4], warmup_s=2.0, measure_s=5.0)
+    done = [Rung(0, 1, 100.0, 102.0, 107.0)]
+    assert phase_spans(rungs, [], None) == []
+    assert phase_spans(rungs, done, Position(1, "warmup", 107.0, 107.0)) == [
+        PhaseSpan(0, 1, "warmup", 100.0, 102.0), PhaseSpan(0, 1, "measure", 102.0, 107.0),
+        PhaseSpan(1, 4, "warmup", 107.0, None)]
+    assert phase_spans(rungs, done, Position(1, "measure", 107.0, 108.5))[2:] == [
+        PhaseSpan(1, 4, "warmup", 107.0, 108.5), PhaseSpan(1, 4, "measure", 108.5, None)]
+    both = [*done, Rung(1, 4, 107.0, 108.5, 114.0)]
+    assert phase_spans(rungs, both, Position(2, "drain", 114.0, 114.0))[-1] == PhaseSpan(
+        2, 0, "drain", 114.0, None)
+    assert len(phase_spans(rungs, both, Position(2, "done", 114.0, 116.0))) == 4
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,8 @@ greenlet that sleeps `PROBE_INTERVAL_S` again and again and records how late it 
 than `records.CLIENT_LAG_LIMIT_MS`, and samples its own CPU with psutil. Once a second
 it sends one row of `records.CLIENT_STATS_COLUMNS` through Locust's messages; the
 process that writes CSVs (local runner or master) appends it to
-`<csv prefix>_client_stats.csv`. The report warns about rungs run by a saturated client.
+`<csv prefix>_client_stats.csv` and hands it to live views that `listen` (the web UI's
+Tokens tab). The report warns about rungs run by a saturated client.
 `users.py` imports this module, so every locustfile with specload's users runs the probe.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import csv
 import os
 import time
+from collections.abc import Callable
 from typing import IO, Any
 
 import gevent
@@ -114,6 +116,12 @@ class ClientStatsWriter:
 
 _probe: ClientProbe | None = None
 _writer: ClientStatsWriter | None = None
+_listeners: list[Callable[[list[Any]], None]] = []
+
+
+def listen(listener: Callable[[list[Any]], None]) -> None:
+    """Hand every probe row the CSV-writing process receives to `listener` too."""
+    _listeners.append(listener)
 
 
 @events.init.add_listener
@@ -125,9 +133,14 @@ def _on_init(environment: Environment, **_: Any) -> None:
     prefix = getattr(environment.parsed_options, "csv_prefix", None)
     if prefix:
         _writer = ClientStatsWriter(prefix)
-        runner.register_message(MESSAGE_TYPE, _writer.on_message)
-    else:
-        runner.register_message(MESSAGE_TYPE, lambda **_: None)
+    runner.register_message(MESSAGE_TYPE, _on_message)
+
+
+def _on_message(environment: Environment, msg: Any, **_: Any) -> None:
+    if _writer is not None:
+        _writer.on_message(environment, msg)
+    for listener in _listeners:
+        listener(msg.data)
 
 
 @events.test_start.add_listener

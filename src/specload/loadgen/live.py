@@ -20,11 +20,13 @@ not reported (no rung completes without it) and its rows wait until the offset i
 known, so a wrong clock can neither finalise a rung early nor hold it back. Workers that
 Locust marks missing (a lost load machine) are left out, so a lost worker delays a rung
 by the few seconds Locust takes to notice, not for ever.
+Live views (the web UI's Tokens tab) `tap` the rows as they arrive (on their load
+process's clock), whether or not a ladder runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -99,6 +101,7 @@ class LiveRungs:
         self.pending: list[Span] = []
         self.final: list[dict[str, Any]] = []
         self.active = False  # a ladder shape runs: rows are kept (else never)
+        self.taps: list[Callable[[Sequence[list[Any]]], None]] = []
         self._kept_from = 0.0  # rows ending before this time can no longer count
         self._path: Path | None = None
 
@@ -122,8 +125,17 @@ class LiveRungs:
 
     # -- inputs ---------------------------------------------------------------------------
 
-    def add_rows(self, rows: Iterable[list[Any]], node: str = LOCAL) -> None:
+    def tap(self, listener: Callable[[Sequence[list[Any]]], None]) -> None:
+        """Hand every row that arrives from now on to `listener` too."""
+        self.taps.append(listener)
+
+    def add_rows(self, rows: Sequence[list[Any]], node: str = LOCAL) -> None:
         """Request rows from one load process (`node`: its Locust node id)."""
+        for listener in self.taps:
+            listener(rows)
+        self._place(rows, node)
+
+    def _place(self, rows: Iterable[list[Any]], node: str) -> None:
         if not self.active:
             return
         if node == LOCAL:
@@ -146,7 +158,7 @@ class LiveRungs:
         self.offsets[node] = offset
         waiting = self._unplaced.pop(node, None)
         if waiting:
-            self.add_rows(waiting, node)
+            self._place(waiting, node)
 
     def add_window(self, window: Span) -> None:
         """A rung's measure window has closed; its figures follow once it is complete."""

@@ -1,9 +1,15 @@
 """specload's custom Locust arguments, registered on `events.init_command_line_parser`.
 
-Importing this module registers them (the user modules import it), so `locust -f
-locustfiles/chat.py --help` lists them and the web UI shows them. Locust sends custom
-arguments to workers in spawn messages, so code reads them through `RunOptions.from_env`
-at test start or task time, never at import or init.
+Importing this module registers them (the user modules import it): Locust parses them
+and the web UI shows them. `locust -f locustfiles/chat.py --help` cannot list them:
+Locust 2.47 prints its help before it imports the locustfile (argument_parser.py,
+`parse_locustfile_option` runs `get_parser().parse_args()` on -h, and main.py imports
+locustfiles only after it; locustio/locust#2917 was closed unfixed), and nothing of a
+project runs before that short of an interpreter-wide startup hook. So each locustfile
+prints the whole help itself: `python locustfiles/chat.py --help` (`print_locust_help`).
+Locust sends custom arguments to workers in spawn messages (MasterRunner.start puts
+`parsed_options` in each spawn message), so code reads them through
+`RunOptions.from_env` at test start or task time, never at import or init.
 """
 
 from __future__ import annotations
@@ -93,6 +99,13 @@ def read_options(cls: type[T], environment: Environment) -> T:
         return cls()
     names = (f.name for f in fields(cls))  # type: ignore[arg-type]
     return cls(**{name: getattr(parsed, name) for name in names if hasattr(parsed, name)})
+
+
+def print_locust_help() -> None:
+    """Locust's --help with every option registered so far (specload's included)."""
+    from locust.argument_parser import get_parser  # builds a parser, firing our listeners
+
+    get_parser().print_help()
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,8 @@ worker stops its users (an in-flight request then records itself as interrupted)
 sends its remaining rows and answers `specload_done`; the master waits for every answer
 (bounded by `--stop-timeout` + 10 s) before Locust goes on to quit. Messages from one
 worker arrive in order, so rows always land before that worker's "done". Without
-`--csv` (or with `--no-records`) nothing is written and users skip building rows.
+`--csv` nothing is written, and users build rows only when a live view taps them (the
+web UI's Tokens tab); with `--no-records` they never do.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class Recorder:
         self._writer: Any = None
         self._last_flush = 0.0
         self._enabled = True
+        self._to_file = True
         self._tokens = count(1)
         self._waiting: set[str] = set()
         self._answered = Event()
@@ -125,10 +127,11 @@ class Recorder:
 
     def _refresh_enabled(self) -> None:
         records_on = RunOptions.from_env(self.env, check=False).records
+        self._to_file = records_on and bool(self._csv_prefix())
         if isinstance(self.env.runner, WorkerRunner):
             self._enabled = records_on  # the master decides whether it writes a file
-        else:
-            self._enabled = records_on and bool(self._csv_prefix())
+        else:  # rows go to the file, and to live views that tap them (`live.py`)
+            self._enabled = self._to_file or (records_on and bool(self.live.taps))
 
     def _csv_prefix(self) -> str:
         parsed = self.env.parsed_options
@@ -142,7 +145,7 @@ class Recorder:
                 self._shipper = gevent.spawn(self._ship_forever)
         else:
             self.live.reset(self._csv_prefix() or None)
-            if self._enabled:
+            if self._to_file:
                 self._open()
 
     def _on_test_stop(self, environment: Environment, **_: Any) -> None:
@@ -252,7 +255,7 @@ class Recorder:
     def _write(self, rows: list[list[Any]], node: str = LOCAL) -> None:
         self.live.add_rows(rows, node)
         if self._file is None:
-            if not self._enabled:
+            if not self._to_file:
                 return
             self._open()
         self._writer.writerows(rows)

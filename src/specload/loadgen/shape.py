@@ -10,6 +10,7 @@ one, at most `--drain` seconds), then stops. Every new user count is reached at 
 arguments, so they show up as fields in the web UI and travel to workers in spawn
 messages; the shape itself runs where Locust runs shapes (the master, or the single
 process), and learns completions and in-flight counts from the live rungs (`live.py`).
+`phases()` tells live views where the run has been so far.
 
 Rung boundaries are written to `<csv prefix>_rungs.csv` (`records.RUNGS_COLUMNS`, UTC
 epoch seconds), one row appended as each rung's measure window ends, with the times the
@@ -39,10 +40,13 @@ from specload.ladder import (
     DEFAULT_MIN_REQUESTS,
     DEFAULT_WARMUP_S,
     LadderError,
+    PhaseSpan,
     Position,
+    Rung,
     RungPlan,
     advance,
     parse_ladder,
+    phase_spans,
     plan,
     spawn_rate,
     start,
@@ -51,7 +55,7 @@ from specload.loadgen import clock as process_clock
 from specload.loadgen.inflight import IN_FLIGHT
 from specload.loadgen.live import LiveRungs, Span
 from specload.loadgen.recorder import MSG_DRAIN
-from specload.records import RUNGS_COLUMNS, RUNGS_SUFFIX
+from specload.records import RUNGS_COLUMNS, RUNGS_SUFFIX, rung_time
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +104,7 @@ class RungsFile:
             return
         with self.path.open("a", newline="") as fh:
             csv.writer(fh).writerow(
-                [rung, users, f"{warmup:.6f}", f"{start:.6f}", f"{end:.6f}",
+                [rung, users, rung_time(warmup), rung_time(start), rung_time(end),
                  *(f"{m:g}" for m in more)]
             )
 
@@ -128,6 +132,7 @@ class LadderShape(LoadTestShape):
         self._rate = 1.0
         self._t0_epoch = clock()
         self._pos: Position | None = None
+        self._finished: list[Rung] = []
         self._drain_seq = 0
         self._rungs_file = RungsFile(None)
         super().__init__()
@@ -138,6 +143,7 @@ class LadderShape(LoadTestShape):
         self._t0_epoch = self._now()
         self._rungs = None
         self._pos = None
+        self._finished = []
 
     def get_run_time(self) -> float:
         """Seconds since the test started, on the same clock as the rungs file."""
@@ -162,7 +168,7 @@ class LadderShape(LoadTestShape):
             return False
         prefix = getattr(opts, "csv_prefix", None)
         self._rungs_file = RungsFile(Path(prefix + RUNGS_SUFFIX) if prefix else None)
-        self._rate = spawn_rate(self._rungs)
+        self._rate = spawn_rate(self._rungs, self._processes())
         self._pos = start(self._now())
         log.info("ladder shape: %s users, warmup <= %.0f s, measure >= %.0f s (until %d "
                  "requests completed, <= %.0f s), spawn rate %.0f",
@@ -171,6 +177,14 @@ class LadderShape(LoadTestShape):
                  self._rungs[0].max_measure_s, self._rate)
         return True
 
+    def _processes(self) -> int:
+        """Load processes the users are spread over (a master's workers, else this one)."""
+        runner = self.runner
+        return max(1, runner.worker_count) if isinstance(runner, MasterRunner) else 1
+
+    def phases(self) -> list[PhaseSpan]:
+        """The warmup and measure windows so far and the phase in progress."""
+        return phase_spans(self._rungs or [], self._finished, self._pos)
 
     def tick(self) -> tuple[int, float] | None:
         if self._rungs is None and not self._begin():
@@ -186,6 +200,7 @@ class LadderShape(LoadTestShape):
         pos, finished = advance(self._rungs, self._pos, now, completed, self._drain_s,
                                 drained)
         if finished is not None:
+            self._finished.append(finished)
             self._rungs_file.append(finished.index, finished.users, finished.warmup_start,
                                     finished.measure_start, finished.measure_end)
             live = self._live()

@@ -31,8 +31,9 @@ with a session and turn or a scheduled time (`Tags`) and, for sessions, getting 
 reply's text back.
 Importing this module also starts every load process's CPU and event-loop-lag probe
 (`client_stats`, so any locustfile with these users writes `_client_stats.csv`), the
-master's watch over its workers' clocks and liveness (`worker_watch`), and makes
-geventhttpclient's keep-alive check non-yielding (`keepalive`).
+master's watch over its workers' clocks and liveness (`worker_watch`), adds the Tokens
+tab to the web UI (`tokens_tab`) and makes geventhttpclient's keep-alive check
+non-yielding (`keepalive`).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from specload.errors import UserError
 from specload.loadgen import client_stats as _client_stats  # noqa: F401  (CPU/lag probe)
 from specload.loadgen import clock, keepalive, tls
 from specload.loadgen import options as _options  # noqa: F401  (registers the arguments)
+from specload.loadgen import tokens_tab as _tokens_tab  # noqa: F401  (web UI Tokens tab)
 from specload.loadgen import worker_watch as _worker_watch  # noqa: F401  (clocks, lost workers)
 from specload.loadgen.chunks import DONE, MalformedChunk, error_message_from_body, parse_chunk
 from specload.loadgen.context import ModelDiscoveryError, ProcessContext

@@ -40,42 +40,11 @@ from specload.report.recommend import (
 )
 from specload.report.run_files import RunSource, discover
 from specload.report.slo import SloTarget, arm_goodput, slo_from_scenario
+from specload.report.table import OPEN_COLUMNS, SESSION_COLUMNS, TABLE_COLUMNS, cell
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_JSON = "summary.json"
 REPORT_HTML = "report.html"
-# Columns of the printed and HTML per-rung tables, with their headings.
-TABLE_COLUMNS = {
-    "arm": "arm", "concurrency": "C", "server_running_mean": "batch",
-    "output_tok_s": "tok/s", "speedup": "speedup",
-    "decode_tok_s_per_user": "decode tok/s/user", "ttft_p50_ms": "TTFT p50 ms",
-    "ttft_p99_ms": "TTFT p99 ms", "tpot_p50_ms": "TPOT p50 ms",
-    "tokens_per_chunk": "tok/chunk", "accept_len_mean": "accept len",
-    "achieved_concurrency": "achieved C", "requests": "requests", "failures": "failures",
-    "interrupted": "unfinished", "trace_ratio": "vs trace",
-}
-# Chat sessions: C counts sessions; the batch offered is the requests in flight.
-SESSION_COLUMNS = {
-    "arm": "arm", "concurrency": "sessions", "achieved_concurrency": "in flight",
-    "server_running_mean": "batch", "output_tok_s": "tok/s", "speedup": "speedup",
-    "prompt_tokens_p50": "context p50", "prompt_tokens_p90": "context p90",
-    "ttft_p50_ms": "TTFT p50 ms", "ttft_p99_ms": "TTFT p99 ms", "tpot_p50_ms": "TPOT p50 ms",
-    "requests": "requests", "failures": "failures", "trace_ratio": "vs trace",
-}
-# Open loop: rungs are arrival rates; latencies from the send and from the schedule.
-OPEN_COLUMNS = {
-    "arm": "arm", "rate": "rate/s", "achieved_rate": "achieved/s", "late_share": "late",
-    "late_cap_share": "late (cap)", "achieved_concurrency": "in flight",
-    "server_running_mean": "batch", "output_tok_s": "tok/s", "speedup": "speedup",
-    "ttft_p50_ms": "TTFT p50 ms", "ttft_sched_p99_ms": "TTFT p99 sched ms",
-    "e2e_sched_mean_ms": "E2E mean sched ms", "tpot_p50_ms": "TPOT p50 ms",
-    "requests": "requests", "failures": "failures", "trace_ratio": "vs trace",
-}
-
-
-def _cell(value: float) -> str:
-    """A table number: 4 significant digits; a percentile censored by timeouts as such."""
-    return "> timeout" if value == float("inf") else f"{value:.4g}"
 
 
 @dataclass(slots=True)
@@ -289,7 +258,7 @@ def _slo_lines(report: Report) -> list[str]:
 
 def _format_table(table: pd.DataFrame) -> str:
     note = table_note(table)
-    text = table.to_string(index=False, na_rep="-", float_format=_cell)
+    text = table.to_string(index=False, na_rep="-", float_format=cell)
     return text + (f"\n({note})" if note else "")
 
 
@@ -333,7 +302,7 @@ def _html(report: Report) -> str:
         for f in figures.all_figures(report.summary, report.pairs, report.rate_pairs))
     frame = _table(report)
     note = table_note(frame)
-    table = frame.to_html(index=False, na_rep="–", float_format=_cell, border=0,
+    table = frame.to_html(index=False, na_rep="–", float_format=cell, border=0,
                           classes="summary") + (f"<p><small>{esc(note)}</small></p>"
                                                 if note else "")
     return f"""<!DOCTYPE html>

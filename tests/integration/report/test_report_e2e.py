@@ -12,8 +12,6 @@ errors.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -22,6 +20,7 @@ import pandas as pd
 import pytest
 
 from specload.report.crossover import find_crossover
+from tests.support.browser import FLAGS, chromium
 from tests.support.e2e import ARMS, LADDER, SweepResult
 
 FIGURES = 10  # the simulator exposes running requests: the batch-size figure too
@@ -59,25 +58,13 @@ def test_report_matches_the_simulators_ground_truth(e2e_sweep: SweepResult) -> N
                                                         expected_cross.above)
 
 
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        found = shutil.which(name)
-        if found:
-            return found
-    if os.environ.get("CI") == "true":
-        pytest.fail("chromium is not installed (apt-get install -y chromium)")
-    pytest.skip("chromium is not installed")
-
-
 def test_report_renders_every_figure_without_js_errors(e2e_sweep: SweepResult,
                                                        tmp_path: Path) -> None:
-    browser = _chromium()
+    browser = chromium()
     page = e2e_sweep.run_dir / "report.html"
     assert f"report: {page.relative_to(page.parents[3])}" in e2e_sweep.stdout
     shown = subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
+        [browser, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
          "--enable-logging=stderr", "--v=0", "--dump-dom", page.as_uri()],
         capture_output=True, text=True, timeout=180)
     dom, log = shown.stdout, shown.stderr

@@ -149,4 +149,13 @@ def test_defaults_without_runner_follow_the_default_ladder() -> None:
     clock = FakeClock()
     shape = LadderShape(clock=clock, live=FakeLive())  # type: ignore[arg-type]
     shape.reset_time()
-    assert shape.tick() == (1, 150.0)  # 250 - 100 is the largest jump of 1..250
+    # 250 - 100 is the largest jump of 1..250, but Locust warns above 100 users/s
+    assert shape.tick() == (1, 100.0)
+
+
+def test_phases_follow_the_run(tmp_path: Path) -> None:
+    shape, clock, _live = make_shape(tmp_path, ladder="1,2", warmup=1.0, measure=3.0)
+    assert shape.phases() == []
+    run_ticks(shape, clock, [0, 1.5, 4.5])
+    assert [(p.rung, p.phase, p.start - T0, p.end and p.end - T0) for p in shape.phases()] \
+        == [(0, "warmup", 0, 1.0), (0, "measure", 1.0, 4.5), (1, "warmup", 4.5, None)]

@@ -1,0 +1,137 @@
+"""The Tokens tab in headless Chromium during a real ladder run, in one process and with two.
+
+The web UI runs a two-rung ladder against the simulator (`--autostart`) while a browser
+shows the tab: every chart draws data, each chart's points are the ones `/specload/live`
+serves, Locust's table under the charts shows the complete rungs, and the page logs no
+error. When the run is over, the tab's rungs are the report's rows to the bit, and Locust
+did not warn that the spawn rate was too high.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from specload.report import render
+from specload.report.table import LIVE_COLUMNS, text
+from specload.runner.processes import free_port
+from tests.support import REPO
+from tests.support.browser import Browser
+from tests.support.locust_runs import master_port_args
+
+pytestmark = pytest.mark.slow
+
+# Where each chart's traces come from in /specload/live, in the order the tab draws them.
+TRACES = {
+    "output": [("series", "output_tok_s")],
+    "per-user": [("series", "decode_tok_s_per_user"), ("series", "request_tok_s_p50")],
+    "chunk": [("series", "tokens_per_chunk")],
+    "ttft": [("series", "ttft_p50_ms"), ("series", "ttft_p99_ms")],
+    "concurrency": [("users", "users"), ("client", "in_flight"),
+                    ("series", "achieved_concurrency")],
+    "load": [("client", "cpu_max"), ("client", "lag_p99_max_ms")],
+}
+# The charts' points and, fetched right after, what the server says (one evaluation).
+CHARTS_AND_LIVE = """(async () => {
+  const charts = {};
+  for (const div of document.querySelectorAll('#specload-tokens .js-plotly-plot')) {
+    charts[div.id.replace('specload-chart-', '')] = div.data.map((t) => ({x: t.x, y: t.y}));
+  }
+  const live = await (await fetch('./specload/live', {cache: 'no-store'})).json();
+  return {charts, live};
+})()"""
+PAYLOAD = "({rungs: [], ...(window.specloadTokens || {}).payload})"  # the last one drawn
+TABLE_ROWS = """[...document.querySelectorAll('table tbody tr')].map(
+  (tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent))"""
+
+
+def _get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def _check_charts(charts: dict[str, list[dict[str, list[Any]]]], live: dict[str, Any]) -> None:
+    assert sorted(charts) == sorted(TRACES)
+    for chart, sources in TRACES.items():
+        assert len(charts[chart]) == len(sources), chart
+        for drawn, (group, key) in zip(charts[chart], sources, strict=True):
+            served = dict(zip(live[group]["t"], live[group][key], strict=True))
+            points = [(x, y) for x, y in zip(drawn["x"], drawn["y"], strict=True)
+                      if y is not None]
+            assert points, f"{chart}: {key} draws nothing"
+            if group == "users":  # its last point moves with the clock: the count must not
+                assert points[-1][1] == live[group][key][-1]
+                continue
+            # a point still being filled (this second's samples) may have moved since
+            settled = [(x, y) for x, y in points if x in served and (
+                group == "series" or x < live[group]["t"][-1])]
+            assert settled, f"{chart}: {key}"
+            assert all(served[x] == y for x, y in settled), (chart, key, settled[-3:])
+            if group == "series":  # the latest drawn value is the served one
+                assert served[points[-1][0]] == points[-1][1]
+
+
+# One process: the jump to 110 users is above the 100 users/s per process at which Locust
+# warns. Two: a lighter load, as a worker that misses heartbeats on a busy machine makes
+# Locust restart the spawn without it (runners.py, "self-healed"), and then warn.
+@pytest.mark.parametrize(("processes", "ladder"), [(1, "4,110"), (2, "4,40")])
+def test_tokens_tab_in_a_browser(sim_server: Any, tmp_path: Path, processes: int,
+                                 ladder: str) -> None:
+    sim = sim_server(profile="h100-llama8b-eagle3", spec="on", trace=False)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    prefix = tmp_path / "run" / "locust"
+    log = tmp_path / "locust.log"
+    mode = ["--processes", "2", *master_port_args()] if processes == 2 else []
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "locust", "-f", str(REPO / "locustfiles" / "ladder.py"),
+         "--host", sim.url, "--web-port", str(port), "--autostart", "--autoquit", "60",
+         "--csv", str(prefix), "--ladder", ladder, "--warmup", "2", "--measure", "4",
+         "--min-requests", "5", "--max-tokens", "32", "--ignore-eos", *mode],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=log.open("w"))
+    try:
+        with Browser(tmp_path) as browser:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    _get(base + "/specload/live")
+                    break
+                except OSError:
+                    assert proc.poll() is None, log.read_text()[-2000:]
+                    time.sleep(0.3)
+            browser.navigate(base + "/?tab=tokens")
+            browser.wait_for(f"{PAYLOAD}.rungs.length > 0 "
+                             "&& document.querySelectorAll('table tbody tr').length > 0",
+                             60, "the first rung in the tab")
+            got = browser.evaluate(CHARTS_AND_LIVE)
+            _check_charts(got["charts"], got["live"])
+            rows = browser.evaluate(TABLE_ROWS)
+            first = got["live"]["rungs"][0]
+            assert rows[0] == [text(float("inf") if first[k] == "inf" else first[k])
+                               for k in LIVE_COLUMNS]
+            browser.screenshot(tmp_path / "tokens-tab.png")
+            assert browser.errors == []
+            browser.wait_for(f"{PAYLOAD}.state === 'stopped' && {PAYLOAD}.rungs.length === 2",
+                             90, "the end of the run")
+            assert browser.errors == []
+        live = _get(base + "/specload/live")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    report = render.build(prefix).per_rep
+    assert [r["concurrency"] for r in live["rungs"]] == report["concurrency"].tolist()
+    for rung, (_, expected) in zip(live["rungs"], report.iterrows(), strict=True):
+        assert {k: rung[k] for k in LIVE_COLUMNS} == {
+            k: "inf" if expected[k] == float("inf") else expected[k] for k in LIVE_COLUMNS}
+    # (until the SIGTERM above: Locust 2.47 may then close its CSV files under the greenlet
+    # that writes them, an error of its own)
+    output = log.read_text().split("Got SIGTERM signal")[0]
+    assert "spawn rate is very high" not in output
+    assert "Traceback" not in output, output[-3000:]
