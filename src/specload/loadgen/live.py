@@ -97,6 +97,7 @@ class LiveRungs:
         # each worker's clock offset (kept across tests: measured from its connection on)
         self.states: dict[str, ProcessState] = {}
         self.offsets: dict[str, float] = {}
+        self.rounds: list[list[Any]] = []  # every clock round, as `<prefix>_clock.csv` rows
         self._unplaced: dict[str, list[list[Any]]] = {}  # rows of workers not measured yet
         self.pending: list[Span] = []
         self.final: list[dict[str, Any]] = []

@@ -67,6 +67,7 @@ class TokensTab:
         self._rows: list[list[Any]] = []
         self._client: list[list[Any]] = []
         self._sent_rungs = 0
+        self._sent_rounds = 0  # clock rounds: kept across tests
         self._stopped_at: float | None = None
         self._reset_at: float | None = None  # a test started: the feeder says so first
         self._greenlets: list[gevent.Greenlet] = []
@@ -149,12 +150,15 @@ class TokensTab:
         client, self._client[:] = list(self._client), []
         rungs = self.live.final[self._sent_rungs:]
         self._sent_rungs += len(rungs)
+        rounds = self.live.rounds[self._sent_rounds:]
+        self._sent_rounds += len(rounds)
         phases = getattr(self.env.shape_class, "phases", None)
         records = RunOptions.from_env(self.env, check=False).records
         return {"now": time.time(), "settled_until": settled, "stopped_at": self._stopped_at,
                 "shares_loop": not isinstance(runner, MasterRunner),
                 "state": runner.state if runner else "ready",
                 "users": runner.user_count if runner else 0, "rows": rows, "client": client,
+                "clock": rounds,
                 "rungs": rungs, "notice": "" if records else NO_RECORDS,
                 "phases": [dataclasses.asdict(p) for p in phases()] if phases else []}
 

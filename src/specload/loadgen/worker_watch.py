@@ -224,8 +224,10 @@ class WorkerWatch:
             return
         w.unanswered = 0
         w.rounds.append(found)
-        self.clock_log.write([f"{found.ts:.6f}", w.name, w.node, f"{found.offset_s:.6f}",
-                              f"{found.rtt_s:.6f}", found.exchanges])
+        row = [f"{found.ts:.6f}", w.name, w.node, f"{found.offset_s:.6f}",
+               f"{found.rtt_s:.6f}", found.exchanges]
+        self.clock_log.write(row)
+        self.live.rounds.append(row)
         if found.sure or not any(m.sure for m in w.rounds):
             self.live.set_offset(w.node, found.offset_s)
         if not found.sure:

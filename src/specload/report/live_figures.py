@@ -34,10 +34,11 @@ from specload.records import (
     REQUEST_COLUMNS,
     rung_time,
 )
+from specload.report import clock
 from specload.report.client_metrics import measure
 from specload.report.client_stats import client_row
 from specload.report.quality import CLIENT_CPU_LIMIT
-from specload.report.run_files import frame_from_rows
+from specload.report.run_files import clock_from_rows, frame_from_rows
 from specload.report.table import LIVE_COLUMNS, text
 from specload.report.windows import Window
 
@@ -80,6 +81,9 @@ class LiveFigures:
     """Everything the tab shows, updated from the Locust process's lines (module docstring)."""
 
     def __init__(self) -> None:
+        # workers' clock rounds (`records.CLOCK_COLUMNS`), measured from their connection
+        # on, so kept across tests
+        self.rounds: list[list[Any]] = []
         self.reset(None)
 
     def reset(self, t0: float | None) -> None:
@@ -111,6 +115,7 @@ class LiveFigures:
         if "reset" in msg:
             self.reset(float(msg["reset"]))
             return
+        self.rounds += msg.get("clock", [])
         if self.t0 is not None:
             self.rows += msg.get("rows", [])
         if "now" not in msg:  # rows only: the tick that follows says the rest
@@ -175,7 +180,7 @@ class LiveFigures:
         """Measure every bin and rung that is now complete; forget rows no longer needed."""
         bins = self._complete_bins()
         if bins or self.pending:
-            frame = frame_from_rows(self.rows)
+            frame = frame_from_rows(self.rows, clock_from_rows(self.rounds))
             if bins:
                 got = measure(frame, bins)
                 assert self.t0 is not None
@@ -189,8 +194,8 @@ class LiveFigures:
 
     def _rung_row(self, frame: pd.DataFrame, window: Window) -> dict[str, Any]:
         row = measure(frame, [window]).iloc[0].to_dict()
-        client = pd.DataFrame(self.client, columns=list(CLIENT_STATS_COLUMNS)) \
-            if self.client else None
+        client = clock.align(pd.DataFrame(self.client, columns=list(CLIENT_STATS_COLUMNS)),
+                             clock_from_rows(self.rounds), ("ts",)) if self.client else None
         row |= client_row(client, window)
         assert self.t0 is not None
         return {"measure_start": window.start - self.t0, "measure_end": window.end - self.t0,

@@ -238,7 +238,11 @@ def read_requests(prefix: Path) -> pd.DataFrame:
         )
     except (OSError, pa.ArrowException) as exc:
         raise UserError(f"{path} cannot be read as a requests file: {exc}") from exc
-    return clock.align(_frame(table), read_clock(prefix), ("start", "end", "scheduled"))
+    return clock.align(_frame(table), read_clock(prefix), _ALIGNED)
+
+
+# the request times that `clock.align` puts on the master's clock
+_ALIGNED = ("start", "end", "scheduled")
 
 
 def _frame(table: pa.Table) -> pd.DataFrame:
@@ -263,9 +267,11 @@ def _frame(table: pa.Table) -> pd.DataFrame:
     return df
 
 
-def frame_from_rows(rows: list[list[object]]) -> pd.DataFrame:
+def frame_from_rows(rows: list[list[object]],
+                    rounds: pd.DataFrame | None = None) -> pd.DataFrame:
     """The requests frame of record rows held in memory (`RequestRecord.row()` lists),
-    typed exactly as `read_requests` types the same rows read from a file."""
+    typed exactly as `read_requests` types the same rows read from a file, and put on
+    the master's clock with the clock `rounds` known so far (`clock_from_rows`)."""
     index = {name: i for i, name in enumerate(records.REQUEST_COLUMNS)}
 
     def column(name: str, kind: pa.DataType) -> pa.Array:
@@ -278,7 +284,19 @@ def frame_from_rows(rows: list[list[object]]) -> pd.DataFrame:
     table = pa.table(
         {c: column(c, pa.float64()) for c in (*_FLOAT_COLS, *_INT_COLS)}
         | {c: column(c, pa.string()) for c in (*_STR_COLS, *_CATEGORY_COLS)})
-    return _frame(table)
+    return clock.align(_frame(table), rounds, _ALIGNED)
+
+
+def clock_from_rows(rows: list[list[object]]) -> pd.DataFrame | None:
+    """Clock rounds held in memory, as the master writes them to `<prefix>_clock.csv`,
+    typed as `read_clock` reads them."""
+    if not rows:
+        return None
+    frame = pd.DataFrame(rows, columns=list(records.CLOCK_COLUMNS))
+    frame["client_id"] = frame["client_id"].astype(str)
+    for col in ("ts", "offset_s", "rtt_s"):
+        frame[col] = frame[col].astype(float)
+    return frame
 
 
 def read_clock(prefix: Path) -> pd.DataFrame | None:
