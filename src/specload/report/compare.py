@@ -27,12 +27,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-import plotly.io as pio
-from plotly.offline import get_plotlyjs
 
-from specload import __version__
 from specload.errors import UserError
-from specload.report import figures
+from specload.report import figures, html_page
 from specload.report.crossover import (
     BAND_DEFAULT,
     BAND_REPEATS,
@@ -42,6 +39,7 @@ from specload.report.crossover import (
     PairResult,
     rung_decisions,
 )
+from specload.report.html_page import TABLE_CLASS, figures_html
 from specload.report.render import Report, build
 from specload.report.run_files import ArmSource
 from specload.report.table import text
@@ -231,7 +229,7 @@ def _table_html(diffs: pd.DataFrame) -> str:
         value=diffs["value"].map(text))
     columns = ["run", "metric", "subject", "concurrency", "baseline_value", "value", "change",
                "band", "verdict", "note"]
-    return shown[columns].to_html(index=False, border=0, classes="diff", na_rep="–")
+    return shown[columns].to_html(index=False, border=0, classes=TABLE_CLASS, na_rep="–")
 
 
 def _c_star_lines(runs: Sequence[Run]) -> str:
@@ -248,7 +246,7 @@ def _c_star_lines(runs: Sequence[Run]) -> str:
     return "".join(items) or "<li>no run has a spec-on/spec-off pair</li>"
 
 
-def page(runs: Sequence[Run], diffs: pd.DataFrame) -> str:
+def compare_page(runs: Sequence[Run], diffs: pd.DataFrame) -> str:
     """compare.html: the runs, C*, the overlaid curves, the changes and their table."""
     esc = html.escape
     parts = [_renamed(r) for r in runs]
@@ -259,24 +257,11 @@ def page(runs: Sequence[Run], diffs: pd.DataFrame) -> str:
         figs.append(figures.speedup(pairs))
     if len(diffs):
         figs.append(change_figure(diffs))
-    plots = "".join(f'<div class="fig">{pio.to_html(f, full_html=False, include_plotlyjs=False)}'
-                    "</div>" for f in figs)
+    plots = figures_html(figs)
     sources = "".join(f"<li><b>{esc(r.label)}</b>: {esc(str(r.report.source.out_dir))} "
                       f"({esc(', '.join(a.name for a in r.report.source.arms))})</li>"
                       for r in runs)
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>specload compare</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 24px auto; max-width: 1100px;
-       color: #222; }}
-h1 {{ font-size: 1.5em; }} h2 {{ font-size: 1.2em; margin-top: 1.6em; }}
-.fig {{ margin: 12px 0 28px; }}
-table.diff {{ border-collapse: collapse; font-size: 0.85em; }}
-table.diff th, table.diff td {{ padding: 3px 8px; text-align: right;
-       border-bottom: 1px solid #ddd; white-space: nowrap; }}
-</style>
-<script type="text/javascript">{get_plotlyjs()}</script>
-</head><body>
+    return html_page.page("specload compare", f"""
 <h1>specload compare: {len(runs)} runs, baseline {esc(runs[0].label)}</h1>
 <ul>{sources}</ul>
 <h2>Crossover C*</h2><ul>{_c_star_lines(runs)}</ul>
@@ -286,9 +271,7 @@ table.diff th, table.diff td {{ padding: 3px 8px; text-align: right;
 range the runs' repeats allow when both have repeats, else ±{NOISE_BAND:.0%} (the report's
 verdict band); "up" or "down" only when the whole band is.</p>
 {_table_html(diffs)}
-<p>specload {esc(__version__)}.</p>
-</body></html>
-"""
+""")
 
 
 def write(runs: Sequence[Run], diffs: pd.DataFrame, out: Path) -> tuple[Path, Path]:
@@ -296,7 +279,7 @@ def write(runs: Sequence[Run], diffs: pd.DataFrame, out: Path) -> tuple[Path, Pa
     out.mkdir(parents=True, exist_ok=True)
     csv_path, html_path = out / COMPARE_CSV, out / COMPARE_HTML
     diffs.to_csv(csv_path, index=False, na_rep="", float_format="%.6g")
-    html_path.write_text(page(runs, diffs), encoding="utf-8")
+    html_path.write_text(compare_page(runs, diffs), encoding="utf-8")
     return html_path, csv_path
 
 

@@ -21,14 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import plotly.io as pio
-from plotly.offline import get_plotlyjs
 
 from specload import __version__
 from specload.errors import UserError
 from specload.report import figures, quality
 from specload.report.aggregate import combine_reps, measure_all
 from specload.report.crossover import Crossover, PairResult, analyse_pair, pair_arms
+from specload.report.html_page import TABLE_CLASS, figures_html, page
 from specload.report.rates import RatePair, analyse_rates, rate_lines, workload_kind
 from specload.report.recommend import (
     ENGINE_FILES,
@@ -297,30 +296,13 @@ def _html(report: Report) -> str:
         warns += f"<details><summary>every warning</summary><ul>{details}</ul></details>"
     else:
         warns = "<li>none</li>"
-    plots = "".join(
-        f'<div class="fig">{pio.to_html(f, full_html=False, include_plotlyjs=False)}</div>'
-        for f in figures.all_figures(report.summary, report.pairs, report.rate_pairs))
+    plots = figures_html(figures.all_figures(report.summary, report.pairs, report.rate_pairs))
     frame = _table(report)
     note = table_note(frame)
     table = frame.to_html(index=False, na_rep="–", float_format=cell, border=0,
-                          classes="summary") + (f"<p><small>{esc(note)}</small></p>"
+                          classes=TABLE_CLASS) + (f"<p><small>{esc(note)}</small></p>"
                                                 if note else "")
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 24px auto; max-width: 1100px;
-       color: #222; }}
-h1 {{ font-size: 1.5em; }} h2 {{ font-size: 1.2em; margin-top: 1.6em; }}
-.fig {{ margin: 12px 0 28px; }}
-table.summary {{ border-collapse: collapse; font-size: 0.85em; }}
-table.summary th, table.summary td {{ padding: 3px 8px; text-align: right;
-       border-bottom: 1px solid #ddd; white-space: nowrap; }}
-.warn li {{ color: #8a4b00; }}
-pre {{ background: #f6f6f6; padding: 8px; overflow-x: auto; font-size: 0.85em; }}
-</style>
-<script type="text/javascript">{get_plotlyjs()}</script>
-</head><body>
-<h1>{esc(title)}</h1>
+    return page(title, f"""<h1>{esc(title)}</h1>
 <p>Source: {esc(str(report.source.out_dir))} · arms: {esc(", ".join(
         f"{a.name} ({a.role}, {len(a.reps)} rep)" for a in report.source.arms))}</p>
 <h2>Crossover {"rate*" if report.workload == "open" else "C*"}</h2><ul>{crossover}</ul>
@@ -328,10 +310,8 @@ pre {{ background: #f6f6f6; padding: 8px; overflow-x: auto; font-size: 0.85em; }
 <h2>Data-quality warnings ({len(report.warnings)})</h2><ul class="warn">{warns}</ul>
 <h2>Figures</h2>{plots}
 <h2>Per-rung summary</h2>{table}
-<p>Only each rung's measure window counts; system tok/s counts tokens by arrival time.
-specload {esc(__version__)}.</p>
-</body></html>
-"""
+<p>Only each rung's measure window counts; system tok/s counts tokens by arrival time.</p>
+""")
 
 
 def write(report: Report) -> Path:
