@@ -23,7 +23,7 @@ from tests.support.sweeps import read_csv, read_manifest, run_dir_of
 FLAVOURS = ("vllm", "sglang", "llamacpp", "llama-cpp-python", "tgi", "ollama")
 OVER_TLS = ("vllm", "llamacpp")
 WITH_METRICS = ("vllm", "sglang", "tgi")
-LADDER = [1, 4, 16]  # as issue #12 asks
+LADDER = [1, 4, 10, 16, 50]  # issue #12 asks for 1/4/16, issue #13 for 1/10/50
 
 
 def _arm(flavor: str, spec: str, tls_files) -> dict:
