@@ -70,7 +70,7 @@ class WorkerEvents:
 
 
 FIGURES = ("output_tok_s", "requests", "requests_started", "failures", "top_failure",
-           "timeouts", "interrupted", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms",
+           "timeouts", "interrupted", "ttft_p50_ms", "ttft_p50_lb_ms", "ttft_p99_ms", "tpot_p50_ms",
            "achieved_concurrency", "estimated_token_share")
 
 

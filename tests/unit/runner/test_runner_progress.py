@@ -13,7 +13,9 @@ from specload.runner.progress import (
     fmt_s,
     live_lines,
     progress_line,
+    rung_figures,
 )
+from tests.support import run_files as make
 
 LINE = {"rung": 2, "users": 10, "measure_start": 0.0, "measure_end": 10.0,
         "output_tok_s": 214.53, "requests": 40, "failures": 0, "top_failure": "",
@@ -84,3 +86,16 @@ def test_worker_events_are_told_once_per_worker_and_clock_problem(tmp_path: Path
     assert events.new_lines("a") == [
         "[a] warning: worker h-8: lost: no heartbeat for 4.5 s, Locust marked it missing"]
     assert events.new_lines("a") == []
+
+
+def test_a_rung_whose_requests_all_queue_says_how_long_they_waited(tmp_path: Path) -> None:
+    """Both requests sent in [100, 110) were still queued at the end (waits 8 s and 6 s)."""
+    reqs = [make.request(101.0, [], None, interrupted=True, end=109.0, rid="Q1"),
+            make.request(103.0, [], None, interrupted=True, end=109.0, rid="Q2"),
+            make.request(90.0, [100.5, 104.5, 112.0], [2, 3, 1], rid="S")]
+    prefix = make.write_prefix(tmp_path / "run", reqs, rungs=[(0, 3, 95.0, 100.0, 110.0)])
+    line = rung_figures(prefix, {"rung": 0, "users": 3, "measure_start": 100.0,
+                                 "measure_end": 110.0})
+    assert progress_line("on", line, [3], 60, 0) == (
+        "[on] rung 1/1 C=3 | 0.5 tok/s, TTFT p50 > 7000 ms (still queued), 0 requests, "
+        "no failures | elapsed 1m00s, ETA ~0s")
