@@ -304,7 +304,8 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
             "estimated_token_share": (est_tokens[i] / tokens_by_w[i] if tokens_by_w[i]
                                       else 0.0),
         }
-        ttft_rows = (r.ok | r.failed | np.isposinf(r.ttft)) & in_w
+        # every request started here whose TTFT is known or censored, finished or not
+        ttft_rows = in_w & ~np.isnan(r.ttft)
         row.update(_censored_pcts(r.ttft[ttft_rows], r.waited_ms[ttft_rows], "ttft"))
         row.update(tpot_p)
         # nothing that started here finished: the pace of the streams in the window

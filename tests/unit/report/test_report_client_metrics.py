@@ -115,3 +115,18 @@ def test_a_rung_whose_requests_all_queue_still_gets_bounds_and_a_decode_pace(
 def test_finished_requests_leave_no_stream_pace_and_no_bound(table: Any) -> None:
     row = table.iloc[0]
     assert np.isnan(row["stream_tpot_p50_ms"]) and np.isnan(row["ttft_p50_lb_ms"])
+
+
+def test_requests_cut_after_their_first_token_keep_their_ttft(tmp_path: Path) -> None:
+    """Window [100, 110): two requests started in it got their first token (after 0.5 s
+    and 1.5 s) and were still streaming when their users stopped; none finished."""
+    reqs = [make.request(101.0, [101.5, 104.0], [2, 3], interrupted=True, end=109.0, rid="A"),
+            make.request(102.0, [103.5, 106.0], [2, 3], interrupted=True, end=109.0, rid="B")]
+    prefix = make.write_prefix(tmp_path / "run", reqs, rungs=[(0, 2, 95.0, 100.0, 110.0)])
+    data = run_files.read_rep(prefix)
+    windows, _ = rung_windows(data.rungs, data.history, data.requests)
+    row = client_metrics.rung_metrics(data.requests, chunks.build(data.requests),
+                                      windows).iloc[0]
+    assert row["requests"] == 0 and row["interrupted"] == 2
+    assert row["ttft_p50_ms"] == pytest.approx(1000.0)
+    assert np.isnan(row["ttft_p50_lb_ms"])
