@@ -252,7 +252,9 @@ def run_rep(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> None:
 def _start_server(sweep: Sweep, server: ArmServer, arm_entry: ArmEntry, rep_dir: Path,
                   label: str) -> str:
     """Start (or find) the arm's server and check the model it serves; its base URL."""
-    say(f"[{label}] starting {server.arm.kind} server ...")
+    kind = server.arm.kind
+    say(f"[{label}] " + (f"checking {server.arm.url} ..." if kind == "url"
+                         else f"starting the {kind} server ..."))
     try:
         url = server.start(rep_dir / "server.log")
     except ServerError as exc:
