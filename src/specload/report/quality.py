@@ -137,8 +137,13 @@ def _latency_samples(row: Any, where: str) -> Iterator[tuple[str, str]]:
                "and TPOT the pace of the streams in the window (\"~x\")"
                if row.requests == 0 else
                "its TTFT, TPOT and E2E percentiles rest on few requests and are measured")
-    fix = ("an open-loop window is fixed: raise measure_s" if _open_loop(row) else
-           "requests queue longer than the window may last: raise max_measure_s")
+    if _open_loop(row):
+        fix = "an open-loop window is fixed: raise measure_s"
+    elif row.requests == row.requests_started:
+        fix = ("every request that started completed, the window was short for their "
+               f"length: raise min_requests to {MIN_REQUESTS} (with max_measure_s room)")
+    else:
+        fix = "requests queue longer than the window may last: raise max_measure_s"
     yield "too_few_requests", (f"{where}: only {row.requests} of {row.requests_started} "
                                f"requests that started in the measure window completed"
                                f"{running}; {missing} ({fix})")
@@ -279,7 +284,7 @@ def all_warnings(per_rep: pd.DataFrame, summary: pd.DataFrame, pairs: Sequence[P
 
 
 _DIGEST_TITLES = {
-    "too_few_requests": "too few completed requests to trust latencies (raise max_measure_s)",
+    "too_few_requests": "too few completed requests to trust latencies (lengthen those rungs)",
     "client_saturated": "load generator saturated (add --processes or workers)",
     "client_starved": "load generator short of CPU on a busy machine (timestamps late)",
     "concurrency_shortfall": "achieved concurrency more than 10% under target",

@@ -70,6 +70,13 @@ def test_missing_latencies_say_why() -> None:
     assert "3 still running" in msg
 
 
+def test_few_long_requests_that_all_completed_ask_for_more_requests() -> None:
+    (msg,) = _messages(requests=6, requests_started=6, interrupted=0)
+    assert "only 6 of 6 requests" in msg and "raise min_requests to 10" in msg
+    (msg,) = _messages(requests=6, requests_started=9, interrupted=3)
+    assert "raise max_measure_s" in msg
+
+
 def _summary(tokens_on: float, tokens_off: float, length_share: float) -> pd.DataFrame:
     return pd.DataFrame([
         {"arm": "on", "concurrency": 1, "output_tokens_mean": tokens_on,
@@ -105,7 +112,7 @@ def test_digest_groups_rung_warnings_by_kind() -> None:
     warnings = [*quality.rung_warnings(rows), quality._warning("missing_data", "no steps")]
     assert quality.digest(warnings) == [
         "no steps",
-        "too few completed requests to trust latencies (raise max_measure_s): on C=1, 5; "
+        "too few completed requests to trust latencies (lengthen those rungs): on C=1, 5; "
         "off C=5",
         "load generator saturated (add --processes or workers): off C=5",
     ]
