@@ -288,8 +288,9 @@ def _engine_lines(engine: str | None, vllm: dict[str, Any], flags: str,
     return list(by_engine.values())
 
 
-def _readme(rec: Recommendation, pair: PairResult, folder: str) -> str:
-    out = [f"# Recommended speculation setting: {pair.on.name} vs {pair.off.name}", "",
+def readme(rec: Recommendation, title: str, folder: str) -> str:
+    """The README.md of a recommendation's folder."""
+    out = [f"# Recommended speculation setting: {title}", "",
            f"Verdict ({rec.verdict}, on {rec.basis}): {rec.summary}", ""]
     if rec.engine:
         out += [f"Engine: {NAMES.get(rec.engine, rec.engine)} ({rec.engine_source}).", ""]
@@ -311,20 +312,20 @@ def _readme(rec: Recommendation, pair: PairResult, folder: str) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def _add_schedule(rec: Recommendation, cross: Crossover, bound: Bound, spec: SpecSettings,
-                  folder: str) -> None:
-    """The threshold schedule in every load-aware engine's syntax, with its caveats."""
-    k: es.Draft = spec.k if spec.k is not None else es.K_PLACEHOLDER
-    rec.tiers = es.threshold_schedule(bound.last_on, k)
-    rec.vllm_config = es.vllm_speculative_config(rec.tiers, spec)
-    rec.sglang_config = es.sglang_adaptive_config(rec.tiers)
-    flags = es.sglang_flags(rec.tiers, spec, f"{folder}/{SGLANG_FILE}")
+def add_schedule(rec: Recommendation, tiers: tuple[es.Tier, ...], spec: SpecSettings,
+                 folder: str) -> None:
+    """A schedule in every load-aware engine's syntax: files, one line each, caveats."""
+    rec.tiers = tiers
+    rec.vllm_config = es.vllm_speculative_config(tiers, spec)
+    rec.sglang_config = es.sglang_adaptive_config(tiers)
+    flags = es.sglang_flags(tiers, spec, f"{folder}/{SGLANG_FILE}")
     rec.files = {VLLM_FILE: _json(rec.vllm_config), SGLANG_FILE: _json(rec.sglang_config),
                  SGLANG_FLAGS_FILE: flags + "\n",
-                 TRTLLM_FILE: es.trtllm_yaml(rec.tiers, spec)}
-    rec.lines += _engine_lines(rec.engine, rec.vllm_config, flags, rec.tiers, folder)
+                 TRTLLM_FILE: es.trtllm_yaml(tiers, spec)}
+    rec.lines += _engine_lines(rec.engine, rec.vllm_config, flags, tiers, folder)
     rec.notes += [f"The arm's start command: {problem}." for problem in spec.problems]
-    unknown = [(es.K_PLACEHOLDER, "your draft length")] if k == es.K_PLACEHOLDER else []
+    ks = [t.k for t in tiers]
+    unknown = [(es.K_PLACEHOLDER, "your draft length")] if es.K_PLACEHOLDER in ks else []
     if not (spec.model or spec.method in es.NO_DRAFT_MODEL):
         unknown.append((es.MODEL_PLACEHOLDER, "your draft model"))
     rec.notes += [f"Replace {mark} with {what}: the run does not record it."
@@ -336,6 +337,13 @@ def _add_schedule(rec: Recommendation, cross: Crossover, bound: Bound, spec: Spe
     by_engine = {"vllm": VLLM_NOTES, "sglang": SGLANG_NOTES, "trtllm": TRTLLM_NOTES}
     for name in sorted(by_engine, key=lambda e: e != rec.engine):
         rec.notes += [f"{NAMES[name]}: {note}" for note in by_engine[name]]
+
+
+def _add_threshold(rec: Recommendation, cross: Crossover, bound: Bound, spec: SpecSettings,
+                   folder: str) -> None:
+    """The threshold schedule (k up to the bound, off above) and its files."""
+    k: es.Draft = spec.k if spec.k is not None else es.K_PLACEHOLDER
+    add_schedule(rec, es.threshold_schedule(bound.last_on, k), spec, folder)
     if rec.engine == "other":
         rec.notes.append(_deployment_text("other", cross, bound))
 
@@ -374,7 +382,7 @@ def recommend(pair: PairResult, setup: ArmSetup, slo: SloTarget | None = None,
     elif engine is not None and not rec.load_aware:
         rec.lines.append(_deployment_text(engine, cross, bound))
     elif bound is not None:
-        _add_schedule(rec, cross, bound, setup.spec.with_k(pair.on.k), folder)
+        _add_threshold(rec, cross, bound, setup.spec.with_k(pair.on.k), folder)
     elif cross.speculate_to is not None:
         rec.lines.append("Keep speculation on as configured: no per-batch-size schedule "
                          "is needed up to the largest concurrency measured.")
@@ -382,5 +390,5 @@ def recommend(pair: PairResult, setup: ArmSetup, slo: SloTarget | None = None,
         rec.lines.append("Serve without speculation (no --speculative-config / "
                          "--speculative-algorithm / speculative_config).")
     if rec.lines or rec.notes:
-        rec.files[README_FILE] = _readme(rec, pair, folder)
+        rec.files[README_FILE] = readme(rec, f"{pair.on.name} vs {pair.off.name}", folder)
     return rec
