@@ -571,10 +571,13 @@ class Scenario(_Strict):
 
     @property
     def verify_default(self) -> bool:
-        """`verify`, or when not given: whether the spec-on arm is simulated."""
+        """`verify`, or when not given: whether a simulated spec-on arm has a spec-off arm
+        to be compared with (on a users or sessions ladder)."""
         if self.verify is not None:
             return self.verify
-        return any(a.sim is not None and a.arm_role == "spec_on" for a in self.arms)
+        roles = {a.arm_role for a in self.arms}
+        return (self.workload.kind != "open" and "spec_off" in roles
+                and any(a.sim is not None and a.arm_role == "spec_on" for a in self.arms))
 
     @model_validator(mode="after")
     def _verify_runnable(self) -> Scenario:

@@ -70,6 +70,10 @@ def test_verify_defaults_to_simulated_pairs_only() -> None:
     assert not url.verify_default
     assert not _scenario({"name": "spec-on", "sim": {"spec": "on"}}, OFF,
                          verify=False).verify_default
+    # nothing to compare with, or an open workload (rate*, no schedule): no third arm
+    assert not _scenario({"name": "spec-on", "sim": {"spec": "on"}}).verify_default
+    assert not _scenario({"name": "spec-on", "sim": {"spec": "on"}}, OFF,
+                         workload={"kind": "open", "rates": [1]}).verify_default
 
 
 def test_verify_needs_a_pair_and_a_command_template() -> None:

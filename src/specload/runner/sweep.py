@@ -376,8 +376,9 @@ def print_plan(scenario: Scenario, mode: LoadMode, out: Path) -> None:
 
 
 def _pair_done(sweep: Sweep) -> bool:
-    roles = [a for a in sweep.manifest.arms if a.role in ("spec_on", "spec_off")]
-    return bool(roles) and all(a.status == "done" for a in roles)
+    arms = [a for a in sweep.manifest.arms if a.role in ("spec_on", "spec_off")]
+    return {a.role for a in arms} == {"spec_on", "spec_off"} and all(
+        a.status == "done" for a in arms)
 
 
 def run_verify(sweep: Sweep) -> None:
