@@ -4,10 +4,12 @@
 `write` puts the three files into the output folder (report.html is self-contained:
 plotly.js is inlined, nothing is fetched) and each pair's recommended engine settings
 into `recommended/`; `main` does both and prints the report path, the per-rung table,
-C* and the recommendation for every spec-on/spec-off pair. Chat-session runs label
-their rungs as sessions and add requests in flight and context lengths; open-loop runs
-are read on the rate axis instead (`rates.py`: rate* and the latency speedup, the
-achieved rate and the late starts), with no engine recommendation.
+C* and the recommendation for every spec-on/spec-off pair, a multi-k study's best k per
+band (`multik.py`, its files in `recommended/multi-k/`) and each verification arm's
+envelope efficiency (`envelope.py`). Chat-session runs label their rungs as sessions
+and add requests in flight and context lengths; open-loop runs are read on the rate axis
+instead (`rates.py`: rate* and the latency speedup, the achieved rate and the late
+starts), with no engine recommendation.
 """
 
 from __future__ import annotations

@@ -403,15 +403,15 @@ def run_verify(sweep: Sweep) -> None:
         say(f"verify: no schedule to verify ({summary or 'no spec-on/spec-off pair'})")
         return
     rec, where = found
-    schedule = vllm_ranges(rec.tiers or ())
-    if not all(isinstance(k, int) for _, _, k in schedule):
+    ranges = vllm_ranges(rec.tiers or ())
+    if not all(isinstance(k, int) for _, _, k in ranges):
         say("verify: the schedule's draft length is unknown (set the arm's `k`)")
         return
+    schedule = [[int(v) for v in r] for r in ranges]
     folder = (sweep.run_dir / where).resolve()
     on = next(a for a in sweep.scenario.arms if a.arm_role == "spec_on")
-    arm = verify_arm(on, schedule, rec.vllm_config, folder)  # type: ignore[arg-type]
-    sweep.scenario, entry = add_arm(sweep.scenario, sweep.manifest.scenario, arm,
-                                    schedule)  # type: ignore[arg-type]
+    arm = verify_arm(on, schedule, rec.vllm_config, folder)
+    sweep.scenario, entry = add_arm(sweep.scenario, sweep.manifest.scenario, arm, schedule)
     sweep.manifest.arms.append(entry)
     if entry.by_hand:
         sweep.save()

@@ -1,21 +1,18 @@
 """The verification arm: after the spec-on/spec-off arms, run the recommended schedule.
 
 When the scenario asks for it (`verify`, by default for a simulated spec-on arm) and
-every spec-on and spec-off arm finished, the sweep builds the report of what it has
-(`report.render.build`, in this process) and takes the schedule it recommends: the
-multi-k study's if the run is one, else the first pair's threshold. It writes the
-report's `recommended/` files and adds an arm `verify` (role `verify`) to the scenario
-in the manifest, so `--resume` finds it and a finished one is never rerun:
-
-- a `sim:` spec-on arm: the same simulator with `spec: adaptive` and that schedule;
-- a `command:` spec-on arm: its `command.verify_command`, with `{vllm_speculative_config}`
-  replaced by the whole vLLM `--speculative-config` JSON (compact, no single quotes:
-  put it in single quotes), `{sglang_adaptive_config}` and `{trtllm_config}` by the
-  absolute paths of `sglang-adaptive.json` and `trtllm.yaml`;
-- a `url:` spec-on arm: nothing the sweep can restart, so it prints the files and the
-  `specload sweep --resume RUN_DIR --arms verify` to run once the server uses one.
-The verify arm then goes through the same ladder, and the report gives its envelope
-efficiency (`report/envelope.py`).
+every spec-on and spec-off arm finished, the sweep builds the report of what it has (in
+its own process) and takes the schedule it recommends: the multi-k study's if the run
+is one, else the first pair's threshold. It writes `recommended/` and adds an arm
+`verify` (role `verify`) to the manifest's scenario too, so `--resume` finds it and a
+finished one is never rerun. A `sim:` spec-on arm becomes the same simulator with
+`spec: adaptive` and that schedule; a `command:` arm runs its `command.verify_command`,
+where `{vllm_speculative_config}` becomes the whole vLLM `--speculative-config` JSON
+(compact and without single quotes, so it goes inside '...') and
+`{sglang_adaptive_config}` and `{trtllm_config}` the absolute paths of
+`sglang-adaptive.json` and `trtllm.yaml`; a `url:` arm cannot be restarted, so the
+sweep prints the files and the `--resume RUN_DIR --arms verify` to run by hand. The
+report gives the arm's envelope efficiency (`report/envelope.py`).
 """
 
 from __future__ import annotations
