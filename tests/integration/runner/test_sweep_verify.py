@@ -5,11 +5,13 @@ pick the simulator's own best k per rung (virtual time, the same workload: see
 tests/unit/report/test_report_multik.py), write the schedule in the three engines'
 syntax, then run it as the verification arm, which resuming does not rerun. A url pair
 gets its verification arm by hand: the sweep prints the files and the --arms re-run.
+Ctrl-C during the verification arm keeps its finished rungs; --resume runs the rest.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ import pytest
 from specload.report.multik import pick_k
 from specload.sim.curve import predict
 from specload.sim.profile import load_profile
-from tests.support.sweeps import read_manifest, run_dir_of
+from tests.support.sweeps import read_manifest, run_dir_of, wait_for
 
 PROFILE = "h100-llama8b-eagle3"
 WORKLOAD = {"prompt_tokens": 100, "output_tokens": 32}
@@ -109,3 +111,33 @@ def test_a_url_pair_gets_its_verification_arm_by_hand(
     assert read_manifest(run_dir)["arms"][-1]["status"] == "done"
     (env,) = json.loads((run_dir / "summary.json").read_text())["verify"]
     assert [r["concurrency"] for r in env["rungs"]] == [1, 3]
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_the_verify_arm_keeps_its_rungs_and_resume_finishes_it(
+    write_scenario, run_sweep, background_sweep
+) -> None:
+    # spec-on speculates at batch 1 only: a threshold to verify, from short sim arms
+    data = {
+        "name": "verify-resume", "ladder": [1, 3, 6], "warmup_s": 1, "measure_s": 3,
+        "verify": True, "request": {"max_tokens": 24, "ignore_eos": True},
+        "arms": [{"name": "spec-on", "role": "spec_on", "sim": {
+                     "profile": PROFILE, "spec": "adaptive",
+                     "adaptive_schedule": [[1, 1, 3], [2, 100000, 0]]}},
+                 {"name": "spec-off", "sim": {"profile": PROFILE, "spec": "off"}}],
+    }
+    sweep = background_sweep(str(write_scenario(data)), "--out", "out")
+    wait_for(lambda: "[verify] rung 1/3" in sweep.text(), 120, "the verify arm's first rung")
+    sweep.proc.send_signal(signal.SIGINT)
+    assert sweep.wait(60) == 130, sweep.text()
+    run_dir = sweep.run_dir()
+    arms = {a["name"]: a["status"] for a in read_manifest(run_dir)["arms"]}
+    assert arms == {"spec-on": "done", "spec-off": "done", "verify": "interrupted"}
+
+    res = run_sweep("--resume", str(run_dir), timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "running C=3,6 (resuming 2 missing rungs)" in res.stdout, res.stdout
+    assert "[spec-on]" not in res.stdout and "[spec-off]" not in res.stdout
+    assert read_manifest(run_dir)["status"] == "done"
+    (env,) = json.loads((run_dir / "summary.json").read_text())["verify"]
+    assert [r["concurrency"] for r in env["rungs"]] == [1, 3, 6]
