@@ -11,6 +11,7 @@ from specload.report.engine_settings import Tier
 from specload.report.run_files import ArmSource
 from specload.sim.curve import predict
 from specload.sim.profile import load_profile
+from tests.support.best_k import simulated_best_k
 
 
 def test_the_best_mean_wins_beyond_the_band() -> None:
@@ -78,26 +79,18 @@ def test_a_study_needs_one_spec_off_arm_and_two_distinct_k() -> None:
 
 
 # The simulator's own best k per batch size (h100-llama8b-eagle3, virtual time): the
-# integration test tests/integration/report/test_multi_k_study.py runs the same
+# integration test tests/integration/runner/test_sweep_verify.py runs the same
 # workload through a sweep and checks the report recovers these picks.
 EAGLE3_WORKLOAD = {"prompt_tokens": 100, "output_tokens": 32}
 EAGLE3_LADDER = [4, 16, 64, 256]
 EAGLE3_KS = (1, 3, 5)
 
 
-def simulated_best_k(ladder: list[int], ks: tuple[int, ...] = EAGLE3_KS) -> list[int]:
-    profile = load_profile("h100-llama8b-eagle3")
-    curves = {0: predict(profile, "off", None, ladder, **EAGLE3_WORKLOAD)}
-    curves |= {k: predict(profile, "on", k, ladder, **EAGLE3_WORKLOAD) for k in ks}
-    return [multik.pick_k({k: [curve[i].output_tok_s] for k, curve in curves.items()})
-            for i in range(len(ladder))]
-
-
 @pytest.mark.parametrize(("ladder", "best"), [(EAGLE3_LADDER, [5, 5, 3, 0])])
 def test_the_simulators_best_k_per_band(ladder: list[int], best: list[int]) -> None:
     # long drafts pay while the target is memory-bound, a shorter one once verifying
     # k + 1 tokens per request costs compute, none once the batch is compute-bound
-    assert simulated_best_k(ladder) == best
+    assert simulated_best_k("h100-llama8b-eagle3", ladder, EAGLE3_KS, **EAGLE3_WORKLOAD) == best
 
 
 def test_the_study_recovers_the_simulators_picks_from_its_curves() -> None:
