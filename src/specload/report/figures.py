@@ -331,10 +331,14 @@ def envelope(found: Sequence[Envelope]) -> go.Figure:
            max(e.table["concurrency"].max() for e in found)],
         y=[EFFICIENCY_GOAL] * 2, mode="lines", yaxis="y2", name=f"{EFFICIENCY_GOAL} goal",
         line={"color": "black", "dash": "dot", "width": 1}, hoverinfo="skip"))
-    fig.update_layout(yaxis2={"title": {"text": "envelope efficiency"}, "overlaying": "y",
-                              "side": "right", "range": [0, 1.1]})
-    return _layout(fig, "Verification arm (recommended schedule) against the envelope",
-                   "output tokens/s (all users)")
+    _layout(fig, "Verification arm (recommended schedule) against the envelope",
+            "output tokens/s (all users)")
+    low = min(0.8, min(float(e.table["efficiency"].min()) for e in found) - 0.05)
+    fig.update_layout(yaxis2={"title": {"text": "envelope efficiency (dotted)"},
+                              "overlaying": "y", "side": "right", "range": [low, 1.1],
+                              "rangemode": "normal", "showgrid": False,
+                              "tickmode": "auto", "tickformat": ".2f"})
+    return fig
 
 
 def all_figures(summary: pd.DataFrame, pairs: Sequence[PairResult],
