@@ -93,9 +93,9 @@ def test_batch_size_figure_only_with_the_running_requests_gauge() -> None:
 def test_envelope_figure_draws_the_verify_arm_against_the_envelope() -> None:
     from specload.report.envelope import envelopes
 
-    summary = pd.concat([_summary(), pd.DataFrame(
-        [{"arm": "verify", "concurrency": c, "output_tok_s": v}
-         for c, v in ((1, 15.0), (10, 140.0), (100, 1485.0))])])
+    base = _summary()
+    verify = base[base["arm"] == "off"].assign(arm="verify", output_tok_s=[15.0, 140.0, 1485.0])
+    summary = pd.concat([base, verify], ignore_index=True)
     arms = [ArmSource("on", "spec_on"), ArmSource("off", "spec_off"),
             ArmSource("verify", "verify")]
     found = envelopes(summary, arms, {})
