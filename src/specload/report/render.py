@@ -39,7 +39,7 @@ from specload.report.recommend import (
     RECOMMENDED_DIR,
     Recommendation,
     arm_setup,
-    batch_at,
+    c_star_batch,
     recommend,
 )
 from specload.report.run_files import RunSource, discover
@@ -148,7 +148,7 @@ def summary_json(report: Report) -> dict[str, Any]:
             "crossover": pair.crossover.as_dict(),
             "goodput_crossover": pair.goodput.as_dict() if pair.goodput else None,
             "c_star": c_star,
-            "c_star_batch_size": batch_at(pair.speedup, c_star) if c_star else None,
+            "c_star_batch_size": c_star_batch(pair.speedup, c_star).batch if c_star else None,
             "c_star_range": pair.c_star_range(),
             "c_star_per_rep": [c.as_dict() for c in pair.rep_c_stars],
             "recommendation": rec.as_dict(recommended_folder(report.pairs, pair)),
@@ -218,8 +218,11 @@ def table_note(table: pd.DataFrame) -> str | None:
 def _c_star_words(pair: PairResult, cross: Crossover) -> str:
     if cross.c_star is None:
         return f"C*: none ({cross.verdict})"
-    batch = batch_at(pair.speedup, cross.c_star)
-    at = f" (batch size {batch:.1f})" if batch is not None else ""
+    bound = c_star_batch(pair.speedup, cross.c_star)
+    at = f" (batch size {bound.batch:.1f})" if bound.batch is not None else ""
+    if bound.spec_on_batch is not None:
+        at = (f" (batch size {bound.batch:.1f} on a server that switches by load; the "
+              f"capped spec-on server ran {bound.spec_on_batch:.1f})")
     return f"C* = {cross.c_star:.1f}{at}, between C={cross.below} and C={cross.above}"
 
 

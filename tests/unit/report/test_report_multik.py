@@ -51,9 +51,9 @@ def test_bands_end_where_the_curves_cross_in_batch_size() -> None:
     tiers, axis = multik.tiers_from_picks(table)
     assert axis == "batch size"
     # k3/k5 goes from 200/220 to 440/400: 1 at t = 0.476 of log 4..log 16, where k5's
-    # gauge (linear in log C, as for C*) reads 4 + 0.476 x 12 = 9.7; k0/k3 from 300/440
-    # to 900/800: t = 0.718, k3's gauge 16 + 0.718 x 44 = 47.6
-    assert tiers == (Tier(9, 5), Tier(47, 3), Tier(None, 0))
+    # gauge (log-log, as for C*) reads 4 x 4^0.476 = 7.7; k0/k3 from 300/440 to
+    # 900/800: t = 0.718, k3's gauge 16 x (60/16)^0.718 = 41.3
+    assert tiers == (Tier(7, 5), Tier(41, 3), Tier(None, 0))
 
 
 def test_without_a_gauge_the_bands_stay_in_concurrency() -> None:
