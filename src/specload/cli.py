@@ -34,6 +34,10 @@ def _add_engine_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spec", choices=("on", "off", "adaptive"), default="on")
     p.add_argument("--num-speculative-tokens", "-k", type=int, default=None, dest="k",
                    help="draft length k (default: the profile's)")
+    p.add_argument("--adaptive-schedule", default=None, metavar="SCHEDULE",
+                   help="--spec adaptive: k per batch size instead of the profile's "
+                   "speculative.adaptive, as 1-15:3,16-:0 or JSON [[1, 15, 3], "
+                   "[16, 100000, 0]] (k = 0: no drafting, the drafter's sync cost stays)")
 
 
 def _add_sim(sub: argparse._SubParsersAction) -> None:

@@ -89,6 +89,10 @@ class ArmEntry(_Entry):
     warmup_s: float | None = None
     measure_s: float | None = None
     notes: list[str] = Field(default_factory=list)  # what the runner noticed (model, ...)
+    # the verification arm: the vLLM-form [[start, end, k], ...] schedule it runs, and
+    # whether it waits for the user to set the server up (a url arm; `--arms` runs it)
+    schedule: list[list[int]] | None = None
+    by_hand: bool = False
 
     def refresh_status(self) -> None:
         """The arm's status from its repeats' statuses."""

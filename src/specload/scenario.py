@@ -19,6 +19,7 @@ Relative file paths (prompts, profile YAML) are resolved against the scenario's 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -44,7 +45,7 @@ from specload.prompts import load_prompts
 from specload.sim import SimConfigError
 from specload.sim.faults import DEFAULT_PARAMS as FAULT_KINDS
 from specload.sim.faults import parse_fault
-from specload.sim.profile import builtin_names
+from specload.sim.profile import builtin_names, schedule_problems
 from specload.workload import Distribution, LengthError, LengthSpec, ThinkTime
 
 BUILTIN_PROFILES = tuple(builtin_names())
@@ -53,7 +54,12 @@ ARM_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 Spec = Literal["on", "off", "adaptive"]
 Flavor = Literal["vllm", "sglang", "llamacpp", "llama-cpp-python", "tgi", "ollama"]
-Role = Literal["spec_on", "spec_off", "other"]
+Role = Literal["spec_on", "spec_off", "verify", "other"]
+# The placeholders of `command.verify_command` (filled by runner/verify.py) and of a
+# command arm's start line in a multi-k study.
+VERIFY_PLACEHOLDERS = ("{vllm_speculative_config}", "{sglang_adaptive_config}",
+                       "{trtllm_config}")
+K_PLACEHOLDER = "{k}"
 
 
 def _yaml_bool_to_spec(value: Any) -> Any:
@@ -213,6 +219,17 @@ class SimArm(_Strict):
     reasoning_tokens: int = Field(0, ge=0)
     tls_cert: str | None = None
     tls_key: str | None = None
+    # spec: adaptive: k per batch size, vLLM form [[lo, hi, k], ...] (default: the profile's)
+    adaptive_schedule: list[tuple[int, int, int]] | None = None
+
+    @field_validator("adaptive_schedule")
+    @classmethod
+    def _schedule_ok(cls, v: list[tuple[int, int, int]] | None
+                     ) -> list[tuple[int, int, int]] | None:
+        problems = schedule_problems(v) if v is not None else []
+        if problems:
+            raise ValueError("; ".join(problems))
+        return v
 
     @field_validator("tls_cert", "tls_key")
     @classmethod
@@ -223,6 +240,8 @@ class SimArm(_Strict):
     def _tls_pair(self) -> SimArm:
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("tls_cert and tls_key go together")
+        if self.adaptive_schedule is not None and self.spec != "adaptive":
+            raise ValueError("adaptive_schedule needs spec: adaptive")
         return self
 
     def extra_args(self) -> list[str]:
@@ -235,6 +254,8 @@ class SimArm(_Strict):
             args.append("--interrupt" if self.interrupt else "--no-interrupt")
         if self.tls_cert and self.tls_key:
             args += ["--tls-cert", self.tls_cert, "--tls-key", self.tls_key]
+        if self.adaptive_schedule is not None:
+            args += ["--adaptive-schedule", json.dumps(self.adaptive_schedule)]
         return args
 
     _spec_word = field_validator("spec", mode="before")(_yaml_bool_to_spec)
@@ -273,6 +294,17 @@ class CommandArm(_Strict):
     ready_url: str | None = None
     ready_timeout_s: float = Field(600.0, gt=0)
     stop_timeout_s: float = Field(60.0, gt=0)
+    # the start line of the verification arm: `start` with the recommended settings in
+    # the VERIFY_PLACEHOLDERS (docs/scenarios: the verification arm)
+    verify_command: str | None = None
+
+    @field_validator("verify_command")
+    @classmethod
+    def _verify_placeholders(cls, v: str | None) -> str | None:
+        if v is not None and not any(p in v for p in VERIFY_PLACEHOLDERS):
+            raise ValueError(f"verify_command uses none of {', '.join(VERIFY_PLACEHOLDERS)}: "
+                             "it would start the server without the recommended setting")
+        return v
 
     _urls = field_validator("base_url", "ready_url")(
         lambda v: None if v is None else _check_url(v)
@@ -287,7 +319,8 @@ class Arm(_Strict):
     command: CommandArm | None = None
     url: str | None = None
     spec: Spec | None = None
-    k: int | None = Field(None, ge=0)
+    # a list runs one arm per draft length (`<name>-k<k>`, Scenario._expand_k)
+    k: Annotated[int, Field(ge=0)] | list[Annotated[int, Field(ge=1, le=16)]] | None = None
     role: Role | None = None
     engine: Engine | None = None
     metrics_url: str | None = None
@@ -299,6 +332,22 @@ class Arm(_Strict):
     )
 
     _name = field_validator("name")(lambda v: _folder_name(v, "arm name"))
+
+    @model_validator(mode="after")
+    def _k_list_fits(self) -> Arm:
+        if not isinstance(self.k, list):
+            return self
+        if not self.k or len(set(self.k)) != len(self.k):
+            raise ValueError("a k list needs distinct draft lengths, e.g. [1, 2, 3, 5]")
+        if self.url:
+            raise ValueError("a k list needs a sim or command arm (a url arm cannot "
+                             "change its server's k)")
+        if self.command and K_PLACEHOLDER not in self.command.start:
+            raise ValueError(f"a k list on a command arm needs {K_PLACEHOLDER} in "
+                             "command.start")
+        if self.sim and (self.sim.spec != "on" or self.sim.k is not None):
+            raise ValueError("a k list on a sim arm needs sim.spec: on and no sim.k")
+        return self
 
     @model_validator(mode="after")
     def _one_server(self) -> Arm:
@@ -320,7 +369,19 @@ class Arm(_Strict):
 
     @property
     def draft_k(self) -> int | None:
-        return self.sim.k if self.sim and self.sim.k is not None else self.k
+        if self.sim and self.sim.k is not None:
+            return self.sim.k
+        return self.k if isinstance(self.k, int) else None
+
+    def with_k(self, k: int) -> Arm:
+        """This arm at one draft length of its `k` list: `<name>-k<k>`, sim `-k`, `{k}`."""
+        update: dict[str, Any] = {"name": f"{self.name}-k{k}", "k": k}
+        if self.sim:
+            update["sim"] = self.sim.model_copy(update={"k": k})
+        if self.command:
+            update["command"] = self.command.model_copy(
+                update={"start": self.command.start.replace(K_PLACEHOLDER, str(k))})
+        return self.model_copy(update=update)
 
     @property
     def arm_role(self) -> str:
@@ -437,7 +498,22 @@ class Scenario(_Strict):
     request: RequestSettings = Field(default_factory=RequestSettings)
     workload: Workload = Field(default_factory=Workload)
     slo: Slo | None = None
+    # run a third arm with the recommended schedule after the spec-on/spec-off pair;
+    # default: yes when the spec-on arm is simulated (`verify_default`)
+    verify: bool | None = None
     arms: Annotated[list[Arm], Field(min_length=1)]
+
+    @field_validator("arms")
+    @classmethod
+    def _expand_k(cls, arms: list[Arm]) -> list[Arm]:
+        """An arm with a k list becomes one arm per k; names must stay unique."""
+        out = [x for a in arms for x in
+               ([a.with_k(k) for k in a.k] if isinstance(a.k, list) else [a])]
+        seen = [a.name for a in out]
+        clash = sorted({n for n in seen if seen.count(n) > 1})
+        if clash:
+            raise ValueError(f"arm names clash after expanding k lists: {', '.join(clash)}")
+        return out
 
     _name = field_validator("name")(lambda v: _folder_name(v, "scenario name"))
 
@@ -491,6 +567,30 @@ class Scenario(_Strict):
             raise ValueError(
                 "give either `processes` (one machine) or `distributed` (master and workers)"
             )
+        return self
+
+    @property
+    def verify_default(self) -> bool:
+        """`verify`, or when not given: whether a simulated spec-on arm has a spec-off arm
+        to be compared with (on a users or sessions ladder)."""
+        if self.verify is not None:
+            return self.verify
+        roles = {a.arm_role for a in self.arms}
+        return (self.workload.kind != "open" and "spec_off" in roles
+                and any(a.sim is not None and a.arm_role == "spec_on" for a in self.arms))
+
+    @model_validator(mode="after")
+    def _verify_runnable(self) -> Scenario:
+        if not self.verify:
+            return self
+        on = [a for a in self.arms if a.arm_role == "spec_on"]
+        if not on or not any(a.arm_role == "spec_off" for a in self.arms):
+            raise ValueError("verify: true needs a spec-on and a spec-off arm")
+        if on[0].command and not on[0].command.verify_command:
+            raise ValueError(f"verify: true with a command arm needs command.verify_command "
+                             f"in arm {on[0].name!r}")
+        if self.workload.kind == "open":
+            raise ValueError("verify: an open workload gives rate*, not a schedule")
         return self
 
     def public_dict(self) -> dict[str, Any]:

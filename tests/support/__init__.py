@@ -5,7 +5,8 @@ headless Locust against a server, `sweeps` writes scenarios and runs `specload s
 in the foreground or the background, `workers` runs `specload worker` as a load machine
 would, `netns` makes test hosts out of network namespaces on one machine, `e2e` holds
 the one shared end-to-end sweep, `deploy` renders and checks the container and
-Kubernetes files, and `fixtures` turns these into pytest fixtures (registered by
+Kubernetes files, `best_k` gives the simulator's own best draft length per
+concurrency, and `fixtures` turns these into pytest fixtures (registered by
 tests/conftest.py).
 """
 

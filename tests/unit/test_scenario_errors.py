@@ -53,7 +53,7 @@ CASES = [
     ("arm is a word", "name: x\narms: [spec-on]\n",
      ONE + "arms[0]: expected a mapping of keys, got 'spec-on'"),
     ("unknown role", "name: x\narms:\n  - name: a\n    url: http://h:1\n    role: baseline\n",
-     ONE + "arms[0].role: must be one of spec_on, spec_off, other"),
+     ONE + "arms[0].role: must be one of spec_on, spec_off, verify, other"),
     ("worker port out of range", "name: x\ndistributed: {workers: 2, master_bind_port: 70000}\n"
      + A, ONE + "distributed.master_bind_port: must be at most 65535, got 70000"),
     ("unknown fault kind",

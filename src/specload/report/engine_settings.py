@@ -104,10 +104,15 @@ def vllm_speculative_config(tiers: Sequence[Tier], spec: SpecSettings) -> dict[s
     out["num_speculative_tokens"] = max_k(tiers)
     out |= {key: value for key, value in config.items() if key not in out}
     if len(tiers) > 1:
-        out["num_speculative_tokens_per_batch_size"] = [
-            [first, tier.last if tier.last is not None else BATCH_SIZE_CEILING, tier.k]
-            for first, tier in zip(starts(tiers), tiers, strict=True)]
+        out["num_speculative_tokens_per_batch_size"] = vllm_ranges(tiers)
     return out
+
+
+def vllm_ranges(tiers: Sequence[Tier]) -> list[list[Draft]]:
+    """The schedule as vLLM's inclusive [start, end, k] ranges (also the simulator's
+    `--adaptive-schedule` form); the open last tier ends at BATCH_SIZE_CEILING."""
+    return [[first, tier.last if tier.last is not None else BATCH_SIZE_CEILING, tier.k]
+            for first, tier in zip(starts(tiers), tiers, strict=True)]
 
 
 def sglang_adaptive_config(tiers: Sequence[Tier]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from specload.report.crossover import PairResult
+from specload.report.envelope import EFFICIENCY_GOAL, Envelope
 from specload.report.rates import RatePair
 
 PALETTE = qualitative.Plotly
@@ -305,8 +306,44 @@ def rate_achieved(summary: pd.DataFrame) -> go.Figure:
                    x_title=RATE_AXIS)
 
 
+def envelope(found: Sequence[Envelope]) -> go.Figure:
+    """Each verification arm's tok/s against the envelope max(compared arms), and its
+    envelope efficiency on a second axis with the goal line."""
+    fig = go.Figure()
+    for i, env in enumerate(found):
+        t = env.table
+        colour = PALETTE[i % len(PALETTE)]
+        fig.add_trace(go.Scatter(
+            x=t["concurrency"], y=t["envelope_tok_s"], mode="lines+markers",
+            name=f"envelope max(compared arms) for {env.arm}",
+            line={"color": "grey", "dash": "dash"}, customdata=t["envelope_arm"],
+            hovertemplate="C=%{x}<br>envelope %{y:.1f} tok/s (%{customdata})<extra></extra>"))
+        fig.add_trace(go.Scatter(
+            x=t["concurrency"], y=t["output_tok_s"], mode="lines+markers", name=env.arm,
+            line={"color": colour},
+            hovertemplate=f"{env.arm}<br>C=%{{x}}<br>%{{y:.1f}} tok/s<extra></extra>"))
+        fig.add_trace(go.Scatter(
+            x=t["concurrency"], y=t["efficiency"], mode="lines+markers", yaxis="y2",
+            name=f"{env.arm} envelope efficiency", line={"color": colour, "dash": "dot"},
+            hovertemplate="C=%{x}<br>efficiency %{y:.3f}<extra></extra>"))
+    fig.add_trace(go.Scatter(
+        x=[min(e.table["concurrency"].min() for e in found),
+           max(e.table["concurrency"].max() for e in found)],
+        y=[EFFICIENCY_GOAL] * 2, mode="lines", yaxis="y2", name=f"{EFFICIENCY_GOAL} goal",
+        line={"color": "black", "dash": "dot", "width": 1}, hoverinfo="skip"))
+    _layout(fig, "Verification arm (recommended schedule) against the envelope",
+            "output tokens/s (all users)")
+    low = min(0.8, min(float(e.table["efficiency"].min()) for e in found) - 0.05)
+    fig.update_layout(yaxis2={"title": {"text": "envelope efficiency (dotted)"},
+                              "overlaying": "y", "side": "right", "range": [low, 1.1],
+                              "rangemode": "normal", "showgrid": False,
+                              "tickmode": "auto", "tickformat": ".2f"})
+    return fig
+
+
 def all_figures(summary: pd.DataFrame, pairs: Sequence[PairResult],
-                rate_pairs: Sequence[RatePair] = ()) -> list[go.Figure]:
+                rate_pairs: Sequence[RatePair] = (),
+                envelopes: Sequence[Envelope] = ()) -> list[go.Figure]:
     """Every figure of the report, in reading order."""
     if "rate" in summary and summary["rate"].notna().any():
         figs = [rate_throughput(summary)]
@@ -316,6 +353,8 @@ def all_figures(summary: pd.DataFrame, pairs: Sequence[PairResult],
     figs = [system_throughput(summary)]
     if pairs:
         figs.append(speedup(pairs))
+    if any(len(e.table) for e in envelopes):
+        figs.append(envelope([e for e in envelopes if len(e.table)]))
     if summary.get("server_running_mean", pd.Series(dtype=float)).notna().any():
         figs.append(batch_size(summary))
     figs += [per_user_throughput(summary), frontier(summary), ttft(summary),

@@ -106,6 +106,8 @@ class Bound:
     batch: float | None  # spec-on's mean running requests at that C
     last_on: int  # last batch size (or C without the gauge) that speculates
     capped: int | None = None  # spec-on's running requests stopped growing at about this
+    through: str = "spec-on"  # whose running requests at C* the batch size is
+    spec_on_batch: float | None = None  # spec-on's, when `through` is spec-off
 
     @property
     def axis(self) -> str:
@@ -114,7 +116,7 @@ class Bound:
     def as_dict(self) -> dict[str, Any]:
         return {"concurrency": self.concurrency, "batch_size": self.batch,
                 "axis": self.axis, "last_on": self.last_on, "first_off": self.last_on + 1,
-                "capped_at": self.capped}
+                "capped_at": self.capped, "batch_of": self.through}
 
 
 @dataclass(slots=True)
@@ -163,30 +165,55 @@ def arm_setup(arm: ArmSource) -> ArmSetup:
     return ArmSetup(arm.engine, arm.engine_source, spec)
 
 
-def batch_at(table: pd.DataFrame, c: float) -> float | None:
-    """The spec-on server's mean running requests at concurrency c, interpolated in log C.
+def batch_at(table: pd.DataFrame, c: float, column: str = "batch_on") -> float | None:
+    """A server's mean running requests at concurrency c (`column`: batch_on, the spec-on
+    server's, or batch_off), interpolated in log C.
 
     Why C* is mapped through the measured C -> batch relation instead of finding the
     crossing on a batch-size axis: the speedup is a ratio at equal offered load (both
     arms ran the same C), but the two servers run different batch sizes at that C
     (a running-request cap or a full KV cache makes requests wait), so there is no
-    common batch-size axis to divide on. The schedule acts inside the spec-on server
-    while it still speculates, so the batch size to switch at is the one the spec-on
-    server ran at C*; it is interpolated in log C, the axis C* was found on. A denser
-    ladder around C* makes it exact. None when the gauge does not bracket c.
+    common batch-size axis to divide on. It is interpolated in log C, the axis C* was
+    found on, and so is the batch: where nothing queues the batch follows C, a straight
+    line on log-log axes, which this interpolation keeps exact. A denser ladder around C*
+    makes it exact elsewhere. None when the gauge does not bracket c.
     """
-    part = table[["concurrency", "batch_on"]].dropna()
-    part = part[part["concurrency"] > 0]
+    part = table[["concurrency", column]].dropna()
+    part = part[(part["concurrency"] > 0) & (part[column] > 0)]
     if part.empty or not part["concurrency"].min() <= c <= part["concurrency"].max():
         return None
-    return float(np.interp(math.log(c), np.log(part["concurrency"].to_numpy(float)),
-                           part["batch_on"].to_numpy(float)))
+    return float(np.exp(np.interp(math.log(c), np.log(part["concurrency"].to_numpy(float)),
+                                  np.log(part[column].to_numpy(float)))))
+
+
+def _capped(batch: float | None, c: float) -> bool:
+    return batch is not None and batch < CAPPED_OCCUPANCY * c
+
+
+def c_star_batch(table: pd.DataFrame, c: float) -> Bound:
+    """C* in batch size, as the schedule's bound takes it (`_bound`)."""
+    return _bound(table, c)
 
 
 def _bound(table: pd.DataFrame, c: float) -> Bound:
+    """The schedule's bound: the batch size the server that switches runs at C*.
+
+    That server admits requests with its plain running-request cap (vLLM keeps
+    max_num_seqs whatever the speculative config), so where the spec-on arm sat at a
+    cap of its own at C* (SGLang lowers max_running_requests for speculation; the
+    seed-glm profile models it) and the spec-off arm did not, the switching server's
+    batch at C* is the spec-off server's: mapped through spec-on's capped batch, the
+    bound would stop speculation at loads where the spec-on arm still led (the
+    verification arm measured it: envelope efficiency 0.87 at C = 20 on the quickstart,
+    against 0.98-1.04 with the spec-off mapping).
+    """
     batch = batch_at(table, c)
     if batch is None:
         return Bound(c, None, max(1, math.floor(c)))
+    off = batch_at(table, c, "batch_off") if "batch_off" in table else None
+    if _capped(batch, c) and off is not None and not _capped(off, c):
+        return Bound(c, off, max(1, math.floor(off)), capped=None, through="spec-off",
+                     spec_on_batch=batch)
     last_on = max(1, math.floor(batch))
     above = table[(table["concurrency"] > c) & table["batch_on"].notna()]
     capped = None
@@ -288,8 +315,9 @@ def _engine_lines(engine: str | None, vllm: dict[str, Any], flags: str,
     return list(by_engine.values())
 
 
-def _readme(rec: Recommendation, pair: PairResult, folder: str) -> str:
-    out = [f"# Recommended speculation setting: {pair.on.name} vs {pair.off.name}", "",
+def readme(rec: Recommendation, title: str, folder: str) -> str:
+    """The README.md of a recommendation's folder."""
+    out = [f"# Recommended speculation setting: {title}", "",
            f"Verdict ({rec.verdict}, on {rec.basis}): {rec.summary}", ""]
     if rec.engine:
         out += [f"Engine: {NAMES.get(rec.engine, rec.engine)} ({rec.engine_source}).", ""]
@@ -311,20 +339,20 @@ def _readme(rec: Recommendation, pair: PairResult, folder: str) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def _add_schedule(rec: Recommendation, cross: Crossover, bound: Bound, spec: SpecSettings,
-                  folder: str) -> None:
-    """The threshold schedule in every load-aware engine's syntax, with its caveats."""
-    k: es.Draft = spec.k if spec.k is not None else es.K_PLACEHOLDER
-    rec.tiers = es.threshold_schedule(bound.last_on, k)
-    rec.vllm_config = es.vllm_speculative_config(rec.tiers, spec)
-    rec.sglang_config = es.sglang_adaptive_config(rec.tiers)
-    flags = es.sglang_flags(rec.tiers, spec, f"{folder}/{SGLANG_FILE}")
+def add_schedule(rec: Recommendation, tiers: tuple[es.Tier, ...], spec: SpecSettings,
+                 folder: str) -> None:
+    """A schedule in every load-aware engine's syntax: files, one line each, caveats."""
+    rec.tiers = tiers
+    rec.vllm_config = es.vllm_speculative_config(tiers, spec)
+    rec.sglang_config = es.sglang_adaptive_config(tiers)
+    flags = es.sglang_flags(tiers, spec, f"{folder}/{SGLANG_FILE}")
     rec.files = {VLLM_FILE: _json(rec.vllm_config), SGLANG_FILE: _json(rec.sglang_config),
                  SGLANG_FLAGS_FILE: flags + "\n",
-                 TRTLLM_FILE: es.trtllm_yaml(rec.tiers, spec)}
-    rec.lines += _engine_lines(rec.engine, rec.vllm_config, flags, rec.tiers, folder)
+                 TRTLLM_FILE: es.trtllm_yaml(tiers, spec)}
+    rec.lines += _engine_lines(rec.engine, rec.vllm_config, flags, tiers, folder)
     rec.notes += [f"The arm's start command: {problem}." for problem in spec.problems]
-    unknown = [(es.K_PLACEHOLDER, "your draft length")] if k == es.K_PLACEHOLDER else []
+    ks = [t.k for t in tiers]
+    unknown = [(es.K_PLACEHOLDER, "your draft length")] if es.K_PLACEHOLDER in ks else []
     if not (spec.model or spec.method in es.NO_DRAFT_MODEL):
         unknown.append((es.MODEL_PLACEHOLDER, "your draft model"))
     rec.notes += [f"Replace {mark} with {what}: the run does not record it."
@@ -336,6 +364,13 @@ def _add_schedule(rec: Recommendation, cross: Crossover, bound: Bound, spec: Spe
     by_engine = {"vllm": VLLM_NOTES, "sglang": SGLANG_NOTES, "trtllm": TRTLLM_NOTES}
     for name in sorted(by_engine, key=lambda e: e != rec.engine):
         rec.notes += [f"{NAMES[name]}: {note}" for note in by_engine[name]]
+
+
+def _add_threshold(rec: Recommendation, cross: Crossover, bound: Bound, spec: SpecSettings,
+                   folder: str) -> None:
+    """The threshold schedule (k up to the bound, off above) and its files."""
+    k: es.Draft = spec.k if spec.k is not None else es.K_PLACEHOLDER
+    add_schedule(rec, es.threshold_schedule(bound.last_on, k), spec, folder)
     if rec.engine == "other":
         rec.notes.append(_deployment_text("other", cross, bound))
 
@@ -366,15 +401,24 @@ def recommend(pair: PairResult, setup: ArmSetup, slo: SloTarget | None = None,
             f"size {bound.last_on}, stays below that cap.")
     if bound and bound.batch is not None:
         rec.notes.append(
-            "Batch sizes are the spec-on server's mean running requests "
+            f"Batch sizes are the {bound.through} server's mean running requests "
             "(vllm:num_requests_running / sglang:num_running_reqs) at C*, interpolated in "
             "log C between the rungs around it.")
+    if bound and bound.spec_on_batch is not None:
+        rec.notes.append(
+            f"At C* the spec-on server ran only {bound.spec_on_batch:.1f} requests (a "
+            f"running-request cap under speculation) while the spec-off server ran "
+            f"{bound.batch:.1f}. A server that switches speculation by batch size admits "
+            f"requests with its plain cap, as the spec-off server did, so the bound is "
+            f"the spec-off server's batch size at C*. If your engine keeps the lower cap "
+            f"while the schedule is on, it never sees a batch above "
+            f"{round(bound.spec_on_batch)}: run the verification arm to check.")
     if cross.verdict in (UNKNOWN, SLO_UNMET):
         pass
     elif engine is not None and not rec.load_aware:
         rec.lines.append(_deployment_text(engine, cross, bound))
     elif bound is not None:
-        _add_schedule(rec, cross, bound, setup.spec.with_k(pair.on.k), folder)
+        _add_threshold(rec, cross, bound, setup.spec.with_k(pair.on.k), folder)
     elif cross.speculate_to is not None:
         rec.lines.append("Keep speculation on as configured: no per-batch-size schedule "
                          "is needed up to the largest concurrency measured.")
@@ -382,5 +426,5 @@ def recommend(pair: PairResult, setup: ArmSetup, slo: SloTarget | None = None,
         rec.lines.append("Serve without speculation (no --speculative-config / "
                          "--speculative-algorithm / speculative_config).")
     if rec.lines or rec.notes:
-        rec.files[README_FILE] = _readme(rec, pair, folder)
+        rec.files[README_FILE] = readme(rec, f"{pair.on.name} vs {pair.off.name}", folder)
     return rec

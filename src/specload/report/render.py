@@ -4,10 +4,12 @@
 `write` puts the three files into the output folder (report.html is self-contained:
 plotly.js is inlined, nothing is fetched) and each pair's recommended engine settings
 into `recommended/`; `main` does both and prints the report path, the per-rung table,
-C* and the recommendation for every spec-on/spec-off pair. Chat-session runs label
-their rungs as sessions and add requests in flight and context lengths; open-loop runs
-are read on the rate axis instead (`rates.py`: rate* and the latency speedup, the
-achieved rate and the late starts), with no engine recommendation.
+C* and the recommendation for every spec-on/spec-off pair, a multi-k study's best k per
+band (`multik.py`, its files in `recommended/multi-k/`) and each verification arm's
+envelope efficiency (`envelope.py`). Chat-session runs label their rungs as sessions
+and add requests in flight and context lengths; open-loop runs are read on the rate axis
+instead (`rates.py`: rate* and the latency speedup, the achieved rate and the late
+starts), with no engine recommendation.
 """
 
 from __future__ import annotations
@@ -27,14 +29,16 @@ from specload.errors import UserError
 from specload.report import figures, quality
 from specload.report.aggregate import combine_reps, measure_all
 from specload.report.crossover import Crossover, PairResult, analyse_pair, pair_arms
+from specload.report.envelope import Envelope, envelopes, with_efficiency
 from specload.report.html_page import TABLE_CLASS, figures_html, page
+from specload.report.multik import MULTI_K_FOLDER, KStudy, analyse_study
 from specload.report.rates import RatePair, analyse_rates, rate_lines, workload_kind
 from specload.report.recommend import (
     ENGINE_FILES,
     RECOMMENDED_DIR,
     Recommendation,
     arm_setup,
-    batch_at,
+    c_star_batch,
     recommend,
 )
 from specload.report.run_files import RunSource, discover
@@ -57,6 +61,18 @@ class Report:
     slo: SloTarget | None = None
     workload: str = "users"  # rates.workload_kind
     rate_pairs: list[RatePair] = field(default_factory=list)
+    study: KStudy | None = None  # a multi-k study's best k per band
+    envelopes: list[Envelope] = field(default_factory=list)  # verification arms
+
+    def verified(self) -> tuple[Recommendation, str] | None:
+        """The recommendation a verification arm runs, and its folder: the multi-k
+        study's when there is one, else the first pair's; None without a schedule."""
+        if self.study is not None:
+            found = [(self.study.recommendation, MULTI_K_FOLDER)]
+        else:
+            found = [(r, recommended_folder(self.pairs, p))
+                     for p, r in zip(self.pairs, self.recommendations, strict=True)][:1]
+        return next(((r, f) for r, f in found if r.tiers), None)
 
 
 def recommended_folder(pairs: list[PairResult], pair: PairResult) -> str:
@@ -82,7 +98,10 @@ def build(path: str | Path, processes: int | None = None) -> Report:
     pairs = [analyse_pair(on, off, summary, per_rep, slo) for on, off in arm_pairs]
     warnings = quality.all_warnings(per_rep, summary, pairs, source.manifest, source.notes)
     recs = [recommend(p, arm_setup(p.on), slo, recommended_folder(pairs, p)) for p in pairs]
-    return Report(source, per_rep, summary, pairs, warnings, recs, slo, kind)
+    schedules = {a.name: a.schedule for a in source.manifest.arms} if source.manifest else {}
+    found = envelopes(summary, source.arms, schedules)
+    return Report(source, per_rep, with_efficiency(summary, found), pairs, warnings, recs, slo,
+                  kind, study=analyse_study(source.arms, per_rep, summary), envelopes=found)
 
 
 def _clean(value: Any) -> Any:
@@ -128,7 +147,7 @@ def summary_json(report: Report) -> dict[str, Any]:
             "crossover": pair.crossover.as_dict(),
             "goodput_crossover": pair.goodput.as_dict() if pair.goodput else None,
             "c_star": c_star,
-            "c_star_batch_size": batch_at(pair.speedup, c_star) if c_star else None,
+            "c_star_batch_size": c_star_batch(pair.speedup, c_star).batch if c_star else None,
             "c_star_range": pair.c_star_range(),
             "c_star_per_rep": [c.as_dict() for c in pair.rep_c_stars],
             "recommendation": rec.as_dict(recommended_folder(report.pairs, pair)),
@@ -146,9 +165,12 @@ def summary_json(report: Report) -> dict[str, Any]:
         "c_star": pairs[0]["c_star"] if pairs else None,
         "recommendation": pairs[0]["recommendation"] if pairs else None,
         "slo": _slo_json(report),
-        "recommended_files": [f for p in pairs for f in p["recommendation"]["files"]],
+        "recommended_files": [f for p in pairs for f in p["recommendation"]["files"]]
+        + (report.study.recommendation.as_dict(MULTI_K_FOLDER)["files"] if report.study else []),
         "workload": report.workload,
         "rate_pairs": [p.as_dict() for p in report.rate_pairs],
+        "multi_k": report.study.as_dict() if report.study else None,
+        "verify": [e.as_dict() for e in report.envelopes],
         "warnings": report.warnings,
     })
 
@@ -195,8 +217,11 @@ def table_note(table: pd.DataFrame) -> str | None:
 def _c_star_words(pair: PairResult, cross: Crossover) -> str:
     if cross.c_star is None:
         return f"C*: none ({cross.verdict})"
-    batch = batch_at(pair.speedup, cross.c_star)
-    at = f" (batch size {batch:.1f})" if batch is not None else ""
+    bound = c_star_batch(pair.speedup, cross.c_star)
+    at = f" (batch size {bound.batch:.1f})" if bound.batch is not None else ""
+    if bound.spec_on_batch is not None:
+        at = (f" (batch size {bound.batch:.1f} on a server that switches by load; the "
+              f"capped spec-on server ran {bound.spec_on_batch:.1f})")
     return f"C* = {cross.c_star:.1f}{at}, between C={cross.below} and C={cross.above}"
 
 
@@ -244,6 +269,18 @@ def _crossover_lines(report: Report, with_advice: bool = True) -> list[str]:
     return lines
 
 
+def _study_lines(report: Report, with_advice: bool = True) -> list[str]:
+    """The multi-k study's picks and schedule, and each verification arm's efficiency."""
+    lines = report.study.lines() if report.study else []
+    if report.study and with_advice:
+        rec = report.study.recommendation
+        lines += [f"  {line}" for line in rec.lines]
+        if rec.files:
+            lines.append(f"  files in {report.source.out_dir / MULTI_K_FOLDER}: "
+                         f"{', '.join(rec.files)}")
+    return lines + [env.line() for env in report.envelopes]
+
+
 def _slo_lines(report: Report) -> list[str]:
     if report.slo is None:
         return []
@@ -261,14 +298,16 @@ def _format_table(table: pd.DataFrame) -> str:
     return text + (f"\n({note})" if note else "")
 
 
-def _html_recommendation(report: Report, pair: PairResult, rec: Recommendation) -> str:
+def _html_recommendation(report: Report, pair: PairResult | None, rec: Recommendation) -> str:
+    """One pair's recommendation (pair None: the multi-k study's)."""
     esc = html.escape
-    folder = recommended_folder(report.pairs, pair)
+    folder = recommended_folder(report.pairs, pair) if pair else MULTI_K_FOLDER
+    title = f"{pair.on.name} vs {pair.off.name}" if pair else "multi-k study"
     items = "".join(f"<li>{esc(line)}</li>" for line in rec.lines)
     notes = "".join(f"<li>{esc(note)}</li>" for note in rec.notes)
     files = "".join(f"<details><summary>{esc(folder)}/{esc(name)}</summary>"
                     f"<pre>{esc(text)}</pre></details>" for name, text in rec.files.items())
-    return (f"<li><b>{esc(pair.on.name)} vs {esc(pair.off.name)}</b> (on {esc(rec.basis)}): "
+    return (f"<li><b>{esc(title)}</b> (on {esc(rec.basis)}): "
             f"{esc(rec.summary)}<ul>{items}</ul>{files}"
             + (f"<details><summary>notes</summary><ul>{notes}</ul></details>" if notes else "")
             + "</li>")
@@ -287,16 +326,20 @@ def _html(report: Report) -> str:
     name = manifest.scenario_name if manifest else None
     title = f"specload report — {name or report.source.out_dir.name}"
     crossover = "".join(f"<li>{esc(line)}</li>" for line in
-                        [*_crossover_lines(report, with_advice=False), *_slo_lines(report)])
+                        [*_crossover_lines(report, with_advice=False),
+                         *_study_lines(report, with_advice=False), *_slo_lines(report)])
     recs = "".join(_html_recommendation(report, p, r)
                    for p, r in zip(report.pairs, report.recommendations, strict=True))
+    if report.study:
+        recs += _html_recommendation(report, None, report.study.recommendation)
     warns = "".join(f"<li>{esc(line)}</li>" for line in quality.digest(report.warnings))
     details = "".join(f"<li>{esc(w['message'])}</li>" for w in report.warnings)
     if details:
         warns += f"<details><summary>every warning</summary><ul>{details}</ul></details>"
     else:
         warns = "<li>none</li>"
-    plots = figures_html(figures.all_figures(report.summary, report.pairs, report.rate_pairs))
+    plots = figures_html(figures.all_figures(report.summary, report.pairs, report.rate_pairs,
+                                             report.envelopes))
     frame = _table(report)
     note = table_note(frame)
     table = frame.to_html(index=False, na_rep="–", float_format=cell, border=0,
@@ -325,8 +368,12 @@ def write(report: Report) -> Path:
                                     encoding="utf-8")
     page = out / REPORT_HTML
     page.write_text(_html(report), encoding="utf-8")
-    for pair, rec in zip(report.pairs, report.recommendations, strict=True):
-        folder = out / recommended_folder(report.pairs, pair)
+    found = [(recommended_folder(report.pairs, p), r)
+             for p, r in zip(report.pairs, report.recommendations, strict=True)]
+    if report.study:
+        found.append((MULTI_K_FOLDER, report.study.recommendation))
+    for where, rec in found:
+        folder = out / where
         for name in ENGINE_FILES:  # a re-run must not leave an outdated setting behind
             (folder / name).unlink(missing_ok=True)
         if rec.files:
@@ -342,7 +389,7 @@ def main(args: argparse.Namespace) -> int:
     page = write(report)
     print(f"report: {page}")
     print(_format_table(_table(report)))
-    for line in [*_crossover_lines(report), *_slo_lines(report)]:
+    for line in [*_crossover_lines(report), *_study_lines(report), *_slo_lines(report)]:
         print(line)
     if report.warnings:
         print(f"{len(report.warnings)} data-quality warning(s), each in {SUMMARY_JSON}:")

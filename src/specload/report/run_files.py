@@ -158,7 +158,7 @@ def _from_manifest(run_dir: Path) -> RunSource:
             prefix = run_dir / rep.dir / SWEEP_PREFIX_NAME
             if has_requests(prefix):
                 arm.reps.append(RepSource(rep.rep, prefix))
-            else:
+            elif not (entry.by_hand and rep.status == "pending"):  # waits for the user
                 why = rep.error or rep.status
                 notes.append(f"arm {entry.name} rep {rep.rep} has no request records ({why})")
         if arm.reps:

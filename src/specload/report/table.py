@@ -18,6 +18,7 @@ TABLE_COLUMNS = {
     "tokens_per_chunk": "tok/chunk", "accept_len_mean": "accept len",
     "achieved_concurrency": "achieved C", "requests": "requests", "failures": "failures",
     "interrupted": "unfinished", "trace_ratio": "vs trace",
+    "envelope_efficiency": "env. eff.",
 }
 
 # Chat sessions: C counts sessions; the batch offered is the requests in flight.

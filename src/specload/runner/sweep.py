@@ -7,7 +7,8 @@ server, print one progress line per finished rung, then stop everything. The man
 is rewritten after every state change. A failing arm (server unreachable or dead,
 Locust failing) is marked failed and the others still run. Ctrl-C (or SIGTERM) stops
 Locust and the server, keeps every finished rung and marks the run interrupted;
-`--resume RUN_DIR` then runs only the missing rungs. At the end the report is built.
+`--resume RUN_DIR` then runs only the missing rungs. With `verify`, a third arm then
+runs the recommended schedule (`runner/verify.py`). At the end the report is built.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ from specload.runner.progress import (
     rung_figures,
 )
 from specload.runner.servers import ArmServer, ServerError, server_for
+from specload.runner.verify import VERIFY_ARM, add_arm, hand_steps, has_verify_arm, verify_arm
 from specload.scenario import Arm, Scenario, load_scenario, parse_scenario
 
 POLL_S = 0.5
@@ -364,6 +366,8 @@ def print_plan(scenario: Scenario, mode: LoadMode, out: Path) -> None:
         server = (f"sim {arm.sim.profile} spec={arm.sim.spec} k={arm.sim.k or 'profile'}"
                   if arm.sim else arm.command.base_url if arm.command else arm.url)
         say(f"  arm {arm.name}: {arm.kind} ({server}), role {arm.arm_role}")
+    if scenario.verify_default:
+        say(f"  then arm {VERIFY_ARM}: the recommended schedule, through the same ladder")
     load = (f"master + {mode.workers} workers ({worker_command(mode)})" if mode.workers
             else f"{mode.processes or 1} load process(es)")
     say(f"load: {load}")
@@ -371,6 +375,54 @@ def print_plan(scenario: Scenario, mode: LoadMode, out: Path) -> None:
         f"{out / scenario.name}/<UTC timestamp>/")
     example = locust_command(scenario, "URL", Path("<arm dir>/locust"), scenario.levels, mode)
     say("locust command per arm: " + shlex.join(example))
+
+
+def _pair_done(sweep: Sweep) -> bool:
+    arms = [a for a in sweep.manifest.arms if a.role in ("spec_on", "spec_off")]
+    return {a.role for a in arms} == {"spec_on", "spec_off"} and all(
+        a.status == "done" for a in arms)
+
+
+def run_verify(sweep: Sweep) -> None:
+    """Add and run the verification arm once the compared arms are done (see verify.py)."""
+    if not sweep.scenario.verify_default or has_verify_arm(sweep.scenario):
+        return
+    if not _pair_done(sweep):
+        say("verify: skipped, the spec-on and spec-off arms did not all finish")
+        return
+    from specload.report import render  # only now: pandas and plotly load slowly
+    from specload.report.engine_settings import vllm_ranges
+
+    try:
+        report = render.build(sweep.run_dir)
+        render.write(report)
+    except UserError as exc:
+        say(f"verify: skipped, the report cannot be built ({exc})")
+        return
+    found = report.verified()
+    if found is None:
+        summary = report.recommendations[0].summary if report.recommendations else ""
+        say(f"verify: no schedule to verify ({summary or 'no spec-on/spec-off pair'})")
+        return
+    rec, where = found
+    ranges = vllm_ranges(rec.tiers or ())
+    if not all(isinstance(k, int) for _, _, k in ranges):
+        say("verify: the schedule's draft length is unknown (set the arm's `k`)")
+        return
+    schedule = [[int(v) for v in r] for r in ranges]
+    folder = (sweep.run_dir / where).resolve()
+    on = next(a for a in sweep.scenario.arms if a.arm_role == "spec_on")
+    arm = verify_arm(on, schedule, rec.vllm_config, folder)
+    sweep.scenario, entry = add_arm(sweep.scenario, sweep.manifest.scenario, arm, schedule)
+    sweep.manifest.arms.append(entry)
+    if entry.by_hand:
+        sweep.save()
+        for line in hand_steps(sweep.run_dir, folder, arm.url):
+            say(line)
+        return
+    sweep.selected.append(VERIFY_ARM)
+    say(f"[{VERIFY_ARM}] the recommended schedule ({where}): {schedule}")
+    run_arm(sweep, entry)
 
 
 def _build_report(run_dir: Path) -> int:
@@ -419,6 +471,8 @@ def main(args: argparse.Namespace) -> int:
     """Entry point of `specload sweep`; returns the exit status."""
     scenario, where, manifest = _prepare(args)
     selected = _select_arms(scenario, args.arms)
+    if manifest is not None and not args.arms:  # an arm set up by hand runs when named
+        selected = [n for n in selected if not manifest.arm(n).by_hand]
     if manifest is None:
         scenario = _overrides(scenario, args, selected)
     mode = LoadMode.from_scenario(scenario, args.processes)
@@ -442,6 +496,8 @@ def main(args: argparse.Namespace) -> int:
             for arm_entry in manifest.arms:
                 if arm_entry.name in selected and arm_entry.status != "done":
                     run_arm(sweep, arm_entry)
+            if args.arms is None:
+                run_verify(sweep)
     except KeyboardInterrupt:
         sweep.save()
         say(f"interrupted: finished rungs kept; resume with: specload sweep --resume {run_dir}")

@@ -14,7 +14,7 @@ import orjson
 
 from specload.sim import SimConfigError
 from specload.sim.core import SpecMode
-from specload.sim.profile import Profile, load_profile
+from specload.sim.profile import Profile, engine_profile
 from specload.sim.virtual import CurvePoint, run_closed_loop
 
 
@@ -54,7 +54,7 @@ def format_table(points: list[CurvePoint]) -> str:
 def main(args: argparse.Namespace) -> int:
     """Entry point of `specload sim-curve`."""
     try:
-        profile = load_profile(args.profile)
+        profile = engine_profile(args)
         ladder = list(args.ladder)  # parsed and checked by the CLI
         prompt_tokens = getattr(args, "prompt_tokens", None)
         check_lengths(profile, prompt_tokens, args.max_tokens)

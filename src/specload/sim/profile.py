@@ -9,6 +9,9 @@ found by built-in name (`profiles/<name>.yaml` next to this module) or by path.
 
 from __future__ import annotations
 
+import argparse
+import itertools
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
@@ -19,6 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from specload.sim import SimConfigError
 
 PROFILES_DIR = Path(__file__).with_name("profiles")
+# The open end of an adaptive schedule written `16-:0`: above any running-request cap.
+SCHEDULE_CEILING = 100000
 
 Pos = Annotated[float, Field(gt=0)]
 NonNeg = Annotated[float, Field(ge=0)]
@@ -253,3 +258,72 @@ def load_profile(name_or_path: str) -> Profile:
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise SimConfigError(f"profile {path}: {where}: {first['msg']}{more}") from None
+
+
+def parse_schedule(text: str) -> list[tuple[int, int, int]]:
+    """`--adaptive-schedule` text -> vLLM-form [(lo, hi, k), ...]; SimConfigError if bad.
+
+    Two spellings: `1-15:3,16-:0` (ranges of batch sizes, an open end runs to
+    `SCHEDULE_CEILING`) or JSON `[[1, 15, 3], [16, 100000, 0]]`. The ranges must start
+    at 1, follow each other without gaps or overlaps, and end open (or at the ceiling),
+    so every batch size has exactly one k.
+    """
+    text = text.strip()
+    try:
+        if text.startswith("["):
+            ranges = [tuple(int(v) for v in item) for item in json.loads(text)]
+        else:
+            ranges = [_schedule_item(item) for item in text.split(",") if item.strip()]
+    except (ValueError, TypeError) as exc:
+        raise SimConfigError(f"--adaptive-schedule {text!r}: write it like 1-15:3,16-:0 or "
+                             f"[[1, 15, 3], [16, {SCHEDULE_CEILING}, 0]] ({exc})") from None
+    problems = schedule_problems(ranges)
+    if problems:
+        raise SimConfigError(f"--adaptive-schedule {text!r}: {'; '.join(problems)}")
+    return [(lo, hi, k) for lo, hi, k in ranges]
+
+
+def _schedule_item(item: str) -> tuple[int, int, int]:
+    span, _, k = item.strip().partition(":")
+    lo, dash, hi = span.partition("-")
+    if not k or not dash:
+        raise ValueError(f"{item.strip()!r} is not LO-HI:K or LO-:K")
+    return int(lo), int(hi) if hi.strip() else SCHEDULE_CEILING, int(k)
+
+
+def schedule_problems(ranges: Sequence[tuple[int, ...]]) -> list[str]:
+    """What keeps a [(lo, hi, k), ...] schedule from covering every batch size once."""
+    if not ranges:
+        return ["the schedule is empty"]
+    problems = [f"{list(r)} needs 3 numbers" for r in ranges if len(r) != 3]
+    if problems:
+        return problems
+    problems += [f"[{lo}, {hi}, {k}] needs 1 <= lo <= hi and k >= 0"
+                 for lo, hi, k in ranges if not (1 <= lo <= hi and k >= 0)]
+    if ranges[0][0] != 1:
+        problems.append("the first range must start at batch size 1")
+    problems += [f"[{a[0]}, {a[1]}, ...] is not followed by a range from {a[1] + 1}"
+                 for a, b in itertools.pairwise(ranges) if b[0] != a[1] + 1]
+    return problems
+
+
+def with_schedule(profile: Profile, schedule: Sequence[tuple[int, int, int]]) -> Profile:
+    """The profile with `speculative.adaptive` replaced (validated like the YAML's)."""
+    try:
+        spec = Speculative.model_validate(
+            {**profile.speculative.model_dump(), "adaptive": list(schedule)})
+    except ValidationError as exc:
+        raise SimConfigError(f"adaptive schedule: {exc.errors()[0]['msg']}") from None
+    return profile.model_copy(update={"speculative": spec})
+
+
+def engine_profile(args: argparse.Namespace) -> Profile:
+    """The profile `sim` and `sim-curve` run: `--profile`, with `--adaptive-schedule`'s
+    schedule in place of the profile's when given (only `--spec adaptive` uses one)."""
+    profile = load_profile(args.profile)
+    text = getattr(args, "adaptive_schedule", None)
+    if text is None:
+        return profile
+    if getattr(args, "spec", None) != "adaptive":
+        raise SimConfigError("--adaptive-schedule applies to --spec adaptive")
+    return with_schedule(profile, parse_schedule(text))

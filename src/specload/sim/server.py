@@ -30,7 +30,7 @@ from specload.sim.faults import FaultPicker, parse_fault
 from specload.sim.flavors import DEFAULT_FLAVOR, FLAVORS
 from specload.sim.generate import Settings
 from specload.sim.openai_request import Limits
-from specload.sim.profile import Profile, load_profile
+from specload.sim.profile import Profile, engine_profile
 from specload.sim.trace import TraceWriter
 
 
@@ -123,7 +123,7 @@ async def _serve(api: SimApi, host: str, port: int, tls: ssl.SSLContext | None =
 def main(args: argparse.Namespace) -> int:
     """Entry point of `specload sim`."""
     try:
-        profile = load_profile(args.profile)
+        profile = engine_profile(args)
         api = build_api(args, profile)
         tls = tls_context(getattr(args, "tls_cert", None), getattr(args, "tls_key", None))
     except SimConfigError as exc:

@@ -1,4 +1,5 @@
-"""The shipped quickstart scenario, end to end: sweep, files, report, and its verdict."""
+"""The shipped quickstart scenario, end to end: sweep, files, report, its verdict, and the
+verification arm running the recommended schedule against the envelope."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def test_quickstart_sweep_and_report(tmp_path: Path, run_sweep) -> None:
     run_dir = tmp_path / run_dir_of(res.stdout)
     manifest = read_manifest(run_dir)
     assert manifest["status"] == "done"
-    assert {a["role"] for a in manifest["arms"]} == {"spec_on", "spec_off"}
+    assert [a["role"] for a in manifest["arms"]] == ["spec_on", "spec_off", "verify"]
     for name in ("report.html", "summary.csv", "summary.json"):
         assert (run_dir / name).stat().st_size > 0
     rates = {}
@@ -58,6 +59,21 @@ def test_quickstart_sweep_and_report(tmp_path: Path, run_sweep) -> None:
     measured = summary["pairs"][0]["crossover"]
     assert measured["verdict"] == predicted.verdict == "crosses", (measured, predicted)
     assert (measured["below"], measured["above"]) == (predicted.below, predicted.above)
+
+    # the verification arm ran the recommended threshold; the three engines' files exist
+    verify = manifest["arms"][-1]
+    assert verify["status"] == "done" and [k for *_, k in verify["schedule"]] == [3, 0]
+    for name in ("vllm-speculative-config.json", "sglang-adaptive.json", "trtllm.yaml"):
+        assert (run_dir / "recommended" / name).stat().st_size > 0
+    (env,) = summary["verify"]
+    assert [r["concurrency"] for r in env["rungs"]] == ladder
+    for r in env["rungs"]:
+        # Where spec-on leads only because its running cap (16) queues requests, the
+        # verify server (no such cap) runs the whole C at k = 0: no batch-size schedule
+        # reaches that envelope (docs/measurement.md, the verification arm).
+        capped = r["envelope_batch"] < 0.9 * r["concurrency"] <= r["batch"]
+        assert r["efficiency"] >= (0.8 if capped else 0.95), r
+    assert "verify: envelope efficiency" in res.stdout
 
     # a new user's first screen: no data-quality warning, latencies at every rung
     assert summary["warnings"] == [], summary["warnings"]

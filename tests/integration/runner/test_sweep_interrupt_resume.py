@@ -45,6 +45,7 @@ def test_ctrl_c_then_resume_runs_only_the_missing_rungs(tmp_path: Path, run_swee
         "warmup_s": 1,
         "measure_s": 2,
         "request": {"max_tokens": 24, "ignore_eos": True},
+        "verify": False,
         "arms": [
             {"name": "a", "sim": {"profile": PROFILE, "spec": "on", "trace": True}},
             {"name": "b", "sim": {"profile": PROFILE, "spec": "off", "trace": True}},

@@ -88,3 +88,21 @@ def test_batch_size_figure_only_with_the_running_requests_gauge() -> None:
     assert len(figs) == 9 and figs[2].layout.yaxis.title.text == "mean running requests"
     on = next(t for t in figs[2].data if t.name == "on")
     assert list(on.y) == [1.0, 10.0, 16.0]
+
+
+def test_envelope_figure_draws_the_verify_arm_against_the_envelope() -> None:
+    from specload.report.envelope import envelopes
+
+    base = _summary()
+    verify = base[base["arm"] == "off"].assign(arm="verify", output_tok_s=[15.0, 140.0, 1485.0])
+    summary = pd.concat([base, verify], ignore_index=True)
+    arms = [ArmSource("on", "spec_on"), ArmSource("off", "spec_off"),
+            ArmSource("verify", "verify")]
+    found = envelopes(summary, arms, {})
+    fig = figures.envelope(found)
+    names = [t.name for t in fig.data]
+    assert names[:3] == ["envelope max(compared arms) for verify", "verify",
+                         "verify envelope efficiency"]
+    assert list(fig.data[2].y) == [1.0, 140 / 150, 0.99] and fig.data[2].yaxis == "y2"
+    assert fig.layout.yaxis2.range == (0.8, 1.1)  # down to the worst rung's 0.93 and below
+    assert all(f.layout.title.text for f in figures.all_figures(summary, [], (), found))

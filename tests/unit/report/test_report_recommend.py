@@ -23,14 +23,16 @@ VLLM_CMD = ("vllm serve m --speculative-config '{\"method\": \"eagle3\", \"model
 
 def _pair(speedups: Sequence[float], batches: Sequence[float] | None = None,
           cs: Sequence[int] = CS, k: int | None = 3, slo: SloTarget | None = None,
-          ttft_on: Sequence[float] | None = None) -> cx.PairResult:
+          ttft_on: Sequence[float] | None = None,
+          batches_off: Sequence[float] | None = None) -> cx.PairResult:
     rows = []
     for i, (c, s) in enumerate(zip(cs, speedups, strict=True)):
         rows.append({"arm": "on", "concurrency": c, "output_tok_s": 100.0 * c * s,
                      "server_running_mean": batches[i] if batches else float("nan"),
                      "ttft_p99_ms": ttft_on[i] if ttft_on else 100.0})
         rows.append({"arm": "off", "concurrency": c, "output_tok_s": 100.0 * c,
-                     "server_running_mean": float(c) if batches else float("nan"),
+                     "server_running_mean": (batches_off[i] if batches_off else float(c))
+                     if batches else float("nan"),
                      "ttft_p99_ms": 100.0})
     summary = pd.DataFrame(rows)
     per_rep = summary[["arm", "concurrency", "output_tok_s"]].assign(rep=1)
@@ -44,18 +46,32 @@ def _recommend(pair: cx.PairResult, engine: str | None = None,
 
 
 def test_bound_is_a_batch_size_mapped_through_the_spec_on_server() -> None:
-    got = _recommend(_pair([1.5, 1.2, 0.8, 0.6], batches=[1, 9, 20, 20]))
+    got = _recommend(_pair([1.5, 1.2, 0.8, 0.6], batches=[1, 10, 25, 30]))
     c_star = math.sqrt(10 * 30)  # halfway between 10 and 30 in log C
     assert got.bound is not None and got.bound.concurrency == pytest.approx(c_star)
-    assert got.bound.batch == pytest.approx(14.5) and got.bound.last_on == 14
-    assert got.tiers == (Tier(14, 3), Tier(None, 0))
+    # log-log interpolation: sqrt(10 * 25) running requests, not capped at C* (>= 0.9 C*)
+    assert got.bound.batch == pytest.approx(math.sqrt(10 * 25)) and got.bound.last_on == 15
+    assert got.bound.through == "spec-on" and got.bound.spec_on_batch is None
+    assert got.tiers == (Tier(15, 3), Tier(None, 0))
     assert got.vllm_config == {"method": "eagle3", "model": "d", "num_speculative_tokens": 3,
                                "num_speculative_tokens_per_batch_size": [
-                                   [1, 14, 3], [15, BATCH_SIZE_CEILING, 0]]}
-    assert "batch size 14.5" in got.summary and "up to batch size 14" in got.summary
+                                   [1, 15, 3], [16, BATCH_SIZE_CEILING, 0]]}
+    assert "batch size 15.8" in got.summary and "up to batch size 15" in got.summary
     assert set(got.files) == set(rec.ENGINE_FILES)
-    assert got.bound.capped == 20  # 20 running requests at C = 30 and 100
-    assert any("at most about 20 requests" in n for n in got.notes)
+    assert got.bound.capped == 30  # 25 running requests of 30 at C = 30: queueing starts
+    assert any("at most about 30 requests" in n for n in got.notes)
+
+
+def test_a_spec_on_server_capped_at_c_star_maps_through_the_spec_off_server() -> None:
+    """The switching server admits with its plain cap, as the spec-off arm did (the
+    verification arm measured this on the quickstart)."""
+    got = _recommend(_pair([1.5, 1.2, 0.8, 0.6], batches=[1, 9, 20, 20]))
+    c_star = math.sqrt(10 * 30)
+    assert got.bound is not None and got.bound.through == "spec-off"
+    assert got.bound.batch == pytest.approx(c_star) and got.bound.last_on == 17
+    assert got.bound.spec_on_batch == pytest.approx(math.sqrt(9 * 20))
+    assert got.tiers == (Tier(17, 3), Tier(None, 0))
+    assert any("the bound is the spec-off server's batch size at C*" in n for n in got.notes)
 
 
 def test_without_the_gauge_the_bound_stays_in_concurrency_and_says_so() -> None:
@@ -65,7 +81,9 @@ def test_without_the_gauge_the_bound_stays_in_concurrency_and_says_so() -> None:
 
 
 def test_a_bound_at_or_above_the_running_cap_is_kept_below_it() -> None:
-    got = _recommend(_pair([1.5, 1.3, 1.1, 0.8], batches=[1, 10, 16, 16]))
+    # both servers capped at 16 (the same max_num_seqs): the spec-off batch cannot help
+    got = _recommend(_pair([1.5, 1.3, 1.1, 0.8], batches=[1, 10, 16, 16],
+                           batches_off=[1, 10, 16, 16]))
     assert got.bound is not None and got.bound.batch == pytest.approx(16)
     assert got.bound.last_on == 15 and got.bound.capped == 16
 
@@ -78,7 +96,7 @@ def test_engines_without_load_control_get_the_deployment_alternative(engine: str
     (line,) = got.lines
     assert "no setting that turns speculation off by load" in line
     assert "two deployments" in line and "route by load" in line
-    assert "running requests are below 15" in line
+    assert "running requests are below 18" in line
     assert "--speculative" not in got.files[rec.README_FILE]
 
 
@@ -133,9 +151,10 @@ def test_slo_goodput_decides_when_given() -> None:
 def test_as_dict_is_json_with_folder_paths() -> None:
     got = _recommend(_pair([1.5, 1.2, 0.8, 0.6], batches=[1, 9, 20, 20]))
     data = json.loads(json.dumps(got.as_dict("recommended/a-vs-b")))
-    assert data["schedule"] == [[1, 14, 3], [15, None, 0]]
+    assert data["schedule"] == [[1, 17, 3], [18, None, 0]]
     assert "recommended/a-vs-b/trtllm.yaml" in data["files"]
-    assert data["bound"]["first_off"] == 15 and data["bound"]["axis"] == "batch size"
+    assert data["bound"]["first_off"] == 18 and data["bound"]["axis"] == "batch size"
+    assert data["bound"]["batch_of"] == "spec-off"
 
 
 def test_sim_arms_take_method_and_k_from_their_profile() -> None:

@@ -152,23 +152,23 @@ def test_recommendation_in_batch_size_with_files(crossing_run: Path, capsys: Any
     data = json.loads((crossing_run / "summary.json").read_text())
     s4, s16 = (r["speedup"] for r in data["pairs"][0]["speedup"][1:])
     t = (s4 - 1) / (s4 - s16)
-    c_star, batch = 4 * 4 ** t, 4 + t * 6
+    c_star, batch = 4 * 4 ** t, 4 * 2.5 ** t  # both interpolated in log C (batch: log-log)
     assert s4 == pytest.approx(1.2) and data["c_star"] == pytest.approx(c_star)
     assert f"C* = {c_star:.1f} (batch size {batch:.1f})" in out
     assert " batch " in out.splitlines()[1]  # the table's batch column next to C
-    assert "speculate up to batch size 5 and turn it off from 6" in out
+    assert "speculate up to batch size 4 and turn it off from 5" in out
     assert out.count("--speculative-config") == 1 and "SGLang" not in out  # vLLM only
     folder = crossing_run / "recommended"
     config = json.loads((folder / "vllm-speculative-config.json").read_text())
     assert config == {"method": "eagle3", "model": "org/eagle3-head",
                       "num_speculative_tokens": 3,
-                      "num_speculative_tokens_per_batch_size": [[1, 5, 3], [6, 65536, 0]]}
-    assert json.loads((folder / "sglang-adaptive.json").read_text())["6"] == {
+                      "num_speculative_tokens_per_batch_size": [[1, 4, 3], [5, 65536, 0]]}
+    assert json.loads((folder / "sglang-adaptive.json").read_text())["5"] == {
         "candidate_steps": [0]}
-    assert "    5: 3  # batch sizes 1-5" in (folder / "trtllm.yaml").read_text()
+    assert "    4: 3  # batch sizes 1-4" in (folder / "trtllm.yaml").read_text()
     assert data["pairs"][0]["c_star_batch_size"] == pytest.approx(batch)
     assert data["recommendation"]["engine"] == "vllm"
-    assert data["recommendation"]["bound"]["last_on"] == 5
+    assert data["recommendation"]["bound"]["last_on"] == 4
     assert "recommended/trtllm.yaml" in data["recommended_files"]
     assert data["pairs"][0]["crossover"]["band"] == "±2%"
     page = (crossing_run / "report.html").read_text()

@@ -1,0 +1,81 @@
+"""The verification arm: after the spec-on/spec-off arms, run the recommended schedule.
+
+When the scenario asks for it (`verify`, by default for a simulated spec-on arm) and
+every spec-on and spec-off arm finished, the sweep builds the report of what it has (in
+its own process) and takes the schedule it recommends: the multi-k study's if the run
+is one, else the first pair's threshold. It writes `recommended/` and adds an arm
+`verify` (role `verify`) to the manifest's scenario too, so `--resume` finds it and a
+finished one is never rerun. A `sim:` spec-on arm becomes the same simulator with
+`spec: adaptive` and that schedule; a `command:` arm runs its `command.verify_command`,
+where `{vllm_speculative_config}` becomes the whole vLLM `--speculative-config` JSON
+(compact and without single quotes, so it goes inside '...') and
+`{sglang_adaptive_config}` and `{trtllm_config}` the absolute paths of
+`sglang-adaptive.json` and `trtllm.yaml`; a `url:` arm cannot be restarted, so the
+sweep prints the files and the `--resume RUN_DIR --arms verify` to run by hand. The
+report gives the arm's envelope efficiency (`report/envelope.py`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from specload.manifest import ArmEntry
+from specload.runner.manifest import arm_entry
+from specload.scenario import Arm, Scenario
+
+VERIFY_ARM = "verify"
+VERIFY_ROLE = "verify"
+
+
+def has_verify_arm(scenario: Scenario) -> bool:
+    return any(a.arm_role == VERIFY_ROLE for a in scenario.arms)
+
+
+def fill_template(template: str, vllm_config: dict[str, Any] | None, folder: Path) -> str:
+    """`command.verify_command` with the recommended settings in its placeholders."""
+    from specload.report.recommend import SGLANG_FILE, TRTLLM_FILE
+
+    vllm = json.dumps(vllm_config or {}, separators=(",", ":"))
+    return (template.replace("{vllm_speculative_config}", vllm)
+            .replace("{sglang_adaptive_config}", str(folder / SGLANG_FILE))
+            .replace("{trtllm_config}", str(folder / TRTLLM_FILE)))
+
+
+def verify_arm(on: Arm, schedule: list[list[int]], vllm_config: dict[str, Any] | None,
+               folder: Path) -> Arm:
+    """The verification arm of spec-on arm `on` running `schedule` (vLLM-form ranges)."""
+    common: dict[str, Any] = {"name": VERIFY_ARM, "role": VERIFY_ROLE, "spec": "adaptive",
+                              "engine": on.engine, "metrics_url": on.metrics_url,
+                              "ready_url": on.ready_url}
+    if on.sim:
+        ranges = [(lo, hi, k) for lo, hi, k in schedule]
+        sim = on.sim.model_copy(update={"spec": "adaptive", "k": None,
+                                        "adaptive_schedule": ranges})
+        return Arm(sim=sim, **common)
+    if on.command:
+        template = on.command.verify_command or ""
+        command = on.command.model_copy(update={
+            "start": fill_template(template, vllm_config, folder), "verify_command": None})
+        return Arm(command=command, **common)
+    return Arm(url=on.url, **common)
+
+
+def add_arm(scenario: Scenario, scenario_dump: dict[str, Any], arm: Arm,
+            schedule: list[list[int]]) -> tuple[Scenario, ArmEntry]:
+    """The scenario with `arm` added (also to the manifest's copy, for `--resume`), and
+    the arm's manifest entry."""
+    scenario_dump["arms"] = [*scenario_dump.get("arms", []), arm.model_dump(mode="json")]
+    entry = arm_entry(arm, scenario)
+    entry.schedule = schedule
+    entry.by_hand = arm.kind == "url"
+    return scenario.model_copy(update={"arms": [*scenario.arms, arm]}), entry
+
+
+def hand_steps(run_dir: Path, folder: Path, url: str | None) -> list[str]:
+    """What to do by hand for a `url:` pair."""
+    return [f"verify: the spec-on server at {url} is not started by specload: give it the "
+            f"recommended setting (files in {folder}: vllm-speculative-config.json, "
+            "sglang-adaptive.json with sglang-flags.txt, trtllm.yaml), then run",
+            f"  specload sweep --resume {run_dir} --arms {VERIFY_ARM}"]
