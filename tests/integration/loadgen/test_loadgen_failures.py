@@ -113,7 +113,8 @@ def test_a_body_held_open_after_done_does_not_hold_the_user(fake_stream_server, 
 
 def test_records_off(fake_stream_server, locust_run):
     url = fake_stream_server()
-    run = locust_run("chat.py", url, users=2, run_time="2s", extra=["--no-records"])
+    # 4 s: long enough for requests to complete on a busy machine too
+    run = locust_run("chat.py", url, users=2, run_time="4s", extra=["--no-records"])
     assert run.returncode == 0
     assert not Path(f"{run.prefix}_requests.csv").exists()
     assert run.summary()[("POST", "/v1/chat/completions")][0] > 0
@@ -171,7 +172,7 @@ def test_api_key_is_sent_as_bearer_and_never_written(fake_stream_server, locust_
                                                       tmp_path: Path):
     secret = "sk-test-4f1d9c0b7e"
     url = fake_stream_server("--api-key-env", "SERVER_KEY", env={"SERVER_KEY": secret})
-    ok = locust_run("chat.py", url, users=2, run_time="2s", name="ok",
+    ok = locust_run("chat.py", url, users=2, run_time="4s", name="ok",
                     extra=["--api-key-env", "MY_KEY"], env={"MY_KEY": secret})
     assert ("GET", "/v1/models") not in ok.summary()  # discovery succeeded
     done = [r for r in ok.requests() if r["interrupted"] == "0"]
