@@ -128,9 +128,10 @@ def test_tokens_tab_in_a_browser(sim_server: Any, tmp_path: Path, processes: int
     report = render.build(prefix).per_rep
     assert [r["concurrency"] for r in live["rungs"]] == report["concurrency"].tolist()
     # One process: the report's numbers to the bit. Several: the tab puts each worker's
-    # rows on the master's clock with the rounds measured so far, the report also with
-    # later ones (interpolated), so times may differ by microseconds.
-    rel = 0 if processes == 1 else 1e-4
+    # rows on the master's clock with its latest offset, the report interpolates between
+    # rounds; an offset is known to +-RTT/2 (ms on a loaded machine), so a few chunks
+    # within that of a window edge may fall on the other side (seen: 0.08% of tok/s).
+    rel = 0 if processes == 1 else 5e-3
     for rung, (_, expected) in zip(live["rungs"], report.iterrows(), strict=True):
         assert {k: rung[k] for k in LIVE_COLUMNS} == {
             k: "inf" if expected[k] == float("inf") else pytest.approx(expected[k], rel=rel)
