@@ -34,6 +34,11 @@ from plotly import graph_objects as go
 
 from specload.report import compare, figures, render
 from specload.report.crossover import PairResult
+from specload.scenario import load_scenario
+from specload.sim.core import EngineCore
+from specload.sim.profile import load_profile
+from specload.sim.scheduler import Seq
+from specload.sim.textgen import CHARS_PER_TOKEN
 
 REPO = Path(__file__).resolve().parents[1]
 LONG = REPO / "scenarios" / "long-context.yaml"
@@ -61,6 +66,51 @@ def no_think_scenario(folder: Path) -> Path:
     path = folder / "seed-glm-sessions-no-think.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
+
+
+def virtual_tok_s(profile: str, mode: str, users: int, prompt: int, shared: int,
+                  output: int) -> float:
+    """The simulator's own steady-state tok/s for the long-context workload in virtual
+    time (no clock, so no engine lag): users closed-loop, prompts sharing `shared` tokens
+    and distinct after them, measured over 3C completions after 2C."""
+    core = EngineCore(load_profile(profile), mode, None, 0)  # type: ignore[arg-type]
+    head = "d" * (shared * CHARS_PER_TOKEN)
+    sent = 0
+
+    def add() -> None:
+        nonlocal sent
+        sent += 1
+        tail = f"{sent:x}".rjust(CHARS_PER_TOKEN, "-") * (prompt - shared)
+        core.add(Seq(key=None, prompt_tokens=prompt, target_tokens=output,
+                     blocks=core.block_keys(head + tail)))
+
+    for _ in range(users):
+        add()
+    now, done, tokens, start = 0.0, 0, 0, None
+    while done < 5 * users:
+        result = core.step()
+        assert result is not None
+        now += result.cost.total
+        for seq, n in result.emitted:
+            tokens += n if start is not None else 0
+            if seq.finished:
+                done += 1
+                add()
+                start = now if done == 2 * users else start
+    assert start is not None
+    return tokens / (now - start)
+
+
+def virtual_speedups(scenario: Path) -> dict[int, float]:
+    """Per rung of a users scenario with two sim arms: spec-on / spec-off in virtual time."""
+    sc = load_scenario(scenario)
+    on, off = (next(a.sim for a in sc.arms if a.sim and a.sim.spec == s) for s in ("on", "off"))
+    assert on is not None and off is not None and sc.request.max_tokens
+    # a fixed prompt length (a scenario may give a distribution; this one does not)
+    shape = (int(str(sc.request.prompt_tokens)), sc.request.shared_prefix_tokens,
+             sc.request.max_tokens)
+    return {c: virtual_tok_s(on.profile, "on", c, *shape)
+            / virtual_tok_s(off.profile, "off", c, *shape) for c in sc.ladder}
 
 
 def picture(fig: go.Figure, title: str, name: str, folder: Path) -> None:
@@ -133,6 +183,8 @@ def main() -> int:
     html_path, _ = compare.write(runs, compare.differences(runs), folder / "compare")
 
     print(f"\nlong context ({long_run}):\n{rung_table(long_report, long_pair, 'C')}")
+    print("the simulator in virtual time (no engine lag): " + ", ".join(
+        f"C={c} {s:.2f}" for c, s in virtual_speedups(LONG).items()))
     for run, path in zip(runs, (no_think_run, think_run), strict=True):
         pair = pair_of(run.report, path)
         print(f"\n{run.label} ({path}): {c_star_words(pair)}\n"
