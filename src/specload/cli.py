@@ -65,6 +65,10 @@ def _add_sim(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--interrupt", action=argparse.BooleanOptionalAction, default=None,
                    help="llama-cpp-python: a waiting request ends the running stream "
                    "(its interrupt_requests; on by default there)")
+    p.add_argument("--prefix-caching", "--enable-prefix-caching", default=None,
+                   action=argparse.BooleanOptionalAction, dest="prefix_caching",
+                   help="reuse the KV of cached prompt blocks (default: the profile's, on "
+                   "as in vLLM V1 and SGLang)")
     p.add_argument("--reasoning-tokens", type=int, default=0, metavar="N",
                    help="stream each request's first N tokens in the flavor's reasoning field")
     p.add_argument("--tls-cert", default=None, metavar="FILE", help="serve HTTPS: certificate")

@@ -21,7 +21,8 @@ from typing import Literal
 
 Meaning = Literal["generated", "prompt", "running", "waiting", "kv_usage", "finished",
                   "preemptions", "drafts", "draft_tokens", "accepted", "accept_length",
-                  "accept_rate", "cache_hit_rate", "gen_throughput", "latency"]
+                  "accept_rate", "cache_hit_rate", "prefix_queries", "prefix_hits",
+                  "gen_throughput", "latency"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +50,11 @@ SERIES: tuple[Series, ...] = (
     Series("vllm:spec_decode_num_drafts_total", "drafts"),
     Series("vllm:spec_decode_num_draft_tokens_total", "draft_tokens"),
     Series("vllm:spec_decode_num_accepted_tokens_total", "accepted"),
+    # prefix cache, in prompt tokens of new requests (v1/metrics/stats.py PrefixCacheStats)
+    Series("vllm:prefix_cache_queries_total", "prefix_queries"),
+    Series("vllm:prefix_cache_hits_total", "prefix_hits"),
+    Series("vllm:gpu_prefix_cache_queries_total", "prefix_queries"),  # before vLLM 0.9
+    Series("vllm:gpu_prefix_cache_hits_total", "prefix_hits"),
     # SGLang (scheduler gauges per rank; token counters on the tokenizer side)
     Series("sglang:generation_tokens_total", "generated"),
     Series("sglang:prompt_tokens_total", "prompt"),
@@ -57,6 +63,7 @@ SERIES: tuple[Series, ...] = (
     Series("sglang:token_usage", "kv_usage", "mean"),
     Series("sglang:num_requests_total", "finished"),
     Series("sglang:gen_throughput", "gen_throughput"),
+    # cached / all prompt tokens of the latest prefill batch (scheduler log_prefill_stats)
     Series("sglang:cache_hit_rate", "cache_hit_rate", "mean", _SGLANG_RUNNING),
     Series("sglang:spec_accept_length", "accept_length", "mean", _SGLANG_RUNNING),
     Series("sglang:spec_accept_rate", "accept_rate", "mean", _SGLANG_RUNNING),

@@ -217,6 +217,7 @@ class SimArm(_Strict):
     slots: int | None = Field(None, ge=1)
     interrupt: bool | None = None
     reasoning_tokens: int = Field(0, ge=0)
+    prefix_caching: bool | None = None  # None: the profile's (on)
     tls_cert: str | None = None
     tls_key: str | None = None
     # spec: adaptive: k per batch size, vLLM form [[lo, hi, k], ...] (default: the profile's)
@@ -252,6 +253,8 @@ class SimArm(_Strict):
             args += ["--slots", str(self.slots)]
         if self.interrupt is not None:
             args.append("--interrupt" if self.interrupt else "--no-interrupt")
+        if self.prefix_caching is not None:
+            args.append("--prefix-caching" if self.prefix_caching else "--no-prefix-caching")
         if self.tls_cert and self.tls_key:
             args += ["--tls-cert", self.tls_cert, "--tls-key", self.tls_key]
         if self.adaptive_schedule is not None:

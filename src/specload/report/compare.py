@@ -184,7 +184,7 @@ def differences(runs: Sequence[Run]) -> pd.DataFrame:
 
 # -- figures and page ------------------------------------------------------------------------
 
-def _renamed(run: Run) -> tuple[pd.DataFrame, list[PairResult]]:
+def renamed(run: Run) -> tuple[pd.DataFrame, list[PairResult]]:
     """The run's summary and pairs with every arm called "<run>: <arm>"."""
     def arm(a: ArmSource) -> ArmSource:
         return dataclasses.replace(a, name=f"{run.label}: {a.name}")
@@ -249,7 +249,7 @@ def _c_star_lines(runs: Sequence[Run]) -> str:
 def compare_page(runs: Sequence[Run], diffs: pd.DataFrame) -> str:
     """compare.html: the runs, C*, the overlaid curves, the changes and their table."""
     esc = html.escape
-    parts = [_renamed(r) for r in runs]
+    parts = [renamed(r) for r in runs]
     summary = pd.concat([s for s, _ in parts], ignore_index=True)
     pairs = [p for _, ps in parts for p in ps]
     figs = [figures.system_throughput(summary)]

@@ -179,6 +179,8 @@ def _table(report: Report) -> pd.DataFrame:
     table = _bounds_and_paces(report.summary.assign(speedup=_speedup_column(report)))
     columns = {"open": OPEN_COLUMNS, "sessions": SESSION_COLUMNS}.get(report.workload,
                                                                        TABLE_COLUMNS)
+    if table.get("prefix_hit_rate", pd.Series(dtype=float)).isna().all():
+        columns = {k: v for k, v in columns.items() if k != "prefix_hit_rate"}
     return table[[c for c in columns if c in table]].rename(columns=columns)
 
 

@@ -4,7 +4,9 @@ Counters (token and speculation counters) are made monotonic across resets, then
 increase over a window is taken between values interpolated at the window edges, or
 between the first and last samples inside the window when the samples do not cover both
 edges. Gauges are averaged over the samples inside the window. Missing metrics give
-NaN, never zero.
+NaN, never zero. The prefix cache hit rate is hits / queries of vLLM's token counters
+over the window, else the mean of SGLang's `cache_hit_rate` gauge (each sample the rate
+of its latest prefill batch).
 """
 
 from __future__ import annotations
@@ -26,9 +28,12 @@ ACCEPT_LENGTH_GAUGE = names("accept_length")
 ACCEPT_RATE_GAUGE = names("accept_rate")
 RUNNING = names("running")
 WAITING = names("waiting")
+PREFIX_QUERIES = names("prefix_queries")
+PREFIX_HITS = names("prefix_hits")
+CACHE_HIT_RATE_GAUGE = names("cache_hit_rate")
 
 SERVER_COLUMNS = ("server_output_tok_s", "accept_rate", "accept_len_mean",
-                  "server_running_mean", "server_waiting_mean")
+                  "server_running_mean", "server_waiting_mean", "prefix_hit_rate")
 
 
 def monotonic(values: np.ndarray) -> np.ndarray:
@@ -101,10 +106,16 @@ def server_row(server: Metrics, w: Window) -> dict[str, float]:
         accept_rate = _gauge_mean(server, ACCEPT_RATE_GAUGE, w)
     if not np.isfinite(accept_len):
         accept_len = _gauge_mean(server, ACCEPT_LENGTH_GAUGE, w)
+    hits, _ = _delta(server, PREFIX_HITS, w)
+    queries, _ = _delta(server, PREFIX_QUERIES, w)
+    hit_rate = _ratio(hits, queries)
+    if not np.isfinite(hit_rate):
+        hit_rate = _gauge_mean(server, CACHE_HIT_RATE_GAUGE, w)
     return {
         "server_output_tok_s": _ratio(generated, span),
         "accept_rate": accept_rate,
         "accept_len_mean": accept_len,
         "server_running_mean": _gauge_mean(server, RUNNING, w),
         "server_waiting_mean": _gauge_mean(server, WAITING, w),
+        "prefix_hit_rate": hit_rate,
     }

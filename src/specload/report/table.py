@@ -16,8 +16,9 @@ TABLE_COLUMNS = {
     "decode_tok_s_per_user": "decode tok/s/user", "ttft_p50_ms": "TTFT p50 ms",
     "ttft_p99_ms": "TTFT p99 ms", "tpot_p50_ms": "TPOT p50 ms",
     "tokens_per_chunk": "tok/chunk", "accept_len_mean": "accept len",
-    "achieved_concurrency": "achieved C", "requests": "requests", "failures": "failures",
-    "interrupted": "unfinished", "trace_ratio": "vs trace",
+    "achieved_concurrency": "achieved C", "prefix_hit_rate": "cache hits",
+    "requests": "requests", "failures": "failures", "interrupted": "unfinished",
+    "trace_ratio": "vs trace",
     "envelope_efficiency": "env. eff.",
 }
 
@@ -26,7 +27,8 @@ SESSION_COLUMNS = {
     "arm": "arm", "concurrency": "sessions", "achieved_concurrency": "in flight",
     "server_running_mean": "batch", "output_tok_s": "tok/s", "speedup": "speedup",
     "prompt_tokens_p50": "context p50", "prompt_tokens_p90": "context p90",
-    "ttft_p50_ms": "TTFT p50 ms", "ttft_p99_ms": "TTFT p99 ms", "tpot_p50_ms": "TPOT p50 ms",
+    "prefix_hit_rate": "cache hits", "ttft_p50_ms": "TTFT p50 ms",
+    "ttft_p99_ms": "TTFT p99 ms", "tpot_p50_ms": "TPOT p50 ms",
     "requests": "requests", "failures": "failures", "trace_ratio": "vs trace",
 }
 # Open loop: rungs are arrival rates; latencies from the send and from the schedule.
@@ -34,7 +36,8 @@ OPEN_COLUMNS = {
     "arm": "arm", "rate": "rate/s", "achieved_rate": "achieved/s", "late_share": "late",
     "late_cap_share": "late (cap)", "achieved_concurrency": "in flight",
     "server_running_mean": "batch", "output_tok_s": "tok/s", "speedup": "speedup",
-    "ttft_p50_ms": "TTFT p50 ms", "ttft_sched_p99_ms": "TTFT p99 sched ms",
+    "prefix_hit_rate": "cache hits", "ttft_p50_ms": "TTFT p50 ms",
+    "ttft_sched_p99_ms": "TTFT p99 sched ms",
     "e2e_sched_mean_ms": "E2E mean sched ms", "tpot_p50_ms": "TPOT p50 ms",
     "requests": "requests", "failures": "failures", "trace_ratio": "vs trace",
 }

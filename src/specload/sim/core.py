@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from specload.sim import SimConfigError
 from specload.sim.acceptance import AcceptanceSampler, k_for_batch
 from specload.sim.cost_model import CostModel, SpecMode, StepCost
+from specload.sim.prefix_cache import PrefixCache, block_keys
 from specload.sim.profile import Profile
 from specload.sim.scheduler import BatchFormer, Seq
 
@@ -58,22 +59,29 @@ class EngineCore:
     """Scheduler + cost model + acceptance sampling for one simulated server."""
 
     def __init__(self, profile: Profile, mode: SpecMode, k: int | None, seed: int,
-                 max_num_seqs: int | None = None) -> None:
+                 max_num_seqs: int | None = None, prefix_caching: bool | None = None) -> None:
         if mode == "adaptive" and not profile.speculative.adaptive:
             raise SimConfigError("--spec adaptive needs speculative.adaptive in the profile")
         self.profile = profile
         self.mode = mode
         self.k = resolve_k(profile, mode, k)
         drafter = mode != "off"  # adaptive keeps the drafter loaded even when k = 0
+        sched = profile.scheduler
+        caching = sched.prefix_caching if prefix_caching is None else prefix_caching
         self.former = BatchFormer(max_num_seqs or profile.max_num_seqs(mode == "on"),
-                                  profile.scheduler.max_num_batched_tokens,
-                                  profile.kv_capacity(drafter))
+                                  sched.max_num_batched_tokens, profile.kv_capacity(drafter),
+                                  PrefixCache(sched.block_size) if caching else None)
         self.cost_model = CostModel(profile, mode)
         self.sampler = AcceptanceSampler(profile.speculative.acceptance, seed)
         self.counters = Counters()
         schedule = profile.speculative.adaptive
         self._k_for = (lambda b: k_for_batch(schedule, b)) if mode == "adaptive" else (
             lambda b: self.k)
+
+    def block_keys(self, token_text: str) -> tuple[int, ...]:
+        """The prefix cache's keys of a prompt's full blocks (none when caching is off)."""
+        cache = self.former.cache
+        return block_keys(token_text, cache.block_tokens) if cache else ()
 
     def add(self, seq: Seq) -> None:
         self.former.add(seq)
@@ -95,7 +103,7 @@ class EngineCore:
 
     @property
     def kv_usage(self) -> float:
-        return self.former.kv_used / self.former.kv_capacity
+        return self.former.kv_in_use / self.former.kv_capacity
 
     def step(self) -> StepResult | None:
         """Schedule and commit one step; None when there is nothing to run."""

@@ -132,8 +132,11 @@ class Engine:
         """Requests this engine holds (running and waiting), for data-parallel dispatch."""
         return self.core.num_running + self.core.num_waiting
 
-    def submit(self, prompt_tokens: int, target_tokens: int) -> Stream:
-        seq = Seq(key=None, prompt_tokens=prompt_tokens, target_tokens=target_tokens)
+    def submit(self, prompt_tokens: int, target_tokens: int, token_text: str = "") -> Stream:
+        """Queue a request; `token_text` is its prompt as fixed-width tokens, for the
+        prefix cache, followed for a chat by its reply as the next turn will send it."""
+        seq = Seq(key=None, prompt_tokens=prompt_tokens, target_tokens=target_tokens,
+                  blocks=self.core.block_keys(token_text))
         stream = Stream(seq)
         seq.key = stream
         self.core.add(seq)
@@ -162,6 +165,9 @@ class Engine:
         st.preemptions, st.steps = c.preemptions, c.steps
         st.drafts, st.draft_tokens, st.accepted = c.drafts, c.draft_tokens, c.accepted_tokens
         st.busy_s, st.lag_s, st.lag_ratio = self.lag.busy_s, self.lag.lag_s, self.lag.ratio
+        former = core.former
+        st.prefix_queries, st.prefix_hits = former.prefix_queries, former.prefix_hits
+        st.cache_hit_rate = former.admit_hit_rate
         if len(self._recent) >= 2:
             (t0, d0, dt0, a0, g0), (t1, d1, dt1, a1, g1) = self._recent[0], self._recent[-1]
             st.recent_accept_length = 1.0 + (a1 - a0) / (d1 - d0) if d1 > d0 else 0.0

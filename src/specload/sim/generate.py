@@ -28,7 +28,8 @@ from specload.sim.engine import Engine, Stream
 from specload.sim.faults import Fault, FaultPicker
 from specload.sim.flavors import Flavor
 from specload.sim.openai_request import ApiError, GenRequest, Limits, parse_request
-from specload.sim.textgen import TokenStream, digest, output_length
+from specload.sim.scheduler import Seq
+from specload.sim.textgen import TokenStream, digest, output_length, reply_token_text
 from specload.sim.trace import TraceWriter
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -71,6 +72,7 @@ class Call:
         self.completed = False
         self.traced = False
         self.status = 200
+        self.seq: Seq | None = None  # the engine's request, once submitted
 
     def tokens(self, n: int, streamed: bool, chunks: int = 1) -> None:
         """Record n tokens sent now, in `chunks` equal chunks when streamed."""
@@ -187,6 +189,8 @@ class Generation:
         rec = call.record
         rec["end"] = time.time()
         rec["status"] = call.status
+        if call.seq is not None:
+            rec["cached_tokens"] = max(call.seq.cached_tokens, 0)
         if call.completed and engine is not None:
             ttft = None if rec["first_token"] is None else rec["first_token"] - call.arrival
             engine.observe_finished(ttft, rec["end"] - call.arrival, rec["prompt_tokens"] or 0,
@@ -244,7 +248,11 @@ class Generation:
             key, gen.max_tokens, gen.min_tokens if flavor.honours_min_tokens else 0,
             gen.ignore_eos and flavor.honours_ignore_eos, self.s.eos_mean)
         engine = min(self.engines, key=lambda e: e.load)  # data parallel: least loaded
-        stream = engine.submit(gen.prompt_tokens, target)
+        history = gen.token_text
+        if gen.endpoint == "chat":
+            history += reply_token_text(self._reply(key, target, reason))
+        stream = engine.submit(gen.prompt_tokens, target, history)
+        call.seq = stream.seq
         try:
             if gen.stream:
                 return await self._stream(call, gen, engine, stream, TokenStream(key), reason,
@@ -256,6 +264,13 @@ class Generation:
         finally:
             engine.abort(stream)
             self.finish(call, engine)
+
+    def _reply(self, key: int, target: int, reason: str) -> str:
+        """The content a chat client gets (reasoning and a stripped EOS left out)."""
+        words = TokenStream(key).words(target)[self.s.reasoning_tokens:]
+        if reason == "stop" and self.s.flavor.eos_text_empty:
+            words = words[:-1]
+        return "".join(words)
 
     async def _stream(self, call: Call, gen: GenRequest, engine: Engine, stream: Stream,
                       words: TokenStream, reason: str, fault: Fault | None

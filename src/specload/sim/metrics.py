@@ -73,6 +73,9 @@ class RankStats:
     busy_s: float
     lag_s: float
     lag_ratio: float
+    prefix_queries: int = 0  # prompt tokens of new requests looked up in the prefix cache
+    prefix_hits: int = 0  # of them found cached
+    cache_hit_rate: float = 0.0  # hits / prompt tokens of the last step that admitted any
     ttft: Histogram = field(default_factory=lambda: Histogram(TTFT_BUCKETS))
     e2e: Histogram = field(default_factory=lambda: Histogram(E2E_BUCKETS))
     prompt_len: Histogram = field(default_factory=lambda: Histogram(TOKEN_BUCKETS))
@@ -134,6 +137,13 @@ VLLM_SERIES: tuple[Series, ...] = (
      lambda r: r.draft_tokens),
     ("vllm:spec_decode_num_accepted_tokens", "counter", "Draft tokens accepted.",
      lambda r: r.accepted),
+    # counted in tokens per new request when it is first scheduled; a preempted request's
+    # lookups go to stats vLLM does not export (v1/metrics/stats.py, PrefixCacheStats)
+    ("vllm:prefix_cache_queries", "counter",
+     "Prefix cache queries, in terms of number of queried tokens.",
+     lambda r: r.prefix_queries),
+    ("vllm:prefix_cache_hits", "counter",
+     "Prefix cache hits, in terms of number of cached tokens.", lambda r: r.prefix_hits),
 )
 
 SGLANG_RANK_SERIES: tuple[Series, ...] = (
@@ -148,7 +158,10 @@ SGLANG_RANK_SERIES: tuple[Series, ...] = (
      "decoding.", lambda r: r.recent_accept_length),
     ("sglang:spec_accept_rate", "gauge", "The average acceptance rate of speculative "
      "decoding.", lambda r: r.recent_accept_rate),
-    ("sglang:cache_hit_rate", "gauge", "The prefix cache hit rate.", lambda r: 0.0),
+    # set per prefill batch: cached / (new + cached) prompt tokens of the requests it
+    # admitted (scheduler's log_prefill_stats), so a scrape sees the latest batch's rate
+    ("sglang:cache_hit_rate", "gauge", "The prefix cache hit rate.",
+     lambda r: r.cache_hit_rate),
 )
 SGLANG_TOKENIZER_SERIES: tuple[Series, ...] = (
     ("sglang:prompt_tokens", "counter", "Number of prefill tokens processed.",
@@ -173,7 +186,8 @@ def _sum_ranks(ranks: Sequence[RankStats]) -> RankStats:
         return first
     total = RankStats(**{k: sum(getattr(r, k) for r in ranks) for k in (
         "running", "waiting", "prompt_tokens", "generation_tokens", "preemptions",
-        "finished", "drafts", "draft_tokens", "accepted", "steps", "busy_s", "lag_s")},
+        "finished", "drafts", "draft_tokens", "accepted", "steps", "busy_s", "lag_s",
+        "prefix_queries", "prefix_hits")},
         kv_usage=0.0, recent_accept_length=0.0, recent_accept_rate=0.0,
         recent_gen_tok_s=0.0, lag_ratio=0.0)
     busy_lag = total.busy_s + total.lag_s

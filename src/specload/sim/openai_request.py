@@ -11,7 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from specload.sim.textgen import chat_prompt_tokens, text_tokens
+from specload.sim.textgen import (
+    chat_prompt_tokens,
+    chat_token_text,
+    completion_token_text,
+    text_tokens,
+)
 
 CHAT_ROLES = frozenset({"system", "user", "assistant", "tool", "developer", "function"})
 MAX_INT = 2**63 - 1
@@ -51,6 +56,7 @@ class GenRequest:
     endpoint: Literal["chat", "completions"]
     prompt_text: str
     prompt_tokens: int
+    token_text: str  # the prompt as fixed-width tokens, for the prefix cache
     max_tokens: int
     min_tokens: int
     ignore_eos: bool
@@ -108,26 +114,31 @@ def _message_text(i: int, msg: object) -> str:
     raise _bad(f"{param}.content must be a string or a list of text parts", f"{param}.content")
 
 
-def _chat_prompt(body: dict[str, Any]) -> tuple[str, int]:
+Prompt = tuple[str, int, str]  # text, tokens, token text
+
+
+def _chat_prompt(body: dict[str, Any]) -> Prompt:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise _bad("'messages' must be a non-empty list", "messages")
     texts = [_message_text(i, m) for i, m in enumerate(messages)]
-    return "\x1e".join(texts), chat_prompt_tokens(texts)
+    roles = [m["role"] for m in messages]
+    return ("\x1e".join(texts), chat_prompt_tokens(texts),
+            chat_token_text(list(zip(roles, texts, strict=True))))
 
 
-def _completion_prompt(body: dict[str, Any]) -> tuple[str, int]:
+def _completion_prompt(body: dict[str, Any]) -> Prompt:
     prompt = body.get("prompt")
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str | list):
         prompt = prompt[0]
     if isinstance(prompt, str):
         if not prompt:
             raise _bad("'prompt' must not be empty", "prompt")
-        return prompt, text_tokens(prompt)
+        return prompt, text_tokens(prompt), completion_token_text(prompt)
     if (isinstance(prompt, list) and prompt
             and all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < 2**31
                     for t in prompt)):
-        return " ".join(map(str, prompt)), len(prompt)
+        return " ".join(map(str, prompt)), len(prompt), completion_token_text(prompt)
     raise _bad("'prompt' must be a non-empty string, one-element list of strings, or a "
                "list of token ids", "prompt")
 
@@ -140,7 +151,8 @@ def parse_request(endpoint: Literal["chat", "completions"], body: object,
     model = body.get("model")
     if model is not None and model != limits.model_name:
         raise ApiError(404, f"The model `{model}` does not exist.", "model")
-    text, prompt_tokens = _chat_prompt(body) if endpoint == "chat" else _completion_prompt(body)
+    text, prompt_tokens, token_text = (_chat_prompt(body) if endpoint == "chat"
+                                       else _completion_prompt(body))
     n = _opt_int(body, "n", 1)
     if n not in (None, 1):
         raise _bad("only n=1 is supported", "n")
@@ -154,6 +166,7 @@ def parse_request(endpoint: Literal["chat", "completions"], body: object,
         endpoint=endpoint,
         prompt_text=text,
         prompt_tokens=prompt_tokens,
+        token_text=token_text,
         max_tokens=max_tokens,
         min_tokens=min_tokens,
         ignore_eos=_opt_bool(body, "ignore_eos"),

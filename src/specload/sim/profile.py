@@ -118,6 +118,10 @@ class Scheduler(_Strict):
     max_num_seqs: int = Field(ge=1)
     max_num_batched_tokens: int = Field(ge=1)  # chunked-prefill token budget per step
     kv_capacity_tokens: int = Field(ge=1)
+    # automatic prefix caching, on by default in vLLM V1 and SGLang
+    # (`--enable-prefix-caching`; SGLang's radix cache unless `--disable-radix-cache`)
+    prefix_caching: bool = True
+    block_size: int = Field(16, ge=1)  # tokens per KV block: vLLM's default on CUDA
 
 
 class Overheads(_Strict):

@@ -7,7 +7,15 @@ scheduled tokens; when a running request cannot get them, the newest running req
 is preempted: its KV is freed, it goes back to the front of the queue and later
 recomputes its prompt and everything it had generated (vLLM's recompute preemption).
 Waiting requests are admitted only in steps without preemption, while there is budget,
-a free sequence slot and KV room for their first chunk. No clock and no randomness here.
+a free sequence slot and KV room for their first chunk.
+
+With a prefix cache (`prefix_cache.py`), a request admitted from the queue first takes
+the longest run of its prompt's blocks that is cached: those tokens count as computed
+and are not prefilled, at most all but the prompt's last token (vLLM V1 recomputes
+that one for its logits, `kv_cache_manager.get_computed_blocks`). The blocks a request
+prefills join the cache as they fill. KV room is the private tokens of running
+requests plus every cached block; cached blocks nobody uses are evicted before anyone
+is preempted. No clock and no randomness here.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specload.sim.cost_model import StepShape
+from specload.sim.prefix_cache import PrefixCache
 
 
 @dataclass(slots=True, eq=False)
@@ -33,6 +42,11 @@ class Seq:
     finished: bool = False
     sched_tokens: int = 0  # tokens scheduled in the current step
     sched_k: int = 0  # drafts verified in the current step (decode only)
+    # keys of full blocks (prefix_cache.py): the prompt's, then for a chat those of the
+    # history the next turn will send (prompt and reply), cached when the request finishes
+    blocks: tuple[int, ...] = ()
+    held: int = 0  # leading blocks this request uses from the prefix cache
+    cached_tokens: int = -1  # prompt tokens found cached on first admission (-1: not yet)
 
     @property
     def context(self) -> int:
@@ -61,13 +75,18 @@ class Batch:
 class BatchFormer:
     """Running set, waiting queue and KV accounting."""
 
-    def __init__(self, max_num_seqs: int, max_num_batched_tokens: int, kv_capacity: int) -> None:
+    def __init__(self, max_num_seqs: int, max_num_batched_tokens: int, kv_capacity: int,
+                 cache: PrefixCache | None = None) -> None:
         self.max_num_seqs = max_num_seqs
         self.token_budget = max_num_batched_tokens
         self.kv_capacity = kv_capacity
+        self.cache = cache
         self.running: list[Seq] = []
         self.waiting: deque[Seq] = deque()
-        self.kv_used = 0
+        self.kv_used = 0  # tokens running requests hold outside the prefix cache
+        self.prefix_queries = 0  # prompt tokens of new requests looked up (vLLM's counters)
+        self.prefix_hits = 0  # of them found cached
+        self.admit_hit_rate = 0.0  # hits / prompt tokens of the last step that admitted any
 
     def add(self, seq: Seq) -> None:
         """Queue a new request."""
@@ -79,8 +98,33 @@ class BatchFormer:
             self.waiting.remove(seq)
         elif seq in self.running:
             self.running.remove(seq)
-            self.kv_used -= seq.computed
+            self._free(seq)
         seq.finished = True
+
+    @property
+    def kv_total(self) -> int:
+        """KV tokens taken: running requests' own and every cached block."""
+        return self.kv_used + (self.cache.tokens if self.cache else 0)
+
+    @property
+    def kv_in_use(self) -> int:
+        """KV tokens running requests use (cached blocks nobody uses are free to take)."""
+        return self.kv_used + (self.cache.used_tokens if self.cache else 0)
+
+    def _free(self, seq: Seq) -> None:
+        """Give back a request's KV: its own tokens, and its cached blocks to the cache."""
+        block = self.cache.block_tokens if self.cache else 0
+        self.kv_used -= seq.computed - seq.held * block
+        if self.cache and seq.held:
+            self.cache.release(seq.blocks[:seq.held])
+        seq.held = 0
+
+    def _room(self, n: int) -> bool:
+        """Whether n more tokens fit, evicting unused cached blocks as needed."""
+        while self.kv_total + n > self.kv_capacity:
+            if self.cache is None or not self.cache.evict():
+                return False
+        return True
 
     def has_work(self) -> bool:
         return bool(self.running or self.waiting)
@@ -91,7 +135,7 @@ class BatchFormer:
 
     def _preempt_last(self, batch: Batch) -> Seq:
         victim = self.running.pop()
-        self.kv_used -= victim.computed
+        self._free(victim)
         victim.computed = 0
         victim.preemptions += 1
         self.waiting.appendleft(victim)
@@ -100,11 +144,39 @@ class BatchFormer:
 
     def _take_kv(self, seq: Seq, n: int, batch: Batch) -> bool:
         """Reserve n slots for `seq`, preempting newer requests; False if `seq` itself went."""
-        while self.kv_used + n > self.kv_capacity:
+        while not self._room(n):
             if self._preempt_last(batch) is seq:
                 return False
         self.kv_used += n
         return True
+
+    def _lookup(self, seq: Seq) -> None:
+        """Take the cached blocks at the head of a queued request's prompt."""
+        cache = self.cache
+        if cache is None or not seq.blocks:
+            return
+        hit = cache.match(seq.blocks, (seq.prompt_tokens - 1) // cache.block_tokens)
+        cache.acquire(seq.blocks[:hit])
+        seq.held = hit
+        seq.computed = hit * cache.block_tokens
+
+    def _admit(self, budget: int) -> tuple[Seq, int] | None:
+        """Move the head of the queue into the running set with its first chunk, if it fits."""
+        seq = self.waiting[0]
+        self._lookup(seq)
+        n = min(seq.context - seq.computed, budget)
+        if not self._room(n):
+            self._free(seq)
+            seq.computed = 0
+            return None
+        self.waiting.popleft()
+        self.running.append(seq)
+        self.kv_used += n
+        if seq.cached_tokens < 0:  # vLLM counts a preempted request's lookups apart
+            seq.cached_tokens = seq.computed
+            self.prefix_queries += seq.prompt_tokens
+            self.prefix_hits += seq.computed
+        return seq, n
 
     def schedule(self, k_for_batch: Callable[[int], int]) -> Batch:
         """Form the next step; reserves KV for everything scheduled."""
@@ -128,17 +200,19 @@ class BatchFormer:
             self._account(seq, n, batch)
             i += 1
         if not batch.preempted:
+            queried = hits = 0
             while self.waiting and len(self.running) < self.max_num_seqs and budget > 0:
-                seq = self.waiting[0]
-                n = min(seq.context - seq.computed, budget)
-                if self.kv_used + n > self.kv_capacity:
+                admitted = self._admit(budget)
+                if admitted is None:
                     break
-                self.waiting.popleft()
-                self.running.append(seq)
-                self.kv_used += n
+                seq, n = admitted
+                queried += seq.prompt_tokens
+                hits += seq.computed
                 seq.sched_tokens, seq.sched_k = n, 0
                 budget -= n
                 self._account(seq, n, batch)
+            if queried:
+                self.admit_hit_rate = hits / queried
         shape.num_seqs = len(batch.decode) + len(batch.prefill)
         shape.num_decode = len(batch.decode)
         shape.num_spec_seqs = len(batch.decode) if k else 0
@@ -179,6 +253,7 @@ class BatchFormer:
             if seq.finished:
                 continue
             seq.computed += seq.sched_tokens
+            self._publish(seq)
             if seq.computed == seq.context:
                 seq.generated += 1
                 out.append((seq, 1))
@@ -186,5 +261,29 @@ class BatchFormer:
             if seq.generated >= seq.target_tokens:
                 seq.finished = True
                 self.running.remove(seq)
-                self.kv_used -= seq.computed
+                self._free(seq)
+                self._keep_reply(seq)
         return out
+
+    def _keep_reply(self, seq: Seq) -> None:
+        """Cache a finished request's history blocks past its prompt, while there is room."""
+        cache = self.cache
+        if cache is None:
+            return
+        for key in seq.blocks[seq.prompt_tokens // cache.block_tokens:]:
+            if key not in cache and not self._room(cache.block_tokens):
+                return
+            cache.keep(key)
+
+    def _publish(self, seq: Seq) -> None:
+        """Move the prompt blocks a request has filled from its own KV into the cache."""
+        cache = self.cache
+        if cache is None:
+            return
+        full = min(seq.computed, seq.prompt_tokens) // cache.block_tokens
+        if full <= seq.held:
+            return
+        for key in seq.blocks[seq.held:full]:
+            cache.insert(key)
+        self.kv_used -= (full - seq.held) * cache.block_tokens
+        seq.held = full

@@ -49,7 +49,8 @@ def build_api(args: argparse.Namespace, profile: Profile) -> SimApi:
     if ranks < 1:
         raise SimConfigError("--data-parallel must be 1 or more")
     slots = getattr(args, "slots", None) or flavor.slots
-    engines = [Engine(EngineCore(profile, args.spec, args.k, args.seed + rank, slots))
+    caching = getattr(args, "prefix_caching", None)
+    engines = [Engine(EngineCore(profile, args.spec, args.k, args.seed + rank, slots, caching))
                for rank in range(ranks)]
     limits = Limits(model_name=args.model_name or profile.model.name,
                     max_model_len=profile.model.max_model_len,

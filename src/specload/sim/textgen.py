@@ -47,6 +47,37 @@ def chat_prompt_tokens(contents: list[str]) -> int:
     )
 
 
+def _padded(text: str) -> str:
+    return text + "\x00" * (-len(text) % CHARS_PER_TOKEN)
+
+
+def chat_token_text(messages: list[tuple[str, str]]) -> str:
+    """A chat prompt as fixed-width token text: one token per CHARS_PER_TOKEN characters.
+
+    The prompt's template tokens come first (a BOS and a system header, the same for
+    every chat), then each message's template tokens (its role) and its text, so two
+    chats that share their first messages share a token prefix, as under a real chat
+    template. Its length is `chat_prompt_tokens` tokens.
+    """
+    head = "\x02" * (CHAT_TOKENS_PER_PROMPT * CHARS_PER_TOKEN)
+    width = CHAT_TOKENS_PER_MESSAGE * CHARS_PER_TOKEN
+    return head + "".join(("\x01" + role).ljust(width, "\x01")[:width] + _padded(text)
+                          for role, text in messages)
+
+
+def reply_token_text(reply: str) -> str:
+    """An assistant reply as the next turn's chat prompt holds it (after `chat_token_text`
+    of the turn's messages)."""
+    return chat_token_text([("assistant", reply)])[CHAT_TOKENS_PER_PROMPT * CHARS_PER_TOKEN:]
+
+
+def completion_token_text(prompt: str | list[int]) -> str:
+    """A completion prompt (text or token ids) as fixed-width token text."""
+    if isinstance(prompt, str):
+        return _padded(prompt)
+    return "".join("\x03\x03" + chr(t >> 16) + chr(t & 0xFFFF) for t in prompt)
+
+
 def digest(seed: int, prompt: str) -> int:
     """A stable 64-bit digest of (seed, prompt) for seeding a request's RNGs."""
     h = hashlib.blake2b(prompt.encode("utf-8", "surrogatepass"), digest_size=8,

@@ -2,7 +2,9 @@
 
 Fields (the cross-team contract): request_id, arrival, first_token, end (epoch s),
 chunks ([[emit_epoch_s, n_tokens], ...], one per content chunk), prompt_tokens,
-output_tokens, finish_reason, status, fault, endpoint. `arrival` is when the request's
+output_tokens, finish_reason, status, fault, endpoint, and for requests that reached an
+engine `cached_tokens` (prompt tokens the prefix cache held when the request was first
+scheduled; what vLLM's `vllm:prefix_cache_hits` counts for it). `arrival` is when the request's
 bytes reached the host (a kernel receive timestamp where the platform gives one, see
 `arrival.py`), so TTFT in the trace includes any time the request waited in its socket.
 """

@@ -66,3 +66,20 @@ def test_missing_server_metrics_give_nan_not_zero() -> None:
     got = sm.server_row(sm.index_metrics(None), W)
     assert set(got) == set(sm.SERVER_COLUMNS)
     assert all(math.isnan(v) for v in got.values())
+
+
+def test_prefix_cache_hit_rate_from_vllm_token_counters() -> None:
+    rows = []
+    for t in (0.0, 10.0, 20.0, 30.0):
+        rows += [(t, "vllm:prefix_cache_queries_total", 1000.0 * t),
+                 (t, "vllm:prefix_cache_hits_total", 600.0 * t + (500.0 if t >= 20 else 0.0))]
+    got = sm.server_row(_long(rows), W)
+    assert got["prefix_hit_rate"] == pytest.approx((6000.0 + 500.0) / 10000.0)
+
+
+def test_prefix_cache_hit_rate_from_sglang_gauge_and_nan_without_either() -> None:
+    rows = [(12.0, "sglang:cache_hit_rate", 0.5), (18.0, "sglang:cache_hit_rate", 0.7),
+            (12.0, "sglang:num_running_reqs", 1.0), (18.0, "sglang:num_running_reqs", 1.0)]
+    assert sm.server_row(_long(rows), W)["prefix_hit_rate"] == pytest.approx(0.6)
+    assert math.isnan(sm.server_row(_long([(12.0, "vllm:num_requests_running", 1.0)]),
+                                    W)["prefix_hit_rate"])
