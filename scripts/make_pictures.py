@@ -13,7 +13,8 @@ any change to the figures, the Tokens tab or the quickstart:
    drives a Chrome of its own anyway (kaleido 1.x downloads one, which is offline here).
 2. `docs/img/tokens-tab.png`: the web UI's Tokens tab while the quickstart's ladder runs
    against its spec-on simulated server, with the sweep's own Locust command (web UI
-   instead of headless), captured once all but the last rung are complete.
+   instead of headless, `--processes 2`), captured once all but the last rung are
+   complete.
 
 Needs Debian's `chromium` on the PATH.
 """
@@ -101,8 +102,10 @@ def tokens_tab_picture(folder: Path) -> None:
                  folder / "sim.log")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
+    # --processes 2, as docs recommend for a watched run: the web UI serves the browser
+    # from the master, so loading the page does not hold up the users' event loops
     cmd = locust_command(scenario, sim.url, folder / "live" / "locust", scenario.ladder,
-                         LoadMode())
+                         LoadMode(processes=2))
     at = cmd.index("--headless")
     cmd[at:at + 1] = ["--autostart", "--autoquit", "5", "--web-port", str(port)]
     with (folder / "locust.log").open("w") as log:

@@ -114,7 +114,15 @@ class Sweep:
                 if rep.status != "done":
                     done = len(finished_levels(self.run_dir / rep.dir / "locust"))
                     total += len(self.scenario.levels) - done
+        if self._verify_to_come():
+            total += len(self.scenario.levels) * self.scenario.repeats
         return total * self.rung_s
+
+    def _verify_to_come(self) -> bool:
+        """The verification arm will run after the compared arms (not by hand)."""
+        on = [a for a in self.scenario.arms if a.arm_role == "spec_on"]
+        return (self.scenario.verify_default and not has_verify_arm(self.scenario)
+                and bool(on) and on[0].url is None)
 
     def arm(self, name: str) -> Arm:
         return next(a for a in self.scenario.arms if a.name == name)
