@@ -18,3 +18,9 @@ def test_relative_links_resolve(page: Path) -> None:
                if not re.match(r"[a-z]+:", t) and not t.startswith("#")]
     missing = [t for t in targets if t and not (page.parent / t).exists()]
     assert missing == []
+
+
+def test_the_readme_stays_short() -> None:
+    """The README is the front page (the question, a picture, the commands, links); the
+    rest lives in docs/."""
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 150
