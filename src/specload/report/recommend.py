@@ -3,9 +3,10 @@ engine's syntax, or the deployment-level alternative where the engine has none.
 
 The pair's decision curve (SLO goodput when the scenario has an SLO, system tok/s
 otherwise; see `crossover`) gives a policy: speculate everywhere, nowhere, or up to a
-concurrency and not above. That concurrency becomes a batch size through the spec-on
-server's running-requests gauge (`batch_at`); without the gauge the bound stays in C
-and the text says so. For vLLM, SGLang and TensorRT-LLM (or when the engine is not
+concurrency and not above. That concurrency becomes the batch size the switching server
+runs there, read from the servers' running-requests gauge (`_bound`: spec-on's, or
+spec-off's where spec-on sat at a cap of its own); without the gauge the bound stays
+in C and the text says so. For vLLM, SGLang and TensorRT-LLM (or when the engine is not
 known) the policy is written as each engine's exact setting (`engine_settings`) into
 `recommended/` files with a README of version notes and caveats; for llama.cpp,
 Ollama and TGI, which cannot switch speculation by load, the README gives two
