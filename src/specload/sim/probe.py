@@ -10,7 +10,9 @@ many tokens it carried; tokens are counted by arrival time inside the measure wi
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import aiohttp
@@ -35,9 +37,13 @@ class ProbeResult:
         return self.tokens / self.window_s if self.window_s > 0 else 0.0
 
 
-def prompt_of(tokens: int) -> str:
-    """A completions prompt the simulator counts as exactly `tokens` tokens."""
-    return "x" * (tokens * CHARS_PER_TOKEN)
+def prompt_of(tokens: int, request: int = 0) -> str:
+    """A completions prompt the simulator counts as exactly `tokens` tokens. Each request
+    number starts it differently, so no two requests share a prefix-cache block: a
+    throughput probe must not run on cache hits that `sim-curve` does not model."""
+    text = "x" * (tokens * CHARS_PER_TOKEN)
+    tag = f"{request}-"
+    return tag + text[len(tag):] if len(tag) <= len(text) else text
 
 
 class _Window:
@@ -49,10 +55,11 @@ class _Window:
         return self.start <= t < self.end
 
 
-async def _user(session: aiohttp.ClientSession, url: str, body: bytes, win: _Window) -> None:
+async def _user(session: aiohttp.ClientSession, url: str, body: Callable[[], bytes],
+                win: _Window) -> None:
     while time.monotonic() < win.end:
         try:
-            async with session.post(url, data=body,
+            async with session.post(url, data=body(),
                                     headers={"Content-Type": "application/json"}) as resp:
                 if resp.status != 200:
                     win.errors += 1
@@ -78,10 +85,14 @@ async def _user(session: aiohttp.ClientSession, url: str, body: bytes, win: _Win
 async def closed_loop(base_url: str, users: int, *, warmup_s: float, measure_s: float,
                       prompt_tokens: int, max_tokens: int) -> ProbeResult:
     """Run `users` closed-loop streaming users and measure the window after warm-up."""
-    body = orjson.dumps({"prompt": prompt_of(prompt_tokens), "max_tokens": max_tokens,
-                         "ignore_eos": True, "stream": True,
-                         "stream_options": {"include_usage": True,
-                                            "continuous_usage_stats": True}})
+    numbers = itertools.count()
+
+    def body() -> bytes:
+        return orjson.dumps({"prompt": prompt_of(prompt_tokens, next(numbers)),
+                             "max_tokens": max_tokens, "ignore_eos": True, "stream": True,
+                             "stream_options": {"include_usage": True,
+                                                "continuous_usage_stats": True}})
+
     start = time.monotonic() + warmup_s
     win = _Window(start, start + measure_s)
     connector = aiohttp.TCPConnector(limit=0)

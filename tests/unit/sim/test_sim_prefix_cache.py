@@ -157,3 +157,12 @@ def test_a_finished_reply_is_cached_as_the_next_turn_sends_it() -> None:
     former.add(turn2)
     run(former)
     assert turn2.cached_tokens == len(history) // 4 // BLOCK * BLOCK
+
+
+def test_the_throughput_probes_requests_share_no_block() -> None:
+    """`sim.probe` measures what `sim-curve` models, which has no cache hits."""
+    from specload.sim.probe import prompt_of
+
+    first, second = prompt_of(512, 0), prompt_of(512, 1)
+    assert len(first) == len(second) == len(prompt_of(512))
+    assert not set(block_keys(first, BLOCK)) & set(block_keys(second, BLOCK))
