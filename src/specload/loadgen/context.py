@@ -66,10 +66,11 @@ class ProcessContext:
         self.share = index, share_count = _share(environment)
         prompts = load_prompts(self.opts.prompts)
         self._order = PromptOrder(prompts, self.opts.seed, index, share_count)
-        self._lengths = random.Random(self.opts.seed * 1_000_003 + index)
         opts = self.opts
+        seed = opts.seed * 1_000_003 + index  # each process its own draws
+        self._lengths = random.Random(seed)
         self._synthetic = PromptBuilder(
-            " ".join(p.text for p in prompts), opts.seed * 1_000_003 + index,
+            " ".join(p.text for p in prompts), seed,
             opts.shared_prefix_tokens) if opts.prompt_tokens else None
         self._prompt_len = LengthSpec.parse(opts.prompt_tokens) if opts.prompt_tokens else None
         self._output_len = LengthSpec.parse(opts.output_tokens) if opts.output_tokens else None

@@ -122,7 +122,8 @@ def _level(x: float) -> int | float:
     return int(x) if x.is_integer() else x
 
 
-def _log_interp(c0: float, c1: float, s0: float, s1: float) -> float:
+def log_crossing(c0: float, c1: float, s0: float, s1: float) -> float:
+    """Where a ratio going from s0 (at c0) to s1 (at c1) reaches 1, linear in log C."""
     t = (s0 - 1.0) / (s0 - s1)
     return float(math.exp(math.log(c0) + t * (math.log(c1) - math.log(c0))))
 
@@ -133,7 +134,7 @@ def _crossings(c: np.ndarray, s: np.ndarray, raw: Sequence[str]) -> list[Crossin
         down = s[m] >= 1.0 > s[m + 1]
         if down or s[m] < 1.0 <= s[m + 1]:
             clean = (raw[m], raw[m + 1]) == ((ON, OFF) if down else (OFF, ON))
-            out.append(Crossing(_log_interp(c[m], c[m + 1], s[m], s[m + 1]),
+            out.append(Crossing(log_crossing(c[m], c[m + 1], s[m], s[m + 1]),
                                 "down" if down else "up", _level(c[m]), _level(c[m + 1]),
                                 not clean))
     return out
@@ -203,7 +204,7 @@ def find_crossover(
         downs = [m for m in range(last_on, first_off) if s[m] >= 1.0 > s[m + 1]]
         if downs:
             m = downs[-1]
-            c_star = _log_interp(c[m], c[m + 1], s[m], s[m + 1])
+            c_star = log_crossing(c[m], c[m + 1], s[m], s[m + 1])
     return Crossover(CROSSES, c_star, _level(c[last_on]), _level(c[first_off]),
                      speculate_to=c_star, off_above=True, **common)
 

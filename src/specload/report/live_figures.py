@@ -180,22 +180,25 @@ class LiveFigures:
         """Measure every bin and rung that is now complete; forget rows no longer needed."""
         bins = self._complete_bins()
         if bins or self.pending:
-            frame = frame_from_rows(self.rows, clock_from_rows(self.rounds))
+            rounds = clock_from_rows(self.rounds)
+            frame = frame_from_rows(self.rows, rounds)
             if bins:
                 got = measure(frame, bins)
                 assert self.t0 is not None
                 self.series["t"] += [w.end - self.t0 for w in bins]
                 for name in SERIES:
                     self.series[name] += [_number(v) for v in got[name]]
-            for window in self.pending:
-                self.rungs.append(self._rung_row(frame, window))
+            if self.pending:
+                client = clock.align(pd.DataFrame(self.client,
+                                                  columns=list(CLIENT_STATS_COLUMNS)),
+                                     rounds, ("ts",)) if self.client else None
+                self.rungs += [self._rung_row(frame, client, w) for w in self.pending]
             self.pending = []
         self._forget_rows()
 
-    def _rung_row(self, frame: pd.DataFrame, window: Window) -> dict[str, Any]:
+    def _rung_row(self, frame: pd.DataFrame, client: pd.DataFrame | None,
+                  window: Window) -> dict[str, Any]:
         row = measure(frame, [window]).iloc[0].to_dict()
-        client = clock.align(pd.DataFrame(self.client, columns=list(CLIENT_STATS_COLUMNS)),
-                             clock_from_rows(self.rounds), ("ts",)) if self.client else None
         row |= client_row(client, window)
         assert self.t0 is not None
         return {"measure_start": window.start - self.t0, "measure_end": window.end - self.t0,

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from specload.report import engine_settings as es
-from specload.report.crossover import NOISE_BAND
+from specload.report.crossover import NOISE_BAND, log_crossing
 from specload.report.recommend import (
     README_FILE,
     RECOMMENDED_DIR,
@@ -60,8 +60,7 @@ def _crossing(c0: float, c1: float, r0: float, r1: float) -> float:
     """Where a ratio going from r0 (at c0) to r1 (at c1) reaches 1, in log C."""
     if (r0 - 1.0) * (r1 - 1.0) > 0 or r0 == r1:
         return math.sqrt(c0 * c1)  # the tie rule moved the band: split the gap
-    t = (1.0 - r0) / (r1 - r0)
-    return math.exp(math.log(c0) + t * (math.log(c1) - math.log(c0)))
+    return log_crossing(c0, c1, r0, r1)
 
 
 def tiers_from_picks(table: pd.DataFrame) -> tuple[tuple[es.Tier, ...], str]:

@@ -4,8 +4,8 @@ engine's syntax, or the deployment-level alternative where the engine has none.
 The pair's decision curve (SLO goodput when the scenario has an SLO, system tok/s
 otherwise; see `crossover`) gives a policy: speculate everywhere, nowhere, or up to a
 concurrency and not above. That concurrency becomes the batch size the switching server
-runs there, read from the servers' running-requests gauge (`_bound`: spec-on's, or
-spec-off's where spec-on sat at a cap of its own); without the gauge the bound stays
+runs there, read from the servers' running-requests gauge (spec-on's, or
+spec-off's where spec-on sat at a cap of its own; `bound_at`); without the gauge the bound stays
 in C and the text says so. For vLLM, SGLang and TensorRT-LLM (or when the engine is not
 known) the policy is written as each engine's exact setting (`engine_settings`) into
 `recommended/` files with a README of version notes and caveats; for llama.cpp,
@@ -191,12 +191,7 @@ def _capped(batch: float | None, c: float) -> bool:
     return batch is not None and batch < CAPPED_OCCUPANCY * c
 
 
-def c_star_batch(table: pd.DataFrame, c: float) -> Bound:
-    """C* in batch size, as the schedule's bound takes it (`_bound`)."""
-    return _bound(table, c)
-
-
-def _bound(table: pd.DataFrame, c: float) -> Bound:
+def bound_at(table: pd.DataFrame, c: float) -> Bound:
     """The schedule's bound: the batch size the server that switches runs at C*.
 
     That server admits requests with its plain running-request cap (vLLM keeps
@@ -382,7 +377,7 @@ def recommend(pair: PairResult, setup: ArmSetup, slo: SloTarget | None = None,
     cross = pair.decision
     basis = f"SLO goodput ({slo.describe()})" if slo and pair.goodput else "system tok/s"
     table = pair.speedup
-    bound = (_bound(table, cross.speculate_to)
+    bound = (bound_at(table, cross.speculate_to)
              if cross.off_above and cross.speculate_to is not None else None)
     top_batch = batch_at(table, float(cross.below)) if cross.below else None
     summary = _verdict_text(cross, bound, top_batch)

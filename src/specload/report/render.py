@@ -38,7 +38,7 @@ from specload.report.recommend import (
     RECOMMENDED_DIR,
     Recommendation,
     arm_setup,
-    c_star_batch,
+    bound_at,
     recommend,
 )
 from specload.report.run_files import RunSource, discover
@@ -147,7 +147,7 @@ def summary_json(report: Report) -> dict[str, Any]:
             "crossover": pair.crossover.as_dict(),
             "goodput_crossover": pair.goodput.as_dict() if pair.goodput else None,
             "c_star": c_star,
-            "c_star_batch_size": c_star_batch(pair.speedup, c_star).batch if c_star else None,
+            "c_star_batch_size": bound_at(pair.speedup, c_star).batch if c_star else None,
             "c_star_range": pair.c_star_range(),
             "c_star_per_rep": [c.as_dict() for c in pair.rep_c_stars],
             "recommendation": rec.as_dict(recommended_folder(report.pairs, pair)),
@@ -219,7 +219,7 @@ def table_note(table: pd.DataFrame) -> str | None:
 def _c_star_words(pair: PairResult, cross: Crossover) -> str:
     if cross.c_star is None:
         return f"C*: none ({cross.verdict})"
-    bound = c_star_batch(pair.speedup, cross.c_star)
+    bound = bound_at(pair.speedup, cross.c_star)
     at = f" (batch size {bound.batch:.1f})" if bound.batch is not None else ""
     if bound.spec_on_batch is not None:
         at = (f" (batch size {bound.batch:.1f} on a server that switches by load; the "

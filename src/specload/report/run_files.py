@@ -210,9 +210,9 @@ def _header(path: Path) -> list[str]:
         raise UserError(f"{path} cannot be read: {exc}") from exc
 
 
-def read_requests(prefix: Path) -> pd.DataFrame:
+def read_requests(prefix: Path, rounds: pd.DataFrame | None = None) -> pd.DataFrame:
     """The request records of a prefix, with the types the report needs, their times on
-    the master's clock.
+    the master's clock (by its clock `rounds`; read from the prefix when not given).
 
     Read by Arrow's multithreaded CSV reader, only the columns the report uses. The
     chunk columns stay Arrow strings (never a Python object per row); `client_id` is a
@@ -238,7 +238,9 @@ def read_requests(prefix: Path) -> pd.DataFrame:
         )
     except (OSError, pa.ArrowException) as exc:
         raise UserError(f"{path} cannot be read as a requests file: {exc}") from exc
-    return clock.align(_frame(table), read_clock(prefix), _ALIGNED)
+    if rounds is None:
+        rounds = read_clock(prefix)
+    return clock.align(_frame(table), rounds, _ALIGNED)
 
 
 # the request times that `clock.align` puts on the master's clock
@@ -317,7 +319,7 @@ def read_rep(prefix: Path) -> RepData:
     if client is not None:
         client = clock.align(client, rounds, ("ts",))
     return RepData(
-        requests=read_requests(prefix),
+        requests=read_requests(prefix, rounds),
         rungs=_read_optional(records.rungs_path(prefix)),
         server=_read_optional(Path(f"{prefix}{records.SERVER_METRICS_SUFFIX}")),
         client=client,
