@@ -132,6 +132,8 @@ class RequestRecord:
     scheduled: float | None = None  # open loop: when the arrival plan said to send (epoch s)
     late_ms: float | None = None  # open loop: send start - scheduled
     late_by: str = ""  # open loop, started late: "cap" (every user was busy) or "client"
+    # sent again on a new connection: the reused one was closed before any response byte
+    reconnects: int = 0
     extra: dict[str, object] = field(default_factory=dict, repr=False)
 
     def row(self) -> list[object]:

@@ -6,6 +6,8 @@ line per finished request (request_id, arrival, first_token, end, chunks, prompt
 output_tokens, finish_reason, status, fault, endpoint); `--fault KIND:FRAC[:PARAM]`
 hits a seeded fraction of requests. Chunks carry 1, 3, 2, 1, 3, 2, ... tokens (like
 speculative decoding) every `--step-ms`, with per-chunk usage when asked. With
+`--close-after-stream S` the connection closes S seconds after each stream (as llama.cpp's
+server does, headers saying keep-alive) and `--connection-close` says so in a header. With
 `--record-bodies` every reply is different words and the trace also holds each
 request's `messages` and the reply `text` it streamed (for the chat-session tests).
 Run: python fake_stream_server.py --port 0 [--trace F] [--fault cut:0.5]
@@ -43,6 +45,8 @@ class Server:
         self.counter = 0
         self.usage = not args.no_usage
         self.hold_after_done = args.hold_after_done
+        self.close_after_stream = args.close_after_stream
+        self.connection_close = args.connection_close
         self.record_bodies = args.record_bodies
         key = os.environ[args.api_key_env] if args.api_key_env else None
         self.auth = f"Bearer {key}" if key else None
@@ -85,7 +89,10 @@ class Server:
             self.write_trace(stream.rec)
             return web.json_response(
                 {"error": {"message": f"injected {kind}", "type": "server_error"}}, status=status)
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        headers = {"Content-Type": "text/event-stream"}
+        if self.connection_close:
+            headers["Connection"] = "close"
+        resp = web.StreamResponse(headers=headers)
         await resp.prepare(request)
         if kind == "stall_first_byte":
             await asyncio.sleep(param or 5.0)
@@ -103,9 +110,21 @@ class Server:
         self.write_trace(stream.rec)
         if finished and self.hold_after_done:  # a server (or proxy) keeping the body open
             await asyncio.sleep(self.hold_after_done)
+        await self.end_body(request, resp, finished)
+        return resp
+
+    async def end_body(self, request: web.Request, resp: web.StreamResponse,
+                       finished: bool) -> None:
+        closing = self.close_after_stream is not None and request.transport is not None
+        if closing:
+            # llama-server's way: keep-alive headers, no further request read on this
+            # connection, and the close a moment after the body
+            request.transport.pause_reading()
         if finished:
             await resp.write_eof()
-        return resp
+        if closing:
+            asyncio.get_running_loop().call_later(self.close_after_stream,
+                                                  request.transport.close)
 
 
 class _Stream:
@@ -188,6 +207,11 @@ def main() -> None:
     p.add_argument("--no-usage", action="store_true", help="send no usage at all")
     p.add_argument("--hold-after-done", type=float, default=0.0,
                    help="seconds to keep the body open after data: [DONE]")
+    p.add_argument("--close-after-stream", type=float, default=None,
+                   help="close the connection this many seconds after each streamed body, "
+                   "without a Connection: close header")
+    p.add_argument("--connection-close", action="store_true",
+                   help="send Connection: close with every streamed response")
     p.add_argument("--record-bodies", action="store_true",
                    help="trace each request's messages and the text streamed back")
     p.add_argument("--api-key-env", default=None,

@@ -42,7 +42,7 @@ import logging
 import ssl
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import gevent
@@ -215,12 +215,13 @@ class StreamingUser(FastHttpUser):
         if ctx.request_id_header:
             headers = {**headers, ctx.request_id_header: out.request_id}
         start = clock.now()
-        tally = StreamTally(start, self.keep_text)
         key = IN_FLIGHT.begin(start)
+        tally = StreamTally(start, self.keep_text)
         sent = _Sent(prompt, start, backoff_s, tags)
         try:
-            with self.client.post(self.path, data=body, headers=headers, stream=True,
-                                  catch_response=True) as resp:
+            sent, response = self._send(body, headers, sent)
+            tally.t0 = sent.start
+            with response as resp:
                 self._read(resp, tally, out)
                 measured = tally.result()
                 self._report(resp, measured, out, tally)
@@ -241,6 +242,19 @@ class StreamingUser(FastHttpUser):
         IN_FLIGHT.end(key)
         ctx.observe_prompt(prompt, measured.prompt_tokens)
         return Reply(not out.error_kind, tally.reply())
+
+    def _send(self, body: bytes, headers: dict[str, str], sent: _Sent) -> tuple[_Sent, Any]:
+        """POST the request; once more on a new connection when the reused one it went
+        out on was closed before any response byte (`keepalive.is_close_race`). The
+        request then starts at the send that reached the server."""
+        response = self.client.post(self.path, data=body, headers=headers, stream=True,
+                                    catch_response=True)
+        if not keepalive.is_close_race(response):
+            return sent, response
+        sent = replace(sent, start=clock.now(), reconnects=sent.reconnects + 1)
+        with keepalive.fresh_connection():
+            return sent, self.client.post(self.path, data=body, headers=headers,
+                                          stream=True, catch_response=True)
 
     def _read(self, resp: Any, tally: StreamTally, out: _Outcome) -> None:
         """Consume the response; on any problem set `out` and return (never raises)."""
@@ -341,7 +355,7 @@ class StreamingUser(FastHttpUser):
             error=out.full_error(), interrupted=interrupted, chunk_gaps_us=gaps,
             chunk_tokens=tokens, backoff_ms=sent.backoff_s * 1e3,
             session_id=tags.session_id, turn=tags.turn, scheduled=tags.scheduled,
-            late_ms=late_ms, late_by=late_by,
+            late_ms=late_ms, late_by=late_by, reconnects=sent.reconnects,
         ))
 
 
@@ -353,6 +367,7 @@ class _Sent:
     start: float
     backoff_s: float
     tags: Tags
+    reconnects: int = 0  # sent again on a new connection after the keep-alive close race
 
 
 class Backoff:

@@ -33,8 +33,8 @@ SUMMARY_COLUMNS = (
     "itl_chunk_p50_ms", "itl_token_p50_ms", "e2e_p50_ms", "tokens_per_chunk",
     "achieved_concurrency", "server_output_tok_s", "accept_len_mean", "accept_rate",
 )
-SUM_COLUMNS = ("requests", "requests_started", "failures", "interrupted", "timeouts",
-               "workers_lost", "clock_problems")
+SUM_COLUMNS = ("requests", "requests_started", "failures", "interrupted", "reconnects",
+               "timeouts", "workers_lost", "clock_problems")
 SPREAD_COLUMN = "output_tok_s"
 # Below this many bytes of request records, worker processes cost more than they save.
 PARALLEL_MIN_BYTES = 20_000_000

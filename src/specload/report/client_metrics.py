@@ -170,6 +170,7 @@ class _Rows:
     scheduled: np.ndarray  # NaN where no plan scheduled the request
     late_ms: np.ndarray
     late_by: np.ndarray
+    reconnects: np.ndarray
 
     @classmethod
     def of(cls, req: pd.DataFrame, windows: Sequence[Window]) -> _Rows:
@@ -199,7 +200,8 @@ class _Rows:
             session_id=req["session_id"].to_numpy(dtype=object),
             scheduled=req["scheduled"].to_numpy(dtype=float),
             late_ms=req["late_ms"].to_numpy(dtype=float),
-            late_by=req["late_by"].to_numpy(dtype=object))
+            late_by=req["late_by"].to_numpy(dtype=object),
+            reconnects=req["reconnects"].to_numpy())
 
 
 def _failure_columns(r: _Rows, in_w: np.ndarray) -> dict[str, object]:
@@ -295,6 +297,7 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
             "requests_started": int(np.count_nonzero(in_w)),
             **_failure_columns(r, in_w),
             "interrupted": int(np.count_nonzero(r.interrupted & in_w)),
+            "reconnects": int(r.reconnects[in_w].sum()),
             "tokens_per_chunk": tokens_by_w[i] / chunks_by_w[i] if chunks_by_w[i] else np.nan,
             "achieved_concurrency": float(overlap.sum()) / w.length,
             "backoff_share": float(r.backoff_s[in_w].sum()) / (w.users * w.length),
