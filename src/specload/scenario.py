@@ -158,7 +158,7 @@ class RequestSettings(_Strict):
     temperature: float = Field(0.0, ge=0.0)
     prompts: str | None = None
     seed: int = 0
-    api_key_env: str | None = None
+    api_key_env: str | None = None  # the variable holding the key; None: api_key.DEFAULT_ENV
     request_timeout_s: float | None = Field(None, gt=0)
     failure_backoff_s: float | None = Field(None, ge=0)  # cap of the backoff; 0 turns it off
     request_id_header: str | None = None  # header name, or "off"

@@ -16,7 +16,6 @@ so a bad conversations file fails the same loud way as a bad prompt file.
 from __future__ import annotations
 
 import logging
-import os
 import random
 import ssl
 import sys
@@ -36,6 +35,7 @@ from locust import events
 from locust.env import Environment
 from locust.runners import LocalRunner, WorkerRunner
 
+from specload import api_key
 from specload.conversations import SessionDeck
 from specload.errors import UserError
 from specload.loadgen.options import RunOptions
@@ -74,8 +74,7 @@ class ProcessContext:
             opts.shared_prefix_tokens) if opts.prompt_tokens else None
         self._prompt_len = LengthSpec.parse(opts.prompt_tokens) if opts.prompt_tokens else None
         self._output_len = LengthSpec.parse(opts.output_tokens) if opts.output_tokens else None
-        key = os.environ.get(self.opts.api_key_env, "")
-        self.auth_headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.auth_headers = api_key.bearer(api_key.resolve(self.opts.api_key_env))
         header = self.opts.request_id_header.strip()
         self.request_id_header = "" if header.lower() in ("", "off", "none") else header
         self._model = self.opts.model

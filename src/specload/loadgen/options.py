@@ -22,6 +22,7 @@ from typing import TypeVar
 from locust import events
 from locust.env import Environment
 
+from specload import api_key
 from specload.workload import LengthError, LengthSpec
 
 DEFAULT_MAX_TOKENS = 256
@@ -62,7 +63,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                        "for every request (prefix caching)")
     group.add_argument("--seed", type=int, default=0, include_in_web_ui=True,
                        help="seed for the prompt order and the request `seed` field")
-    group.add_argument("--api-key-env", default="OPENAI_API_KEY", include_in_web_ui=True,
+    group.add_argument("--api-key-env", default=api_key.DEFAULT_ENV, include_in_web_ui=True,
                        help="environment variable holding the API key (sent as Bearer)")
     group.add_argument("--request-timeout", type=float, default=DEFAULT_REQUEST_TIMEOUT_S,
                        include_in_web_ui=True,
@@ -122,7 +123,7 @@ class RunOptions:
     output_tokens: str = ""
     shared_prefix_tokens: int = 0
     seed: int = 0
-    api_key_env: str = "OPENAI_API_KEY"
+    api_key_env: str = api_key.DEFAULT_ENV
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT_S
     failure_backoff: float = DEFAULT_FAILURE_BACKOFF_S
     request_id_header: str = DEFAULT_REQUEST_ID_HEADER

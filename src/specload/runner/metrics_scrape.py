@@ -27,6 +27,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from specload.api_key import bearer
 from specload.engine_metrics import BY_NAME, HISTOGRAMS, names
 from specload.records import SERVER_METRICS_COLUMNS
 
@@ -91,8 +92,8 @@ class MetricsSampler:
 
     def fetch(self) -> str:
         req = urllib.request.Request(self.url)
-        if self.api_key:
-            req.add_header("Authorization", f"Bearer {self.api_key}")
+        for name, value in bearer(self.api_key).items():
+            req.add_header(name, value)
         with urllib.request.urlopen(req, timeout=self.timeout_s, context=self.tls) as resp:
             return resp.read().decode("utf-8", errors="replace")
 

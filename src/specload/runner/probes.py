@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import orjson
 
+from specload.api_key import bearer
+
 READY_PATHS = ("/health", "/v1/models")
 SILENCE_BEFORE_PROBE_S = 30.0
 PROBE_TIMEOUT_S = 30.0
@@ -51,8 +53,8 @@ def probe(url: str, timeout: float, api_key: str | None = None,
           context: ssl.SSLContext | None = None) -> ProbeResult:
     """GET `url` once."""
     req = urllib.request.Request(url)
-    if api_key:
-        req.add_header("Authorization", f"Bearer {api_key}")
+    for name, value in bearer(api_key).items():
+        req.add_header(name, value)
     try:
         with urllib.request.urlopen(req, timeout=timeout, context=context) as resp:
             return ProbeResult(url, 200 <= resp.status < 300, f"HTTP {resp.status}",

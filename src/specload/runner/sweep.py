@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
 import shlex
 import shutil
 import signal
@@ -29,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from specload import api_key
 from specload.errors import UserError
 from specload.manifest import (
     MANIFEST,
@@ -353,11 +353,10 @@ def _overrides(scenario: Scenario, args: argparse.Namespace, selected: list[str]
 
 
 def _api_key(scenario: Scenario) -> str | None:
+    """The key every request of the sweep carries (`api_key.resolve`)."""
     name = scenario.request.api_key_env
-    if not name:
-        return None
-    key = os.environ.get(name)
-    if key is None:
+    key = api_key.resolve(name)
+    if name and key is None:
         say(f"warning: request.api_key_env names {name}, which is not set")
     return key
 
