@@ -71,6 +71,17 @@ def _add_sim(sub: argparse._SubParsersAction) -> None:
                    "as in vLLM V1 and SGLang)")
     p.add_argument("--reasoning-tokens", type=int, default=0, metavar="N",
                    help="stream each request's first N tokens in the flavor's reasoning field")
+    p.add_argument("--metrics", action="store_true",
+                   help="serve /metrics where the engine needs a flag for it (llama.cpp's "
+                   "--metrics; without it llamacpp answers 501)")
+    p.add_argument("--api-key", default=None, metavar="KEY",
+                   help="require this key on the routes the flavor's engine guards "
+                   "(vllm: /v1/*; llamacpp: all but /health, /v1/health)")
+    p.add_argument("--api-key-env", default=None, metavar="NAME",
+                   help="like --api-key, with the key read from this environment variable "
+                   "(keeps it off the command line)")
+    p.add_argument("--connection-close", action="store_true",
+                   help="streamed responses say `Connection: close` and end the connection")
     p.add_argument("--tls-cert", default=None, metavar="FILE", help="serve HTTPS: certificate")
     p.add_argument("--tls-key", default=None, metavar="FILE", help="serve HTTPS: private key")
     p.add_argument("--fault", action="append", default=[], metavar="KIND:FRACTION[:PARAM]",

@@ -2,7 +2,11 @@
 
 `POST /v1/chat/completions` and `/v1/completions` (streaming or not; `generate.py` serves
 them), `GET /v1/models`, the flavour's health routes and root page, and `/metrics` in
-the flavour's names (501 where the engine needs a flag for it, 404 where it has none).
+the flavour's names (501 where the engine needs a flag for it and `--metrics` is not
+given, 404 where it has none). With an API key, guarded routes answer the engine's 401
+without it (`auth.py`). Connections follow the flavour too: llama.cpp's server sends
+`Keep-Alive: timeout=5, max=100`, closes an idle connection after 5 s and closes it
+(saying so) after every error response.
 Admission follows the flavour: llama-cpp-python's server takes one request at a time
 behind a lock that `/v1/models` queues on too (and, with `interrupt_requests`, a
 waiting request cuts the running stream short), TGI answers 429 beyond its concurrency
@@ -22,24 +26,31 @@ from typing import Any
 
 from aiohttp import web
 
-from specload.sim import metrics
+from specload.sim import auth, metrics
 from specload.sim.engine import Engine
 from specload.sim.generate import MAX_BODY_BYTES, Generation, Settings, json_response
 from specload.sim.openai_request import ApiError, Limits
 
 HEALTH_GENERATE_TIMEOUT_S = 20.0  # SGLANG_HEALTH_CHECK_TIMEOUT's default
+GENERATION_ROUTES = {"/v1/chat/completions": "chat", "/v1/completions": "completions"}
 
 
 class SimApi:
     """The routes, bound to the engine ranks and the server's settings."""
 
     def __init__(self, engines: list[Engine], settings: Settings, spec_mode: str,
-                 interrupt: bool | None = None) -> None:
+                 interrupt: bool | None = None, *, api_key: str | None = None,
+                 metrics_on: bool = False) -> None:
         self.engines = engines
         self.settings = settings
         self.flavor = settings.flavor
         self.limits: Limits = settings.limits
         self.spec_mode = spec_mode
+        self.api_key = api_key
+        self.metrics_on = metrics_on or not self.flavor.metrics_flag
+        # llama.cpp's `Process-Start-Time-Unix` header holds `ggml_time_us()` at start:
+        # CLOCK_MONOTONIC microseconds, not Unix time (server-common.h, server_metrics)
+        self._start_us = str(int(time.monotonic() * 1e6))
         self._lock = asyncio.Lock()
         self._queued = 0  # requests waiting for the one-at-a-time lock
         self._in_flight = 0
@@ -54,7 +65,10 @@ class SimApi:
         return self.engines[0]
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[self._errors])
+        app = web.Application(client_max_size=MAX_BODY_BYTES,
+                              middlewares=[self._errors, self._auth])
+        if self.flavor.keepalive_header is not None:
+            app.on_response_prepare.append(self._keepalive_header)
         for path in self.flavor.health_paths:
             app.router.add_get(path, self.health)
         if self.flavor.root_text is not None:
@@ -67,16 +81,38 @@ class SimApi:
 
     @web.middleware
     async def _errors(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        """Unknown routes get the flavour's 404; other HTTP errors OpenAI-style JSON."""
+        """Unknown routes get the flavour's 404; other HTTP errors OpenAI-style JSON;
+        error responses close the connection where the engine's HTTP library does."""
         try:
-            return await handler(request)
+            resp = await handler(request)
         except web.HTTPException as exc:
             if exc.status < 400:
                 raise
             if exc.status == 404 and self.flavor.not_found[1]:
-                ctype, body = self.flavor.not_found
-                return web.Response(body=body, status=404, content_type=ctype)
-            return json_response(ApiError(exc.status, exc.reason).body(), exc.status)
+                resp = _body(404, self.flavor.not_found)
+            else:
+                resp = json_response(ApiError(exc.status, exc.reason).body(), exc.status)
+        if self.flavor.close_on_error and resp.status >= 400 and not resp.prepared:
+            resp.force_close()  # cpp-httplib: `Connection: close` for status >= 400
+        return resp
+
+    @web.middleware
+    async def _auth(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        """The engine's 401 for a guarded route without the key (before routing)."""
+        rule = self.flavor.api_key
+        if (self.api_key is None or rule is None
+                or not auth.needs_key(rule, request.method, request.path)
+                or auth.authorized(rule, self.api_key, request.headers)):
+            return await handler(request)
+        endpoint = GENERATION_ROUTES.get(request.path)
+        if endpoint is not None and request.method == "POST":
+            self.generation.reject(request, endpoint, 401)
+        return _body(401, rule.error)
+
+    async def _keepalive_header(self, request: web.Request, resp: web.StreamResponse) -> None:
+        """cpp-httplib's `Keep-Alive` header on every response that keeps the connection."""
+        if resp.keep_alive and self.flavor.keepalive_header:
+            resp.headers["Keep-Alive"] = self.flavor.keepalive_header
 
     @asynccontextmanager
     async def _turn(self) -> AsyncIterator[None]:
@@ -129,13 +165,19 @@ class SimApi:
 
     async def metrics(self, request: web.Request) -> web.Response:
         kind = self.flavor.metrics
-        if kind == "off":  # llama.cpp without --metrics
+        if not self.metrics_on:  # llama.cpp without --metrics
             return json_response({"error": {
                 "code": 501, "message": "This server does not support metrics endpoint. "
                 "Start it with `--metrics`", "type": "not_supported_error"}}, 501)
         if kind == "none":
             raise web.HTTPNotFound()
         text = metrics.render(kind, [e.stats() for e in self.engines], self.limits.model_name)
+        if kind == "llamacpp":
+            for engine in self.engines:  # the rate gauges average since the last scrape
+                engine.reset_buckets()
+            return web.Response(body=text.encode(), headers={
+                "Content-Type": "text/plain; version=0.0.4",
+                "Process-Start-Time-Unix": self._start_us})
         return web.Response(text=text, content_type="text/plain", charset="utf-8",
                             headers={"X-Prometheus-Format": "0.0.4"})
 
@@ -163,6 +205,12 @@ class SimApi:
                 return await self.generation.serve(request, endpoint)
         finally:
             self._in_flight -= 1
+
+
+def _body(status: int, typed_body: tuple[str, bytes]) -> web.Response:
+    """A response of a flavour's fixed (content type, body)."""
+    ctype, body = typed_body
+    return web.Response(body=body, status=status, headers={"Content-Type": ctype})
 
 
 def _is_uuid(value: str | None) -> bool:

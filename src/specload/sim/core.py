@@ -3,7 +3,8 @@
 `EngineCore` is shared by the real-time server (`engine.py`, which sleeps for each
 step's duration) and the virtual-time predictor (`virtual.py`, which just adds it up),
 so both run exactly the same model. It also keeps the vLLM-style counters /metrics
-exports (tokens, drafts, accepted drafts, preemptions).
+exports (tokens, drafts, accepted drafts, preemptions, prefilled prompt tokens) and
+each request's own draft tallies, which llama.cpp reports per request.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class StepResult:
     emitted: list[tuple[Seq, int]]
     batch_size: int
     k: int
+    admitted: list[Seq]  # taken from the queue in this step (their prefill starts)
 
 
 @dataclass(slots=True)
@@ -39,6 +41,9 @@ class Counters:
     draft_tokens: int = 0
     accepted_tokens: int = 0
     preemptions: int = 0
+    prefill_tokens: int = 0  # prompt tokens computed (cached ones are not)
+    prefill_s: float = 0.0  # modelled duration of the steps that computed any
+    busy_seqs: int = 0  # running requests, summed over steps
 
 
 def resolve_k(profile: Profile, mode: SpecMode, k: int | None) -> int:
@@ -119,8 +124,26 @@ class EngineCore:
                 c.drafts += 1
                 c.draft_tokens += seq.sched_k
                 c.accepted_tokens += acc
+                _count_drafts(seq, acc)
         cost = self.cost_model.cost(batch.shape)
+        prefill = sum(s.sched_tokens for s in batch.prefill)
+        if prefill:
+            c.prefill_tokens += prefill
+            c.prefill_s += cost.total
+        c.busy_seqs += self.num_running
         emitted = self.former.commit(batch, accepted)
         c.steps += 1
         c.generation_tokens += sum(n for _, n in emitted)
-        return StepResult(cost, emitted, batch.shape.num_seqs, batch.k)
+        return StepResult(cost, emitted, batch.shape.num_seqs, batch.k, batch.admitted)
+
+
+def _count_drafts(seq: Seq, accepted: int) -> None:
+    """One verification step of `seq`'s drafts in its own tallies (llama.cpp reports
+    them per request)."""
+    seq.drafts += 1
+    seq.draft_tokens += seq.sched_k
+    seq.accepted += accepted
+    hist = seq.accept_hist
+    if len(hist) <= seq.sched_k:
+        hist.extend([0] * (seq.sched_k + 1 - len(hist)))
+    hist[accepted] += 1

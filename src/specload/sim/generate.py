@@ -7,7 +7,10 @@ write, formatted, stamped and written from inside the step by `DirectChunks`; re
 picked for a fault await each step instead), or one JSON body. Every finished request,
 rejected ones included, becomes one trace record (`trace.py`); the trace's
 `request_id` is the client's `X-Request-Id` whatever the flavour does with it, so tests
-can match the ground truth to the client's records.
+can match the ground truth to the client's records. A flavour whose server closes the
+connection after every stream (llama.cpp) closes it a few milliseconds after the body
+ended, with keep-alive headers; `--connection-close` makes any flavour's streams say
+`Connection: close` instead.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ class Settings:
     created: int
     reasoning_tokens: int = 0
     interrupt: Callable[[], bool] | None = None  # llama-cpp-python: a request waits
+    connection_close: bool = False  # streamed responses say `Connection: close`
 
 
 class Call:
@@ -91,16 +95,18 @@ class Call:
 class ContentChunks:
     """A streamed request's content events: the bytes of the next step, recorded as sent."""
 
-    __slots__ = ("call", "per_token", "reason", "reasoning", "w", "words")
+    __slots__ = ("call", "per_token", "reason", "reasoning", "stream", "w", "words")
 
     def __init__(self, call: Call, w: sse.ChunkWriter, words: TokenStream, reason: str,
-                 flavor: Flavor, reasoning: int) -> None:
+                 flavor: Flavor, reasoning: int, stream: Stream) -> None:
         self.call = call
         self.w = w
         self.words = words
         self.reason = reason
         self.per_token = flavor.per_token_chunks
         self.reasoning = reasoning
+        # the engine's stats of the request, for flavours that report its timings
+        self.stream = stream if flavor.timings else None
 
     @property
     def sent(self) -> int:
@@ -111,9 +117,13 @@ class ContentChunks:
         """The events carrying the next n tokens; the trace stamps them as emitted now."""
         sent = self.sent
         data = self.w.step(self.words.words(n), sent, self.reason if finished else None,
-                           self.reasoning - sent)
+                           self.reasoning - sent, self.timings() if finished else None)
         self.call.tokens(n, streamed=True, chunks=n if self.per_token else 1)
         return data
+
+    def timings(self) -> dict[str, Any] | None:
+        """The request's `timings` object, where the flavour sends one."""
+        return None if self.stream is None else timings_of(self.stream)
 
 
 class DirectChunks:
@@ -167,6 +177,11 @@ class DirectChunks:
             self._write(sse.DONE)
             self.interrupted = True
             self.stream.wake()
+
+
+def timings_of(stream: Stream) -> dict[str, Any]:
+    """llama.cpp's `timings` of a request, from the engine's stats of it."""
+    return stream.slot_stats().timings()
 
 
 def client_gone(call: Call) -> None:
@@ -277,6 +292,8 @@ class Generation:
                       ) -> web.StreamResponse:
         flavor = self.s.flavor
         resp = web.StreamResponse(headers={**SSE_HEADERS, "X-Request-Id": call.request_id})
+        if self.s.connection_close:
+            resp.force_close()  # before prepare: the headers say `Connection: close`
         try:
             if flavor.headers_when_scheduled:
                 await stream.ready()  # no headers while the request waits for a slot
@@ -284,6 +301,8 @@ class Generation:
             await self._stream_body(call, gen, resp, engine, stream, words, reason, fault)
         except ConnectionError:
             client_gone(call)
+        if flavor.close_after_stream and resp.keep_alive:
+            await _close_after(resp, flavor.close_after_stream_delay_s)
         return resp
 
     async def _stream_body(self, call: Call, gen: GenRequest, resp: web.StreamResponse,
@@ -294,7 +313,7 @@ class Generation:
                             sse.chunk_id(flavor, gen.endpoint == "chat", call.request_id),
                             self.s.created, self.s.limits.model_name, gen.prompt_tokens,
                             gen.include_usage, gen.continuous_usage)
-        chunks = ContentChunks(call, w, words, reason, flavor, self.s.reasoning_tokens)
+        chunks = ContentChunks(call, w, words, reason, flavor, self.s.reasoning_tokens, stream)
         if fault is not None and fault.kind == "empty":  # a clean stream without a token
             await resp.write(w.opening() + sse.DONE)
             await resp.write_eof()
@@ -312,7 +331,7 @@ class Generation:
             return
         call.completed = True
         call.record["finish_reason"] = reason
-        await resp.write(w.tail(chunks.sent, gen.include_usage))
+        await resp.write(w.tail(chunks.sent, chunks.timings()))
         # traced before the body ends: a client that has the whole stream finds its record
         self.finish(call, engine)
         await resp.write_eof()
@@ -389,10 +408,26 @@ class Generation:
             choice["message"] = {"role": "assistant", "content": text}
         else:
             choice["text"] = text
-        return json_response(
-            {"id": sse.chunk_id(self.s.flavor, chat, call.request_id),
-             "object": "chat.completion" if chat else "text_completion",
-             "created": self.s.created, "model": self.s.limits.model_name,
-             "choices": [choice],
-             "usage": sse.usage(gen.prompt_tokens, call.record["output_tokens"])},
-            headers={"X-Request-Id": call.request_id})
+        body: dict[str, Any] = {
+            "id": sse.chunk_id(self.s.flavor, chat, call.request_id),
+            "object": "chat.completion" if chat else "text_completion",
+            "created": self.s.created, "model": self.s.limits.model_name,
+            "choices": [choice],
+            "usage": sse.usage(gen.prompt_tokens, call.record["output_tokens"])}
+        if self.s.flavor.timings:
+            body["timings"] = timings_of(stream)
+        return json_response(body, headers={"X-Request-Id": call.request_id})
+
+
+async def _close_after(resp: web.StreamResponse, delay_s: float) -> None:
+    """Close the connection once the handler returns, `delay_s` after the body ended,
+    without a `Connection: close` header (the headers went out saying keep-alive).
+
+    llama.cpp's HTTP thread returns from the request (its stream provider said "no
+    more", which cpp-httplib takes for a cancel) and shuts the socket down. aiohttp
+    closes the transport when a handler's response is no longer keep-alive; a request
+    the client sent on the connection meanwhile is dropped unanswered, as the real
+    server drops it (`drain_and_close_socket` reads and discards it).
+    """
+    await asyncio.sleep(delay_s)
+    resp.force_close()

@@ -6,7 +6,9 @@ vLLM `vllm:*` with `model_name` and `engine="<rank>"`; SGLang `sglang:*` with
 `model_name`, `engine_type`, `tp_rank`, `pp_rank`, `moe_ep_rank` and, with more than
 one rank, `dp_rank`, speculative acceptance as gauges over the recent steps and token
 counters on the tokenizer side (no rank label); TGI `tgi_*` without labels, tokens only
-as histograms of finished requests. Histograms use vLLM's buckets. `specload_sim_*`
+as histograms of finished requests; llama.cpp `llamacpp:*` without labels, token and
+draft counters advanced only when a request leaves its slot, values printed as C++
+prints a double. Histograms use vLLM's buckets. `specload_sim_*`
 series (engine steps, busy and lag seconds) come with every flavour that has a
 /metrics. Rendering is hand-written (a few dozen series) so the engine keeps plain
 ints on its hot path.
@@ -17,6 +19,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+
+from specload.sim.slot_stats import SlotTotals
 
 TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5,
                 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
@@ -80,6 +84,13 @@ class RankStats:
     e2e: Histogram = field(default_factory=lambda: Histogram(E2E_BUCKETS))
     prompt_len: Histogram = field(default_factory=lambda: Histogram(TOKEN_BUCKETS))
     output_len: Histogram = field(default_factory=lambda: Histogram(TOKEN_BUCKETS))
+    prefill_tokens: int = 0  # prompt tokens computed (cached ones are not)
+    prefill_s: float = 0.0
+    busy_seqs: int = 0  # running requests summed over steps
+    tokens_max: int = 0  # largest KV length of a request, running or released
+    slots: SlotTotals = field(default_factory=SlotTotals)  # released requests' totals
+    prompt_rate: float = 0.0  # prompt tokens/s since the last llama.cpp scrape
+    predicted_rate: float = 0.0  # generated tokens/s per request, since then
 
 
 def _braces(labels: str) -> str:
@@ -178,6 +189,60 @@ TGI_SERIES: tuple[Series, ...] = (
     ("tgi_request_success", "counter", "Number of successful requests", lambda r: r.finished),
 )
 
+# llama.cpp's `server_task_result_metrics::to_metrics` (tools/server/server-task.cpp):
+# names, types and help texts as it prints them; counters already end in `_total`
+# except `n_tokens_max`. Token and draft counters come from released requests only.
+LlamaSeries = tuple[str, str, str, Callable[[RankStats], float]]
+LLAMACPP_SERIES: tuple[LlamaSeries, ...] = (
+    ("prompt_tokens_total", "counter",
+     "Number of prompt tokens processed, excluding cached tokens", lambda r: r.prefill_tokens),
+    ("prompt_tokens_cached_total", "counter", "Number of prompt tokens reused from the cache",
+     lambda r: r.prefix_hits),
+    ("prompt_seconds_total", "counter", "Total time spent processing prompts",
+     lambda r: r.prefill_s),
+    ("tokens_predicted_total", "counter", "Number of generation tokens processed",
+     lambda r: r.slots.predicted),
+    ("tokens_predicted_seconds_total", "counter", "Total time spent generating tokens",
+     lambda r: r.slots.predicted_us / 1e6),
+    ("n_decode_total", "counter", "Total number of llama_decode() calls, excluding "
+     "speculative decoding and multimodal decoding", lambda r: r.steps),
+    ("n_tokens_max", "counter", "Largest observed sequence length (prompt + generation)",
+     lambda r: r.tokens_max),
+    ("spec_decode_num_draft_tokens_total", "counter",
+     "Speculative: Total draft tokens generated", lambda r: r.slots.draft_tokens),
+    ("spec_decode_num_accepted_tokens_total", "counter",
+     "Speculative: Total draft tokens accepted by the target model",
+     lambda r: r.slots.accepted),
+    ("spec_decode_num_drafts_total", "counter",
+     "Speculative: Total speculative decoding verification steps", lambda r: r.slots.drafts),
+    ("prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s",
+     lambda r: r.prompt_rate),
+    ("predicted_tokens_seconds", "gauge", "Average generation throughput in tokens/s",
+     lambda r: r.predicted_rate),
+    ("requests_processing", "gauge", "Number of requests processing", lambda r: r.running),
+    ("requests_deferred", "gauge", "Number of requests deferred", lambda r: r.waiting),
+    ("n_busy_slots_per_decode", "gauge", "Average number of busy slots per llama_decode() "
+     "call", lambda r: r.busy_seqs / max(r.steps, 1)),
+)
+
+
+def cpp_double(value: float) -> str:
+    """A double as C++'s `ostream << double` prints it: `%g`, 6 significant digits, so
+    counters past 999999 lose their last digits (1234567 -> 1.23457e+06)."""
+    return format(float(value), "g")
+
+
+def _llamacpp(lines: list[str], rank: RankStats) -> None:
+    for name, kind, help_text, value in LLAMACPP_SERIES:
+        lines += [f"# HELP llamacpp:{name} {help_text}", f"# TYPE llamacpp:{name} {kind}",
+                  f"llamacpp:{name} {cpp_double(value(rank))}"]
+    per_pos = rank.slots.accepted_per_pos
+    if per_pos:  # a labelled counter, integers printed exactly
+        name = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
+        lines += [f"# HELP {name} Accepted tokens per draft position",
+                  f"# TYPE {name} counter"]
+        lines += [f'{name}{{position="{i}"}} {n}' for i, n in enumerate(per_pos)]
+
 
 def _sum_ranks(ranks: Sequence[RankStats]) -> RankStats:
     """One rank holding the totals of all (gauges summed too; ratios are not used)."""
@@ -187,7 +252,7 @@ def _sum_ranks(ranks: Sequence[RankStats]) -> RankStats:
     total = RankStats(**{k: sum(getattr(r, k) for r in ranks) for k in (
         "running", "waiting", "prompt_tokens", "generation_tokens", "preemptions",
         "finished", "drafts", "draft_tokens", "accepted", "steps", "busy_s", "lag_s",
-        "prefix_queries", "prefix_hits")},
+        "prefix_queries", "prefix_hits", "prefill_tokens", "prefill_s", "busy_seqs")},
         kv_usage=0.0, recent_accept_length=0.0, recent_accept_rate=0.0,
         recent_gen_tok_s=0.0, lag_ratio=0.0)
     busy_lag = total.busy_s + total.lag_s
@@ -200,6 +265,15 @@ def _sum_ranks(ranks: Sequence[RankStats]) -> RankStats:
             merged.total += h.total
             merged.count += h.count
         setattr(total, name, merged)
+    total.tokens_max = max(r.tokens_max for r in ranks)
+    total.prompt_rate = sum(r.prompt_rate for r in ranks) / len(ranks)
+    total.predicted_rate = sum(r.predicted_rate for r in ranks) / len(ranks)
+    slots = total.slots
+    for r in ranks:
+        for name in ("predicted", "predicted_steps", "predicted_us", "drafts",
+                     "draft_tokens", "accepted"):
+            setattr(slots, name, getattr(slots, name) + getattr(r.slots, name))
+        slots.merge_per_pos(r.slots.accepted_per_pos)
     return total
 
 
@@ -243,6 +317,11 @@ def render(kind: str, ranks: Sequence[RankStats], model_name: str) -> str:
              lambda r: r.output_len),
             ("tgi_request_input_length", "Input tokens per request", lambda r: r.prompt_len),
             ("tgi_request_duration", "Request duration", lambda r: r.e2e)), total, [""])
+        for series in SIM_SERIES:
+            _family(lines, series, total, [""])
+    elif kind == "llamacpp":  # one server, no labels: ranks are summed
+        total = [_sum_ranks(ranks)]
+        _llamacpp(lines, total[0])
         for series in SIM_SERIES:
             _family(lines, series, total, [""])
     else:

@@ -47,6 +47,12 @@ class Seq:
     blocks: tuple[int, ...] = ()
     held: int = 0  # leading blocks this request uses from the prefix cache
     cached_tokens: int = -1  # prompt tokens found cached on first admission (-1: not yet)
+    # speculative decoding of this request: verification steps, draft tokens, accepted
+    # drafts, and how many steps accepted exactly i drafts (`accept_hist[i]`)
+    drafts: int = 0
+    draft_tokens: int = 0
+    accepted: int = 0
+    accept_hist: list[int] = field(default_factory=list)
 
     @property
     def context(self) -> int:
@@ -66,6 +72,7 @@ class Batch:
     decode: list[Seq] = field(default_factory=list)
     prefill: list[Seq] = field(default_factory=list)
     preempted: list[Seq] = field(default_factory=list)
+    admitted: list[Seq] = field(default_factory=list)  # taken from the queue this step
     shape: StepShape = field(default_factory=StepShape)
 
     def __bool__(self) -> bool:
@@ -206,6 +213,7 @@ class BatchFormer:
                 if admitted is None:
                     break
                 seq, n = admitted
+                batch.admitted.append(seq)
                 queried += seq.prompt_tokens
                 hits += seq.computed
                 seq.sched_tokens, seq.sched_k = n, 0

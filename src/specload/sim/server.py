@@ -6,7 +6,9 @@ scripts and tests wait for. `--tls-cert`/`--tls-key` serve HTTPS. `--data-parall
 runs N engine ranks (each with the profile's resources) behind the one API, requests
 going to the least-loaded rank. SIGINT and SIGTERM stop the engines, close connections
 and the trace, and exit with status 0. Configuration mistakes exit 2 with one line on
-stderr.
+stderr. `--api-key KEY`, or `--api-key-env NAME` to keep the key off the command line,
+guards the flavour's routes as its engine does; the key is never printed, logged or
+traced.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import ssl
 import sys
@@ -59,8 +62,31 @@ def build_api(args: argparse.Namespace, profile: Profile) -> SimApi:
         flavor=flavor, limits=limits, eos_mean=profile.workload.eos_mean_tokens,
         seed=args.seed, faults=FaultPicker([parse_fault(f) for f in args.fault], args.seed),
         trace=TraceWriter(args.trace) if args.trace else None, created=int(time.time()),
-        reasoning_tokens=getattr(args, "reasoning_tokens", 0) or 0)
-    return SimApi(engines, settings, args.spec, getattr(args, "interrupt", None))
+        reasoning_tokens=getattr(args, "reasoning_tokens", 0) or 0,
+        connection_close=bool(getattr(args, "connection_close", False)))
+    metrics_on = bool(getattr(args, "metrics", False))
+    if metrics_on and flavor.metrics == "none":
+        raise SimConfigError(f"--metrics: the {flavor.name} flavor has no /metrics")
+    key = api_key(args)
+    if key is not None and flavor.api_key is None:
+        raise SimConfigError(f"--api-key: the {flavor.name} flavor does not model an API "
+                             "key (vllm and llamacpp do)")
+    return SimApi(engines, settings, args.spec, getattr(args, "interrupt", None),
+                  api_key=key, metrics_on=metrics_on)
+
+
+def api_key(args: argparse.Namespace) -> str | None:
+    """The key of `--api-key` or of the variable `--api-key-env` names (None: no key)."""
+    key, env = getattr(args, "api_key", None), getattr(args, "api_key_env", None)
+    if key is not None and env is not None:
+        raise SimConfigError("--api-key and --api-key-env go alone, not together")
+    if env is not None:
+        key = os.environ.get(env)
+        if not key:
+            raise SimConfigError(f"--api-key-env: the variable {env} is unset or empty")
+    if key is not None and not key:
+        raise SimConfigError("--api-key must not be empty")
+    return key
 
 
 def tls_context(cert: str | None, key: str | None) -> ssl.SSLContext | None:
@@ -78,8 +104,10 @@ def tls_context(cert: str | None, key: str | None) -> ssl.SSLContext | None:
 
 
 async def _serve(api: SimApi, host: str, port: int, tls: ssl.SSLContext | None = None) -> int:
+    keepalive = api.flavor.keepalive_timeout_s
     runner = web.AppRunner(api.app(), access_log=None, handle_signals=False,
-                           shutdown_timeout=1.0)
+                           shutdown_timeout=1.0,
+                           **({} if keepalive is None else {"keepalive_timeout": keepalive}))
     await runner.setup()
     try:
         sock = listen_socket(host, port)
@@ -93,7 +121,8 @@ async def _serve(api: SimApi, host: str, port: int, tls: ssl.SSLContext | None =
     core = api.engine.core
     print(f"specload-sim: profile model {api.limits.model_name}, spec {core.mode}"
           + (f" k={core.k}" if core.mode == "on" else "")
-          + f", flavor {api.flavor.name}, {len(api.engines)} rank(s)",
+          + f", flavor {api.flavor.name}, {len(api.engines)} rank(s)"
+          + (", API key required" if api.api_key else ""),
           file=sys.stderr, flush=True)
     print(f"specload-sim listening on {_url(host, bound, tls is not None)}", flush=True)
     stop = asyncio.Event()

@@ -3,7 +3,11 @@
 `ChunkWriter.step` turns the tokens one engine step produced for one request into the
 SSE events that flavour sends for them: the role chunk with the first token, one
 content chunk (or one per token), and a separate finish chunk where the engine sends
-one; `tail` adds the usage chunk and `data: [DONE]`. A request's constant JSON (id,
+one; `tail` adds the usage chunk and `data: [DONE]`. Where the engine reports a
+request's `timings` (llama.cpp), they ride on the last chunk before `[DONE]`: the usage
+chunk when there is one, else the finish chunk; a llama.cpp /v1/completions stream
+ends with an empty-text finish chunk that carries usage whether asked for or not and
+the timings. A request's constant JSON (id,
 created, model, the flavour's extra fields) is encoded once into byte templates, so a
 step only splices in its words (vocabulary words need no escaping) and, with
 `continuous_usage_stats`, the running token counts. See `flavors.py` for each
@@ -52,6 +56,13 @@ def chunk_id(flavor: Flavor, chat: bool, request_id: str) -> str:
     return prefix + request_id
 
 
+def with_timings(chunk: bytes, timings: dict[str, Any] | None) -> bytes:
+    """One chunk's event with a `timings` field added (unchanged without timings)."""
+    if timings is None:
+        return chunk
+    return chunk[:-3] + b',"timings":' + orjson.dumps(timings) + b"}\n\n"
+
+
 def _fields(obj: dict[str, Any]) -> bytes:
     """`{"a":1,"b":null}` -> `"a":1,"b":null,` (empty for an empty dict)."""
     return orjson.dumps(obj)[1:-1] + b"," if obj else b""
@@ -61,7 +72,7 @@ class ChunkWriter:
     """Byte templates for one streamed request in one flavour."""
 
     __slots__ = ("_choice_tail", "_delta_extra", "_flavor", "_head", "_prompt", "_role_sent",
-                 "_usage_each", "_zero_usage", "chat")
+                 "_usage_chunk", "_usage_each", "_usage_in_final", "_zero_usage", "chat")
 
     def __init__(self, flavor: Flavor, chat: bool, response_id: str, created: int, model: str,
                  prompt_tokens: int, include_usage: bool, continuous_usage: bool) -> None:
@@ -82,6 +93,9 @@ class ChunkWriter:
         if self._choice_tail:
             self._choice_tail = b"," + self._choice_tail
         self._prompt = prompt_tokens
+        self._usage_in_final = not chat and flavor.completions_final_chunk
+        self._usage_chunk = (include_usage and flavor.usage != "never"
+                             and not self._usage_in_final)
         # "every"/"first": the role rides on content chunks, never on a chunk of its own
         self._role_sent = False
 
@@ -108,6 +122,15 @@ class ChunkWriter:
         reason = b"null" if finish is None else b'"' + finish.encode() + b'"'
         return (self._head + b'"text":"' + text.encode() + b'","logprobs":null,'
                 b'"finish_reason":' + reason + b"}" + self._end(completion_tokens))
+
+    def _usage(self, completion_tokens: int) -> bytes:
+        p = self._prompt
+        return _USAGE % (p, p + completion_tokens, completion_tokens)
+
+    def _completion_final(self, finish: str, completion_tokens: int) -> bytes:
+        """llama.cpp's last /v1/completions chunk: no text, the finish, usage always."""
+        return (self._head + b'"text":"","logprobs":null,"finish_reason":"' + finish.encode()
+                + b'"}],' + self._usage(completion_tokens) + b"}\n\n")
 
     def _delta(self, content: str, reasoning: str) -> dict[str, Any]:
         key = self._flavor.reasoning_key
@@ -143,10 +166,10 @@ class ChunkWriter:
         return b""
 
     def step(self, words: list[str], sent_before: int, finish: str | None,
-             reasoning_left: int = 0) -> bytes:
+             reasoning_left: int = 0, timings: dict[str, Any] | None = None) -> bytes:
         """Every event for `words`, the tokens one step produced (`sent_before` already
-        sent); `finish` on the request's last step; the first `reasoning_left` words are
-        reasoning."""
+        sent); `finish` on the request's last step, with its `timings` where the engine
+        sends them; the first `reasoning_left` words are reasoning."""
         flavor = self._flavor
         if finish == "stop" and flavor.eos_text_empty:
             words = [*words[:-1], ""]  # the EOS token: counted, its text stripped
@@ -154,7 +177,8 @@ class ChunkWriter:
         groups = [[w] for w in words] if flavor.per_token_chunks else [words]
         done = sent_before
         last = len(groups) - 1
-        inline_finish = None if flavor.finish_separate or finish is None else finish
+        separate = flavor.finish_separate if self.chat else self._usage_in_final
+        inline_finish = None if separate or finish is None else finish
         for i, group in enumerate(groups):
             r = min(len(group), max(0, reasoning_left - (done - sent_before)))
             done += len(group)
@@ -163,21 +187,24 @@ class ChunkWriter:
                 delta = self._delta("".join(group[r:]), "".join(group[:r]))
                 out += self._chat_chunk(delta, reason, done)
                 self._role_sent = True
-            else:  # completions: finish_reason rides on the last text chunk everywhere
-                out += self._text_chunk("".join(group), finish if i == last else None, done)
-        if finish is not None and flavor.finish_separate and self.chat:
-            out += self._chat_chunk({}, finish, None)
-        return out
+            else:
+                out += self._text_chunk("".join(group), reason, done)
+        if finish is None:
+            return out
+        if separate:
+            out += (self._chat_chunk({}, finish, None) if self.chat
+                    else self._completion_final(finish, done))
+        return out if self._usage_chunk else with_timings(out, timings)
 
-    def tail(self, completion_tokens: int, include_usage: bool) -> bytes:
-        """The end of a finished stream: the usage chunk when asked for, then [DONE]."""
-        if not include_usage or self._flavor.usage == "never":
+    def tail(self, completion_tokens: int, timings: dict[str, Any] | None = None) -> bytes:
+        """The end of a finished stream: the usage chunk when asked for (with the
+        timings), then [DONE]."""
+        if not self._usage_chunk:
             return DONE
         head = self._head[: -len(b'"choices":[{"index":0,')]
         if self._usage_each or b'"usage":null' not in head:
             body = head + b'"choices":[],'
         else:
             body = head.replace(b'"usage":null,', b"") + b'"choices":[],'
-        p = self._prompt
-        return (body + _USAGE % (p, p + completion_tokens, completion_tokens) + b"}\n\n"
-                + DONE)
+        chunk = body + self._usage(completion_tokens) + b"}\n\n"
+        return with_timings(chunk, timings) + DONE

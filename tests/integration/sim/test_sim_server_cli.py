@@ -49,6 +49,10 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     (["sim", "--profile", "seed-glm", "--spec", "adaptive", "-k", "2", "--port", "0"],
      "adaptive"),
     (["sim", "--fault", "cut:0.6", "--fault", "error500:0.6", "--port", "0"], "add up"),
+    (["sim", "--flavor", "tgi", "--api-key", "k", "--port", "0"], "--api-key"),
+    (["sim", "--api-key-env", "SPECLOAD_NO_SUCH_VARIABLE", "--port", "0"], "unset"),
+    (["sim", "--api-key", "k", "--api-key-env", "HOME", "--port", "0"], "not together"),
+    (["sim", "--flavor", "ollama", "--metrics", "--port", "0"], "no /metrics"),
     (["sim-curve", "--ladder", "1,x"], "--ladder"),
     (["sim-curve", "--max-tokens", "999999"], "--max-tokens"),
 ])

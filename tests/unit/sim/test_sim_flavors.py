@@ -34,7 +34,7 @@ def _stream(flavor: Flavor, chat: bool = True, reasoning: int = 0,
         last = i == len(STEPS) - 1
         raw += w.step(words, sent, finish if last else None, reasoning - sent)
         sent += len(words)
-    return _events(raw + w.tail(sent, include_usage=True))
+    return _events(raw + w.tail(sent))
 
 
 def _content(ev: dict[str, Any]) -> str:
