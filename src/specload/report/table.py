@@ -15,7 +15,7 @@ TABLE_COLUMNS = {
     "output_tok_s": "tok/s", "speedup": "speedup",
     "decode_tok_s_per_user": "decode tok/s/user", "ttft_p50_ms": "TTFT p50 ms",
     "ttft_p99_ms": "TTFT p99 ms", "tpot_p50_ms": "TPOT p50 ms",
-    "tokens_per_chunk": "tok/chunk", "accept_len_mean": "accept len",
+    "tokens_per_chunk": "tok/chunk", "accept_len": "accept len",
     "achieved_concurrency": "achieved C", "prefix_hit_rate": "cache hits",
     "requests": "requests", "failures": "failures", "interrupted": "unfinished",
     "trace_ratio": "vs trace",
@@ -51,6 +51,7 @@ LIVE_COLUMNS = {
     **{k: TABLE_COLUMNS[k] for k in ("tokens_per_chunk", "ttft_p50_ms", "ttft_p99_ms",
                                      "tpot_p50_ms", "achieved_concurrency", "requests",
                                      "failures", "interrupted")},
+    "reconnects": "reconnects",
     "client_cpu_max": "load CPU %", "client_lag_p99_max_ms": "load lag p99 ms",
 }
 

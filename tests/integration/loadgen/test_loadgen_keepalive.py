@@ -64,3 +64,19 @@ def test_connection_close_header_is_honoured(fake_stream_server, locust_run) -> 
     rows = _finished(run)
     assert len(rows) > 20
     assert {(r["error_kind"], r["reconnects"]) for r in rows} == {("", "0")}
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+def test_the_llamacpp_flavour_closes_after_every_stream_and_nothing_fails(
+        sim_server, locust_run, tls_files, tls: bool) -> None:
+    extra = ["--tls-cert", str(tls_files.cert), "--tls-key", str(tls_files.key)] if tls else []
+    sim = sim_server(flavor="llamacpp", extra_args=extra)
+    trust = ["--ca-bundle", str(tls_files.ca)] if tls else []
+    run = locust_run("chat.py", sim.url, users=3, run_time="4s",
+                     extra=["--max-tokens", "8", "--ignore-eos", *trust])
+    rows = _finished(run)
+    assert len(rows) > 10, run.output[-2000:]
+    assert {r["error_kind"] for r in rows} == {""}, [r["error"] for r in rows][:3]
+    assert 1 <= sum(int(r["reconnects"]) for r in rows) <= CLOSED_IN_A_ROW + 3
+    served = {t["request_id"] for t in sim.read_trace() if t.get("status") == 200}
+    assert {r["request_id"] for r in rows} <= served  # one server request per record
