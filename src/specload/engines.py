@@ -24,6 +24,12 @@ ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "llamacpp", "ollama", "t
 # (`--speculate` only), llama.cpp (`--spec-draft-n-max`, per-request overrides under
 # `#if 0` in tools/server/server-schema.cpp) or Ollama (issue #5800, PR #15980).
 LOAD_AWARE: tuple[str, ...] = ("vllm", "sglang", "trtllm")
+# Engines that stream one event per token even when a speculative step accepts several,
+# so tokens per chunk stays at 1 whatever the acceptance: llama.cpp
+# (tools/server/server-context.cpp sends a partial result per sampled token, seen on
+# llama-server 11434), TGI (router/src/lib.rs, one StreamResponse per token) and Ollama
+# (server/routes.go, one response per token); `sim/flavors.py` cites the versions.
+PER_TOKEN_EVENTS: tuple[str, ...] = ("llamacpp", "tgi", "ollama")
 NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM",
          "llamacpp": "llama.cpp", "ollama": "Ollama", "tgi": "TGI", "other": "this engine"}
 

@@ -18,6 +18,7 @@ import argparse
 import html
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ import pandas as pd
 from specload import __version__
 from specload.errors import UserError
 from specload.report import figures, quality
+from specload.report.acceptance import per_token_arms, per_token_note, with_acceptance
 from specload.report.aggregate import combine_reps, measure_all
 from specload.report.crossover import Crossover, PairResult, analyse_pair, pair_arms
 from specload.report.envelope import Envelope, envelopes, with_efficiency
@@ -63,6 +65,7 @@ class Report:
     rate_pairs: list[RatePair] = field(default_factory=list)
     study: KStudy | None = None  # a multi-k study's best k per band
     envelopes: list[Envelope] = field(default_factory=list)  # verification arms
+    per_token: list[str] = field(default_factory=list)  # arms streaming one event per token
 
     def verified(self) -> tuple[Recommendation, str] | None:
         """The recommendation a verification arm runs, and its folder: the multi-k
@@ -87,21 +90,24 @@ def build(path: str | Path, processes: int | None = None) -> Report:
     per_rep = measure_all(source, processes)
     if per_rep.empty:
         raise UserError(f"{path}: the run has request records but no measurable rung")
-    summary = combine_reps(per_rep, source.arms)
+    summary = with_acceptance(combine_reps(per_rep, source.arms), source.arms)
+    per_token = per_token_arms(summary, source.arms)
     slo = slo_from_scenario(source.manifest.scenario if source.manifest else None)
     kind = workload_kind(summary)
     arm_pairs = pair_arms(source.arms)
     if kind == "open":
         rate_pairs = [analyse_rates(on, off, summary) for on, off in arm_pairs]
         warnings = quality.all_warnings(per_rep, summary, [], source.manifest, source.notes)
-        return Report(source, per_rep, summary, [], warnings, [], slo, kind, rate_pairs)
+        return Report(source, per_rep, summary, [], warnings, [], slo, kind, rate_pairs,
+                      per_token=per_token)
     pairs = [analyse_pair(on, off, summary, per_rep, slo) for on, off in arm_pairs]
     warnings = quality.all_warnings(per_rep, summary, pairs, source.manifest, source.notes)
     recs = [recommend(p, arm_setup(p.on), slo, recommended_folder(pairs, p)) for p in pairs]
     schedules = {a.name: a.schedule for a in source.manifest.arms} if source.manifest else {}
     found = envelopes(summary, source.arms, schedules)
     return Report(source, per_rep, with_efficiency(summary, found), pairs, warnings, recs, slo,
-                  kind, study=analyse_study(source.arms, per_rep, summary), envelopes=found)
+                  kind, study=analyse_study(source.arms, per_rep, summary), envelopes=found,
+                  per_token=per_token)
 
 
 def _clean(value: Any) -> Any:
@@ -172,6 +178,7 @@ def summary_json(report: Report) -> dict[str, Any]:
         "multi_k": report.study.as_dict() if report.study else None,
         "verify": [e.as_dict() for e in report.envelopes],
         "warnings": report.warnings,
+        "per_token_arms": report.per_token,
     })
 
 
@@ -209,11 +216,13 @@ def _bounds_and_paces(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def table_note(table: pd.DataFrame) -> str | None:
-    """The legend of the table's "> x" and "~x" cells, when it has any."""
+def table_note(table: pd.DataFrame, per_token: Sequence[str] = ()) -> str | None:
+    """The legend of the table's "> x" and "~x" cells, when it has any, and why the
+    acceptance of arms that stream one event per token is the server's."""
     text = table.astype(str)
     marked = text.apply(lambda c: c.str.startswith(("> ", "~"))).to_numpy().any()
-    return TABLE_NOTE if marked else None
+    notes = [n for n in (TABLE_NOTE if marked else None, per_token_note(per_token)) if n]
+    return "; ".join(notes) or None
 
 
 def _c_star_words(pair: PairResult, cross: Crossover) -> str:
@@ -294,8 +303,8 @@ def _slo_lines(report: Report) -> list[str]:
     return [f"SLO ({report.slo.describe()}) met by: {'; '.join(parts)}"]
 
 
-def _format_table(table: pd.DataFrame) -> str:
-    note = table_note(table)
+def _format_table(table: pd.DataFrame, per_token: Sequence[str] = ()) -> str:
+    note = table_note(table, per_token)
     text = table.to_string(index=False, na_rep="-", float_format=cell)
     return text + (f"\n({note})" if note else "")
 
@@ -343,7 +352,7 @@ def _html(report: Report) -> str:
     plots = figures_html(figures.all_figures(report.summary, report.pairs, report.rate_pairs,
                                              report.envelopes))
     frame = _table(report)
-    note = table_note(frame)
+    note = table_note(frame, report.per_token)
     table = frame.to_html(index=False, na_rep="–", float_format=cell, border=0,
                           classes=TABLE_CLASS) + (f"<p><small>{esc(note)}</small></p>"
                                                 if note else "")
@@ -390,7 +399,7 @@ def main(args: argparse.Namespace) -> int:
     report = build(args.run_dir, getattr(args, "processes", None))
     page = write(report)
     print(f"report: {page}")
-    print(_format_table(_table(report)))
+    print(_format_table(_table(report), report.per_token))
     for line in [*_crossover_lines(report), *_study_lines(report), *_slo_lines(report)]:
         print(line)
     if report.warnings:
