@@ -4,6 +4,8 @@ any change to the figures, the Tokens tab or the quickstart:
 
     python scripts/make_pictures.py                                # ~8 minutes
     python scripts/make_pictures.py --run reports/quickstart/<UTC timestamp>
+    python scripts/make_pictures.py --run reports/llamacpp-cpu/<ts> --only speedup \
+        --name llamacpp-speedup.png --title "..."             # docs/real-engines.md
 
 1. `docs/img/speedup.png`: the report's speedup curve with its noise band and C*
    (`report.figures.speedup`) of a quickstart sweep: `specload sweep
@@ -75,18 +77,22 @@ def quickstart_sweep(folder: Path) -> Path:
     return Path(line.removeprefix("run folder: ").split(" (")[0])
 
 
-def speedup_picture(run_dir: Path, folder: Path) -> None:
+QUICKSTART_TITLE = ("Speedup of speculative decoding on the quickstart's simulated server "
+                    "(spec-on / spec-off tok/s)")
+
+
+def speedup_picture(run_dir: Path, folder: Path, name: str = "speedup.png",
+                    title: str = QUICKSTART_TITLE) -> None:
     report = render.build(run_dir)
     if not report.pairs:
         sys.exit(f"{run_dir}: no spec-on/spec-off pair to draw")
     fig = figures.speedup(report.pairs)
     fig.update_layout(width=SPEEDUP_SIZE[0], height=SPEEDUP_SIZE[1], margin={"t": 60, "r": 30},
-                      title="Speedup of speculative decoding on the quickstart's simulated "
-                      "server (spec-on / spec-off tok/s)")
+                      title=title)
     page = folder / "speedup.html"
     fig.write_html(page, include_plotlyjs=True, full_html=True,
                    config={"displayModeBar": False, "staticPlot": True})
-    screenshot(page.as_uri(), OUT / "speedup.png", SPEEDUP_SIZE, folder / "profile-speedup")
+    screenshot(page.as_uri(), OUT / name, SPEEDUP_SIZE, folder / "profile-speedup")
 
 
 def _live(base: str) -> dict:
@@ -138,11 +144,15 @@ def main() -> int:
     parser.add_argument("--run", default=None,
                         help="a finished quickstart sweep folder (default: run one)")
     parser.add_argument("--only", choices=("speedup", "tokens-tab"), default=None)
+    parser.add_argument("--name", default="speedup.png",
+                        help="file name of the speedup picture under docs/img")
+    parser.add_argument("--title", default=QUICKSTART_TITLE, help="the speedup picture's title")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="specload-pictures-"))
     if args.only != "tokens-tab":
-        speedup_picture(Path(args.run) if args.run else quickstart_sweep(folder), folder)
+        speedup_picture(Path(args.run) if args.run else quickstart_sweep(folder), folder,
+                        args.name, args.title)
     if args.only != "speedup":
         tokens_tab_picture(folder)
     return 0
