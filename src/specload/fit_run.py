@@ -24,6 +24,7 @@ import pandas as pd
 from specload import records
 from specload.errors import UserError
 from specload.report.render import Report, build
+from specload.report.spec_command import parse_command
 from specload.sim import SimConfigError
 from specload.sim.core import SpecMode
 from specload.sim.curve import check_lengths
@@ -59,7 +60,9 @@ def observations(report: Report, prompt_tokens: int | None = None,
     """The run's spec-on and spec-off rungs and workload; notes say what was left out."""
     notes: list[str] = []
     modes = {a.name: MODES.get(a.role) for a in report.source.arms}
-    k = next((a.k for a in report.source.arms if a.role == "spec_on" and a.k), None)
+    # the arm's k, else the draft length its start command gives (`--spec-draft-n-max 4`)
+    k = next((a.k or parse_command(a.command).k for a in report.source.arms
+              if a.role == "spec_on" and (a.k or a.command)), None)
     rungs: list[Rung] = []
     for row in report.summary.to_dict(orient="records"):
         mode = modes.get(str(row["arm"]))

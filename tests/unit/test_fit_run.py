@@ -68,3 +68,14 @@ def test_fitted_profile_names_an_origin_for_every_parameter(tmp_path: Path) -> N
     assert profile.origins["overheads.step_s"] == "fitted"
     assert profile.origins["hardware.tflops"] == "base profile seed-glm"
     assert profile.workload.prompt_tokens == 100
+
+
+def test_a_command_arm_without_k_fits_the_draft_length_its_command_gives(tmp_path: Path
+                                                                         ) -> None:
+    report = report_of(tmp_path, ROWS, [100])
+    on = report.source.arms[0]
+    on.k = None
+    on.command = ("llama-server -m m.gguf -np 8 --spec-type ngram-simple "
+                  "--spec-draft-n-max 4 --spec-synth-len 4.6")
+    obs, _ = observations(report)
+    assert obs.k == 4
