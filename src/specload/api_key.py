@@ -16,14 +16,9 @@ import os
 DEFAULT_ENV = "OPENAI_API_KEY"
 
 
-def env_name(named: str | None) -> str:
-    """The variable to read: the one named, else `DEFAULT_ENV`."""
-    return named or DEFAULT_ENV
-
-
 def resolve(named: str | None) -> str | None:
-    """The key from the environment, or None when the variable is unset or empty."""
-    return os.environ.get(env_name(named)) or None
+    """The key from the variable `named` (else `DEFAULT_ENV`); None when unset or empty."""
+    return os.environ.get(named or DEFAULT_ENV) or None
 
 
 def bearer(key: str | None) -> dict[str, str]:

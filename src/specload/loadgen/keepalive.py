@@ -74,9 +74,6 @@ class ReusePolicy:
         """A reused connection to `host` carried a response."""
         self._closed[host] = 0
 
-    def closes_after_response(self, host: HostKey) -> bool:
-        return host in self._never
-
 
 REUSE = ReusePolicy()
 

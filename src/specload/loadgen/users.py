@@ -405,7 +405,7 @@ def _accept_head(resp: Any, out: _Outcome) -> bool:
     out.status = resp.status_code or 0
     error = getattr(resp, "error", None)
     if out.status == 0:
-        error = getattr(error, "original", None) or error  # unwrap RetriesExceeded
+        error = keepalive.connection_error(resp)
         if isinstance(error, TimeoutError):
             out.fail("timeout_first_byte", "timeout before response headers")
         elif isinstance(error, ssl.SSLError):

@@ -13,7 +13,7 @@ and token inter-token latencies are the same numbers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import pandas as pd
@@ -40,15 +40,15 @@ def per_token_arms(summary: pd.DataFrame, arms: Sequence[ArmSource]) -> list[str
             if _streams_per_token(part, engines.get(str(name)))]
 
 
-def with_acceptance(summary: pd.DataFrame, arms: Sequence[ArmSource]) -> pd.DataFrame:
-    """`summary` with `accept_len` and `accept_len_source` ("server", "chunks" or "")."""
+def with_acceptance(summary: pd.DataFrame, per_token: Collection[str]) -> pd.DataFrame:
+    """`summary` with `accept_len` and `accept_len_source` ("server", "chunks" or ""),
+    never from the chunks of the `per_token` arms (`per_token_arms`)."""
     if summary.empty:
         return summary
-    per_token = set(per_token_arms(summary, arms))
     server = summary.get("accept_len_mean", pd.Series(np.nan, index=summary.index))
     chunks = summary.get("tokens_per_chunk", pd.Series(np.nan, index=summary.index))
     have_server = server.notna().to_numpy()
-    chunks_ok = (chunks.notna() & ~summary["arm"].isin(per_token)).to_numpy()
+    chunks_ok = (chunks.notna() & ~summary["arm"].isin(list(per_token))).to_numpy()
     out = summary.copy()
     out["accept_len"] = np.where(have_server, server, np.where(chunks_ok, chunks, np.nan))
     out["accept_len_source"] = np.where(have_server, "server",

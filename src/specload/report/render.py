@@ -90,8 +90,9 @@ def build(path: str | Path, processes: int | None = None) -> Report:
     per_rep = measure_all(source, processes)
     if per_rep.empty:
         raise UserError(f"{path}: the run has request records but no measurable rung")
-    summary = with_acceptance(combine_reps(per_rep, source.arms), source.arms)
+    summary = combine_reps(per_rep, source.arms)
     per_token = per_token_arms(summary, source.arms)
+    summary = with_acceptance(summary, per_token)
     slo = slo_from_scenario(source.manifest.scenario if source.manifest else None)
     kind = workload_kind(summary)
     arm_pairs = pair_arms(source.arms)

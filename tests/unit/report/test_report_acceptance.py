@@ -21,7 +21,7 @@ def test_a_per_token_stream_takes_the_servers_acceptance_without_an_engine_name(
                         ("spec-off", 1, 1.0, math.nan)])
     arms = [ArmSource("spec-on", "spec_on"), ArmSource("spec-off", "spec_off")]
     assert per_token_arms(summary, arms) == ["spec-on"]
-    out = with_acceptance(summary, arms)
+    out = with_acceptance(summary, per_token_arms(summary, arms))
     assert list(out["accept_len"][:2]) == [4.3, 4.2]
     assert list(out["accept_len_source"]) == ["server", "server", "chunks"]
     assert "spec-on" in per_token_note(["spec-on"]) and per_token_note([]) is None
@@ -30,13 +30,15 @@ def test_a_per_token_stream_takes_the_servers_acceptance_without_an_engine_name(
 def test_a_registered_per_token_engine_never_reads_chunks_as_acceptance() -> None:
     # no /metrics: the client's 1.00 is no acceptance length for llama.cpp
     summary = _summary([("on", 1, 1.0, math.nan)])
-    out = with_acceptance(summary, [ArmSource("on", "spec_on", engine="llamacpp")])
+    arms = [ArmSource("on", "spec_on", engine="llamacpp")]
+    out = with_acceptance(summary, per_token_arms(summary, arms))
     assert math.isnan(out["accept_len"][0]) and out["accept_len_source"][0] == ""
 
 
 def test_multi_token_chunks_estimate_acceptance_where_the_server_says_nothing() -> None:
     summary = _summary([("on", 1, 2.7, math.nan), ("on", 8, 2.5, 2.6)])
-    out = with_acceptance(summary, [ArmSource("on", "spec_on", engine="vllm")])
+    out = with_acceptance(summary, per_token_arms(summary, [ArmSource("on", "spec_on",
+                                                                       engine="vllm")]))
     assert list(out["accept_len"]) == [2.7, 2.6]
     assert list(out["accept_len_source"]) == ["chunks", "server"]
     assert per_token_arms(summary, [ArmSource("on", "spec_on", engine="vllm")]) == []
