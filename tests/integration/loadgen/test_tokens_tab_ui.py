@@ -138,6 +138,55 @@ def test_tokens_tab_in_a_browser(sim_server: Any, tmp_path: Path, processes: int
             for k in LIVE_COLUMNS}
     # (until the SIGTERM above: Locust 2.47 may then close its CSV files under the greenlet
     # that writes them, an error of its own)
+
+
+def test_a_page_opened_before_autostart_shows_the_run(sim_server: Any, tmp_path: Path) -> None:
+    """A master waiting for its worker before --autostart is READY: Locust's page then shows
+    the start form and would go on showing it through the run (it stops polling the state
+    while READY); the tab's script reloads it once the run is under way."""
+    sim = sim_server(profile="h100-llama8b-eagle3", spec="on", trace=False)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    master_port = str(free_port())
+    locustfile = str(REPO / "locustfiles" / "ladder.py")
+    log = tmp_path / "master.log"
+    master = subprocess.Popen(
+        [sys.executable, "-m", "locust", "-f", locustfile, "--master", "--expect-workers", "1",
+         "--master-bind-host", "127.0.0.1", "--master-bind-port", master_port,
+         "--host", sim.url, "--web-port", str(port), "--autostart", "--autoquit", "30",
+         "--csv", str(tmp_path / "run" / "locust"), "--ladder", "4", "--warmup", "1",
+         "--measure", "2", "--min-requests", "5", "--max-tokens", "32", "--ignore-eos"],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=log.open("w"))
+    worker = None
+    try:
+        with Browser(tmp_path) as browser:
+            deadline = time.monotonic() + 30
+            while not _answers(base + "/specload/live"):
+                assert master.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.3)
+            browser.navigate(base + "/?tab=tokens")
+            browser.wait_for("document.body.innerText.includes('Start new load test')", 30,
+                             "Locust's start form")
+            assert browser.evaluate("document.querySelector('[role=\"tablist\"]')") is None
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "locust", "-f", locustfile, "--worker",
+                 "--master-host", "127.0.0.1", "--master-port", master_port],
+                cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            browser.wait_for(f"{PAYLOAD}.rungs.length > 0", 60, "the rung in the tab")
+            assert browser.errors == []
+    finally:
+        for proc in (worker, master):
+            if proc is not None:
+                proc.terminate()
+                proc.wait(timeout=30)
+
+
+def _answers(url: str) -> bool:
+    try:
+        _get(url)
+    except OSError:
+        return False
+    return True
     output = log.read_text().split("Got SIGTERM signal")[0]
     assert "spawn rate is very high" not in output
     assert "Traceback" not in output, output[-3000:]

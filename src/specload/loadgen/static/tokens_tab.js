@@ -203,11 +203,40 @@
     });
   }
 
+  // Locust's page asks for the run's state only while a run is on (webui useSwarmUi polls
+  // /stats/requests while SPAWNING or RUNNING, and only the worker count while READY), so
+  // a page loaded while the runner was READY, as a master waiting for its workers before
+  // --autostart is, would show the start form all through the run: reload it once the run
+  // is under way. Runner states: locust/runners.py STATE_*.
+  const UNDER_WAY = ["spawning", "running"];
+  let watching = false;
+  function watchForStart() {
+    if (watching) return;
+    watching = true;
+    const check = async () => {
+      if (document.querySelector('[role="tablist"]')) {
+        watching = false;
+        return;
+      }
+      try {
+        const response = await fetch("./specload/live", {cache: "no-store"});
+        const p = response.ok ? await response.json() : {};
+        if (UNDER_WAY.includes(p.state) && !document.querySelector('[role="tablist"]')) {
+          window.location.reload();
+          return;
+        }
+      } catch (err) {}  // the web UI may be starting or gone: ask again
+      setTimeout(check, POLL_MS);
+    };
+    setTimeout(check, POLL_MS);  // Locust's own bundle renders after this script runs
+  }
+
   let rounds = 0;
   function place() {
     const open = new URLSearchParams(window.location.search).get("tab") === KEY;
     const tabs = document.querySelector('[role="tablist"]');
     const bar = tabs && (tabs.closest(".MuiTabs-root") || tabs).parentElement;
+    if (!tabs) watchForStart();
     if (!open || !bar) {
       if (view.panel && view.panel.isConnected) view.panel.remove();
       view.polling = 0;  // a poll in flight finds its round over and stops
