@@ -60,7 +60,7 @@ INVALID = [
      ["request.prompts: prompts file 'nope.jsonl' not found"]),
     ("unknown profile", "name: x\narms:\n  - name: a\n    sim: {profile: a100, spec: on}\n",
      ["arms[0].sim.profile: unknown profile 'a100'; use one of a100x8-llama8b-magicdec, "
-      "bench-20ms, h100-llama8b-eagle"]),
+      "bench-20ms, cpu2-gemma3-270m-ngram, h100-llama8b-eagle"]),
     ("unreadable profile path", "name: x\narms:\n  - name: a\n"
      "    sim: {profile: missing/gpu.yaml, spec: on}\n",
      ["arms[0].sim.profile: profile file 'missing/gpu.yaml' not found"]),

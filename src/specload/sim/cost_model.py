@@ -2,14 +2,16 @@
 
 A step runs every scheduled token through the target model once: it reads the dense
 weights, the routed experts its tokens hit (MoE) and the KV cache of every scheduled
-request, and it performs 2·params FLOPs per token plus attention. Its GPU time is the
-larger of bytes/bandwidth and FLOPs/compute (each derated by an achieved efficiency),
-plus tensor-parallel all-reduces (a fixed latency per call and bytes over the
-interconnect; both stall the forward pass) and the drafter's forwards. A draft tree
-verifies `verify_tokens_per_draft` target tokens per draft position. Host time
-(scheduling, per-request bookkeeping, queue scans) either adds to the GPU time or, for
-an engine that overlaps it with the GPU (SGLang's overlap scheduler, vLLM's async
-scheduling), hides under it: the step then takes the larger of the two. A k = 0 step
+request, and it performs 2·params FLOPs per token plus attention (the output head's
+share only for the tokens whose logits it computes: decode tokens and a prompt's last).
+Its GPU time is the larger of bytes/bandwidth and FLOPs/compute (each derated by an
+achieved efficiency; the FLOP rate may rise with the step's tokens), plus
+tensor-parallel all-reduces (a fixed latency per call and bytes over the interconnect;
+both stall the forward pass) and the drafter's forwards. A draft tree verifies
+`verify_tokens_per_draft` target tokens per draft position. Host time (scheduling,
+per-request bookkeeping, queue scans) either adds to the GPU time or, for an engine
+that overlaps it with the GPU (SGLang's overlap scheduler, vLLM's async scheduling),
+hides under it: the step then takes the larger of the two. A k = 0 step
 with a drafter loaded (the adaptive mode's "off" tier) still pays a draft forward that
 keeps the drafter's KV in sync, as a fraction of the step. A profile's `unexplained`
 time (what a published measurement shows beyond this model) is added last.
@@ -32,6 +34,7 @@ class StepShape:
     tokens: int = 0  # query tokens: decode (1 + k each) plus prefill chunk tokens
     kv_read_tokens: int = 0  # context tokens whose KV is read
     attn_token_ctx: int = 0  # Σ query tokens × context length (attention FLOPs)
+    logit_tokens: int = 0  # query tokens whose logits are computed: decode, prompts' last
     num_seqs: int = 0  # requests in the step
     num_decode: int = 0  # of which decoding (the rest prefill)
     num_spec_seqs: int = 0  # decode requests speculating this step
@@ -66,11 +69,13 @@ class CostModel:
         hw, m = profile.hardware, profile.model
         self._bw = hw.num_gpus * hw.mem_bandwidth_gbs * 1e9 * hw.eta_mem
         self._flops = hw.num_gpus * hw.tflops * 1e12 * hw.eta_compute
+        self._ramp = hw.compute_ramp_tokens
         self._dense_bytes = m.dense_weight_gb * 1e9
         self._expert_bytes = m.expert_weight_gb * 1e9
         self._miss = 1.0 - m.experts_active / m.experts_total if m.experts_total else 1.0
         self._kv_bytes = m.kv_bytes_per_token
-        self._flops_per_token = 2.0 * m.active_params_b * 1e9
+        self._flops_per_token = 2.0 * (m.active_params_b - m.head_params_b) * 1e9
+        self._head_flops = 2.0 * m.head_params_b * 1e9
         self._attn = m.attn_flops_per_token_ctx
         self._comm = (m.allreduce_bytes_per_token / (hw.interconnect_gbs * 1e9)
                       if hw.interconnect_gbs else 0.0)
@@ -100,7 +105,10 @@ class CostModel:
             return StepCost(0.0, 0.0, 0.0, 0.0, 0.0)
         tokens = shape.tokens + self._tree_extra * shape.k * shape.num_spec_seqs
         memory = (self.weight_bytes(tokens) + self._kv_bytes * shape.kv_read_tokens) / self._bw
-        compute = (self._flops_per_token * tokens + self._attn * shape.attn_token_ctx) / self._flops
+        logits = shape.logit_tokens + tokens - shape.tokens
+        compute = ((self._flops_per_token * tokens + self._head_flops * logits
+                    + self._attn * shape.attn_token_ctx) / self._flops
+                   * (1.0 + self._ramp / tokens if tokens else 1.0))
         comm = self._comm_fixed + self._comm * tokens
         draft = 0.0
         if shape.k and shape.num_spec_seqs:

@@ -24,6 +24,7 @@ from typing import Any
 from specload.sim import SimConfigError
 from specload.sim.acceptance import expected_tokens_per_step
 from specload.sim.core import SpecMode
+from specload.sim.cost_model import CostModel, StepShape
 from specload.sim.profile import Profile
 from specload.sim.virtual import run_closed_loop
 
@@ -31,10 +32,11 @@ from specload.sim.virtual import run_closed_loop
 BOUNDS: dict[str, tuple[float, float]] = {
     "hardware.eta_mem": (0.2, 1.0),
     "hardware.eta_compute": (0.1, 1.0),
+    "hardware.compute_ramp_tokens": (0.01, 64.0),
     "hardware.interconnect_gbs": (1.0, 1000.0),
     "hardware.allreduce_latency_s": (1e-6, 2e-4),
     "overheads.step_s": (1e-4, 0.05),
-    "overheads.per_seq_s": (1e-7, 1e-3),
+    "overheads.per_seq_s": (1e-7, 1e-2),
     "overheads.per_waiting_s": (1e-7, 1e-2),
     "unexplained.step_s": (1e-6, 0.1),
     "unexplained.per_seq_s": (1e-7, 0.05),
@@ -45,6 +47,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "speculative.cpu_per_seq_s": (1e-7, 1e-2),
 }
 HOST_PARAMS = ("hardware.eta_mem", "overheads.step_s", "overheads.per_seq_s")
+COMPUTE_PARAMS = ("hardware.eta_compute", "hardware.compute_ramp_tokens")
 SPEC_PARAMS = ("speculative.draft_step_s", "speculative.draft_per_seq_s",
                "speculative.cpu_per_seq_s")
 PULL = 0.02  # weight of the pull towards the base profile, per parameter
@@ -195,15 +198,27 @@ def _from_unit(path: str, u: float) -> float:
 
 
 def default_free(base: Profile, obs: Observations) -> list[str]:
-    """Host-side parameters always; drafter costs when a speculating arm was measured;
-    queue-scan and unexplained time where the base profile has some."""
+    """Host-side parameters always; the FLOP rate and its ramp where the base profile's
+    verify step is compute-bound (a CPU); drafter costs when a speculating arm was
+    measured; queue-scan and unexplained time where the base profile has some."""
     free = list(HOST_PARAMS)
+    if verify_is_compute_bound(base, obs.k or base.speculative.k, obs.prompt_tokens):
+        free += COMPUTE_PARAMS
     if any(r.mode != "off" for r in obs.rungs):
         free += SPEC_PARAMS
     data = base.model_dump()
     free += [p for p in BOUNDS if p not in free and p.startswith(("overheads.", "unexplained."))
              and get_param(data, p)]
     return free
+
+
+def verify_is_compute_bound(base: Profile, k: int, context: int) -> bool:
+    """Whether one request's verify step of 1 + k tokens takes longer to compute than to
+    read: a GPU reads, a CPU computes."""
+    step = CostModel(base, "on").cost(StepShape(
+        tokens=1 + k, kv_read_tokens=context, attn_token_ctx=(1 + k) * context, num_seqs=1,
+        num_decode=1, num_spec_seqs=1, k=k, logit_tokens=1 + k))
+    return step.compute > step.memory
 
 
 def fit(base: Profile, obs: Observations, free: Sequence[str] | None = None, *,

@@ -44,6 +44,9 @@ class Hardware(_Strict):
     tflops: Pos  # dense, per GPU, in the weights' precision
     eta_mem: Frac  # achieved fraction of peak bandwidth
     eta_compute: Frac  # achieved fraction of peak FLOPs
+    # query tokens per step at which matmuls reach half of that rate (the rate rises with
+    # the batch as t / (t + ramp): small matrix products use the units poorly); 0: flat
+    compute_ramp_tokens: NonNeg = 0.0
     # effective tensor-parallel all-reduce bandwidth, GB/s (0: single GPU or NVLink, ignored)
     interconnect_gbs: NonNeg = 0.0
     # fixed latency of one tensor-parallel all-reduce, s (small messages over PCIe)
@@ -55,6 +58,9 @@ class Model(_Strict):
 
     name: str  # served model id
     active_params_b: Pos  # parameters touched per token, billions (FLOPs = 2 * params)
+    # of which the output head's, multiplied only for tokens whose logits are computed
+    # (decode and verify tokens, a prompt's last); 0: counted for every token
+    head_params_b: NonNeg = 0.0
     dense_weight_gb: Pos  # weights read every step (attention, shared experts, embeddings)
     expert_weight_gb: NonNeg = 0.0  # routed-expert weights (MoE); read as experts are hit
     experts_total: int = Field(0, ge=0)
@@ -69,6 +75,8 @@ class Model(_Strict):
     def _moe_consistent(self) -> Model:
         if self.expert_weight_gb > 0 and not 0 < self.experts_active <= self.experts_total:
             raise ValueError("expert_weight_gb needs 0 < experts_active <= experts_total")
+        if self.head_params_b > self.active_params_b:
+            raise ValueError("head_params_b is part of active_params_b: it cannot exceed it")
         return self
 
 

@@ -237,8 +237,10 @@ class BatchFormer:
             ctx = seq.computed + n
             shape.kv_read_tokens += ctx
             shape.attn_token_ctx += n * ctx
+            shape.logit_tokens += n
         else:
             batch.prefill.append(seq)
+            shape.logit_tokens += seq.computed + n >= seq.context
             shape.kv_read_tokens += seq.computed + n
             shape.attn_token_ctx += n * (seq.computed + n // 2)
 

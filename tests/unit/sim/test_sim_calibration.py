@@ -98,6 +98,25 @@ def test_adaptive_mode_switches_speculation_off_at_high_concurrency() -> None:
     assert points[1].output_tok_s == pytest.approx(off64 / (1 + k0), rel=0.02)
 
 
+# The real tier's llama-server pair on this project's 2-core machine, two sweeps each
+# (8 slots, -t 2, 32-token prompts, 48 tokens out): tok/s at C = 1 and 8.
+LLAMACPP_CPU = {"on": {1: (65.1, 56.8), 8: (80.3, 77.0)},
+                "off": {1: (38.8, 34.9), 8: (73.9, 66.3)}}
+
+
+def test_cpu_profile_reproduces_the_real_llama_server() -> None:
+    """The CPU base profile, unfitted, within 10% of the two sweeps' mean at every rung,
+    and speculation pays at C = 1 far more than at C = 8, as measured."""
+    profile = load_profile("cpu2-gemma3-270m-ngram")
+    got = {mode: {p.users: p.output_tok_s for p in predict(
+        profile, mode, None, [1, 8], prompt_tokens=32, output_tokens=48)}  # type: ignore[arg-type]
+        for mode in LLAMACPP_CPU}
+    for mode, rungs in LLAMACPP_CPU.items():
+        for c, runs in rungs.items():
+            assert got[mode][c] == pytest.approx(sum(runs) / len(runs), rel=0.10), (mode, c)
+    assert got["on"][1] / got["off"][1] > 1.4 > 1.2 > got["on"][8] / got["off"][8] > 1.0
+
+
 def test_curve_is_deterministic_for_a_seed() -> None:
     a = predict(load_profile("h100-llama8b-eagle3"), "on", None, [8], seed=3)
     b = predict(load_profile("h100-llama8b-eagle3"), "on", None, [8], seed=3)

@@ -145,3 +145,30 @@ def test_unexplained_time_adds_to_the_step_and_is_never_hidden() -> None:
     plain = _variant("h100-llama8b-eagle3", overheads={"overlap": True})
     extra = CostModel(p, "on").cost(shape).total - CostModel(plain, "on").cost(shape).total
     assert extra == pytest.approx(0.001 + 4 * 0.0001 + 4 * 0.0002 + 10 * 0.00001)
+
+
+def test_the_output_head_multiplies_only_the_tokens_whose_logits_are_computed() -> None:
+    """A prompt's tokens pass through the body; only its last reaches the output head (a
+    large share of a small model with a big vocabulary, as Gemma 3 270M's)."""
+    cpu = CostModel(load_profile("cpu2-gemma3-270m-ngram"))
+    m = load_profile("cpu2-gemma3-270m-ngram").model
+    prompt = cpu.cost(StepShape(tokens=32, num_seqs=1, logit_tokens=1))
+    decode = cpu.cost(StepShape(tokens=32, num_seqs=32, num_decode=32, logit_tokens=32))
+    body = m.active_params_b - m.head_params_b
+    assert prompt.compute / decode.compute == pytest.approx(
+        (32 * body + m.head_params_b) / (32 * m.active_params_b))
+    llama = CostModel(load_profile("h100-llama8b-eagle3"))  # no head given: every token
+    assert (llama.cost(StepShape(tokens=64, num_seqs=1, logit_tokens=1)).compute
+            == llama.cost(StepShape(tokens=64, num_seqs=1, logit_tokens=64)).compute)
+
+
+def test_the_flop_rate_ramps_up_with_the_steps_tokens() -> None:
+    p = load_profile("cpu2-gemma3-270m-ngram")
+    ramp = p.hardware.compute_ramp_tokens
+    flat = CostModel(p.model_copy(update={"hardware": p.hardware.model_copy(
+        update={"compute_ramp_tokens": 0.0})}))
+    ramped = CostModel(p)
+    for tokens in (1, 5, 40):
+        shape = StepShape(tokens=tokens, num_seqs=1, num_decode=1, logit_tokens=tokens)
+        assert ramped.cost(shape).compute == pytest.approx(
+            flat.cost(shape).compute * (tokens + ramp) / tokens)

@@ -11,6 +11,7 @@ from specload.sim.curve import predict
 from specload.sim.fit import (
     Observations,
     Rung,
+    default_free,
     fit,
     nelder_mead,
     running_cap,
@@ -107,3 +108,12 @@ def test_yaml_round_trip_keeps_values_and_origins() -> None:
     assert Profile.model_validate(yaml.safe_load(text)) == p
     with pytest.raises(ValueError, match="unknown parameters"):
         Profile.model_validate({**yaml.safe_load(text), "origins": {"overheads.nope": "x"}})
+
+
+def test_a_compute_bound_base_frees_its_flop_rate() -> None:
+    """On a CPU a verify step computes longer than it reads: the FLOP rate and its ramp
+    are what the data shows; a GPU profile's stay put."""
+    obs = Observations((Rung("on", 1, 50.0), Rung("off", 1, 30.0)), 32, 48, k=4)
+    assert {"hardware.eta_compute", "hardware.compute_ramp_tokens"} <= set(
+        default_free(load_profile("cpu2-gemma3-270m-ngram"), obs))
+    assert "hardware.eta_compute" not in default_free(load_profile("h100-llama8b-eagle3"), obs)
