@@ -129,7 +129,9 @@ def _add_sim_fit(sub: argparse._SubParsersAction) -> None:
         "tok/s per rung, and the server's running requests and acceptance where /metrics "
         "was sampled), print the residual per rung and write the fitted profile YAML.",
     )
-    p.add_argument("run_dir", help="a sweep folder of the server to stand in for")
+    p.add_argument("run_dir", nargs="+",
+                   help="a sweep folder of the server to stand in for; several (repeats "
+                   "of one scenario) are fitted by their mean per rung")
     p.add_argument("--out", required=True, help="profile YAML to write")
     p.add_argument("--base", default="seed-glm",
                    help="built-in profile name or YAML path to start from (default: %(default)s)")

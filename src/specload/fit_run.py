@@ -8,14 +8,18 @@ The workload comes from the run: the mean `prompt_tokens` the requests reported 
 mean output tokens they received (or the scenario's `request.max_tokens`). The base
 profile (`--base`) is fitted to that, the residual of every rung is printed, and the
 fitted profile is written as YAML in which each parameter names its origin (measured,
-fitted, or the base profile's value). `specload sim --profile my.yaml` then serves it.
+fitted, or the base profile's value). Several run folders, repeats of one scenario on a
+noisy machine, are fitted by each rung's mean. `specload sim --profile my.yaml` then
+serves it.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +102,32 @@ def observations(report: Report, prompt_tokens: int | None = None,
     return Observations(tuple(rungs), prompt_tokens, output_tokens, k), sorted(set(notes))
 
 
+def mean_observations(runs: Sequence[Observations]) -> Observations:
+    """Repeated sweeps of one scenario as one: each arm and rung's mean over the runs that
+    measured it. Runs of other workloads or draft lengths are an error."""
+    first = runs[0]
+    for other in runs[1:]:
+        if (other.prompt_tokens, other.output_tokens, other.k) != (
+                first.prompt_tokens, first.output_tokens, first.k):
+            raise UserError("the runs differ in prompt or output length or k "
+                            f"({first.prompt_tokens}/{first.output_tokens}/k={first.k} vs "
+                            f"{other.prompt_tokens}/{other.output_tokens}/k={other.k}): "
+                            "fit one at a time")
+    groups: dict[tuple[str, int], list[Rung]] = {}
+    for obs in runs:
+        for rung in obs.rungs:
+            groups.setdefault((rung.mode, rung.users), []).append(rung)
+    rungs = [Rung(same[0].mode, same[0].users, _mean([r.output_tok_s for r in same]) or 0.0,
+                  _mean([r.running for r in same]), _mean([r.accept_len for r in same]))
+             for same in groups.values()]
+    return dataclasses.replace(first, rungs=tuple(rungs))
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
 def residual_table(result: FitResult) -> str:
     head = f"{'arm':>8} {'C':>5} {'measured':>10} {'fitted':>10} {'residual':>9}"
     rows = [f"{'spec-' + r.mode:>8} {r.users:>5} {r.observed:>10.1f} {r.predicted:>10.1f} "
@@ -124,16 +154,21 @@ def main(args: argparse.Namespace) -> int:
     """Entry point of `specload sim-fit`."""
     try:
         base = load_profile(args.base)
-        report = build(args.run_dir)
-        obs, notes = observations(report, args.prompt_tokens, args.output_tokens)
+        measured = [observations(build(run), args.prompt_tokens, args.output_tokens)
+                    for run in args.run_dir]
+        obs = mean_observations([o for o, _ in measured])
+        notes = sorted({note for _, run_notes in measured for note in run_notes})
+        if len(measured) > 1:
+            notes.append(f"{len(measured)} runs: each rung's mean is fitted")
         check_lengths(base, obs.prompt_tokens, obs.output_tokens)
         free = args.free.split(",") if args.free else None
         result = fit(base, obs, free, seed=args.seed, max_evals=args.max_evals)
     except SimConfigError as exc:
         print(f"specload: error: {exc}", file=sys.stderr)
         return 2
-    profile = fitted_profile(result, obs, args.base, args.run_dir)
-    header = [f"Fitted by `specload sim-fit` to {args.run_dir}, from base profile {args.base}.",
+    runs = ", ".join(args.run_dir)
+    profile = fitted_profile(result, obs, args.base, runs)
+    header = [f"Fitted by `specload sim-fit` to {runs}, from base profile {args.base}.",
               f"Workload of the run: {obs.prompt_tokens}-token prompts, "
               f"{obs.output_tokens}-token outputs. Residual per rung (fitted / measured - 1):",
               *(f"  spec-{r.mode} C={r.users}: {r.rel:+.1%}" for r in result.residuals),

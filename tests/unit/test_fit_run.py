@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 from specload.errors import UserError
-from specload.fit_run import fitted_profile, observations
+from specload.fit_run import fitted_profile, mean_observations, observations
 from specload.report.render import Report
 from specload.report.run_files import ArmSource, RepSource, RunSource
-from specload.sim.fit import FitResult, Residual
+from specload.sim.fit import FitResult, Observations, Residual, Rung
 from specload.sim.profile import load_profile, parameter_paths
 
 
@@ -79,3 +79,15 @@ def test_a_command_arm_without_k_fits_the_draft_length_its_command_gives(tmp_pat
                   "--spec-draft-n-max 4 --spec-synth-len 4.6")
     obs, _ = observations(report)
     assert obs.k == 4
+
+
+def test_repeated_runs_are_fitted_by_each_rungs_mean() -> None:
+    a = Observations((Rung("on", 1, 50.0, 1.0, 4.5), Rung("off", 1, 30.0),
+                      Rung("off", 8, 70.0, 8.0)), 32, 48, 4)
+    b = Observations((Rung("on", 1, 60.0, 0.9, 4.7), Rung("off", 1, 34.0)), 32, 48, 4)
+    mean = mean_observations([a, b])
+    assert mean.rungs == (Rung("on", 1, 55.0, 0.95, pytest.approx(4.6)),
+                          Rung("off", 1, 32.0), Rung("off", 8, 70.0, 8.0))
+    assert (mean.prompt_tokens, mean.output_tokens, mean.k) == (32, 48, 4)
+    with pytest.raises(UserError, match="differ in prompt or output length"):
+        mean_observations([a, Observations(b.rungs, 128, 48, 4)])
