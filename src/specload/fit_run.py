@@ -117,7 +117,7 @@ def mean_observations(runs: Sequence[Observations]) -> Observations:
     for obs in runs:
         for rung in obs.rungs:
             groups.setdefault((rung.mode, rung.users), []).append(rung)
-    rungs = [Rung(same[0].mode, same[0].users, _mean([r.output_tok_s for r in same]) or 0.0,
+    rungs = [Rung(same[0].mode, same[0].users, sum(r.output_tok_s for r in same) / len(same),
                   _mean([r.running for r in same]), _mean([r.accept_len for r in same]))
              for same in groups.values()]
     return dataclasses.replace(first, rungs=tuple(rungs))

@@ -105,7 +105,7 @@ class CostModel:
             return StepCost(0.0, 0.0, 0.0, 0.0, 0.0)
         tokens = shape.tokens + self._tree_extra * shape.k * shape.num_spec_seqs
         memory = (self.weight_bytes(tokens) + self._kv_bytes * shape.kv_read_tokens) / self._bw
-        logits = shape.logit_tokens + tokens - shape.tokens
+        logits = shape.logit_tokens + (tokens - shape.tokens)  # a tree's extras are verified
         compute = ((self._flops_per_token * tokens + self._head_flops * logits
                     + self._attn * shape.attn_token_ctx) / self._flops
                    * (1.0 + self._ramp / tokens if tokens else 1.0))

@@ -98,14 +98,7 @@ def test_tokens_tab_in_a_browser(sim_server: Any, tmp_path: Path, processes: int
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=log.open("w"))
     try:
         with Browser(tmp_path) as browser:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                try:
-                    _get(base + "/specload/live")
-                    break
-                except OSError:
-                    assert proc.poll() is None, log.read_text()[-2000:]
-                    time.sleep(0.3)
+            _wait_until_answers(base + "/specload/live", proc, log)
             browser.navigate(base + "/?tab=tokens")
             browser.wait_for(f"{PAYLOAD}.rungs.length > 0 "
                              "&& document.querySelectorAll('table tbody tr').length > 0",
@@ -163,10 +156,7 @@ def test_a_page_opened_before_autostart_shows_the_run(sim_server: Any, tmp_path:
     worker = None
     try:
         with Browser(tmp_path) as browser:
-            deadline = time.monotonic() + 30
-            while not _answers(base + "/specload/live"):
-                assert master.poll() is None and time.monotonic() < deadline, log.read_text()
-                time.sleep(0.3)
+            _wait_until_answers(base + "/specload/live", master, log)
             browser.navigate(base + "/?tab=tokens")
             browser.wait_for("document.body.innerText.includes('Start new load test')", 30,
                              "Locust's start form")
@@ -184,9 +174,13 @@ def test_a_page_opened_before_autostart_shows_the_run(sim_server: Any, tmp_path:
                 proc.wait(timeout=30)
 
 
-def _answers(url: str) -> bool:
-    try:
-        _get(url)
-    except OSError:
-        return False
-    return True
+def _wait_until_answers(url: str, proc: subprocess.Popen, log: Path) -> None:
+    """Until `url` answers (30 s at most), while the web UI's process `proc` lives."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            _get(url)
+            return
+        except OSError:
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.3)
