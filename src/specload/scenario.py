@@ -496,6 +496,10 @@ class Scenario(_Strict):
     max_measure_s: float | None = Field(None, gt=0)  # at most (default 4 x measure_s)
     drain_s: float = Field(120.0, ge=0)  # after the last rung: let requests finish
     repeats: int = Field(1, ge=1, le=100)
+    # run the arms rung by rung (C = 1 on every arm, then C = 2, ...), every arm's server
+    # up for the whole repeat: a machine whose speed drifts over minutes moves both arms
+    # of a rung together
+    interleave: bool = False
     processes: int | None = None
     distributed: Distributed | None = None
     request: RequestSettings = Field(default_factory=RequestSettings)
@@ -570,6 +574,13 @@ class Scenario(_Strict):
             raise ValueError(
                 "give either `processes` (one machine) or `distributed` (master and workers)"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _interleave_local(self) -> Scenario:
+        if self.interleave and self.distributed is not None:
+            raise ValueError("interleave: not with `distributed` (its workers would have to "
+                             "rejoin at every rung); run the arms one after the other")
         return self
 
     @property

@@ -6,8 +6,10 @@ An interrupted repeat keeps the rungs it finished (its rungs file lists exactly 
 files so the report sees one complete set: rungs (renumbered to their index in
 the full ladder, or rate ladder, which increasing levels make unambiguous), per-request rows,
 client stats and Locust's stats history are appended; Locust's failure table is merged
-by summing occurrences; the simulator's trace (when the arm has one) is appended to the
-repeat's trace, so that it matches the repeat's request rows; the workers' clock rounds
+by summing occurrences; the trace of the resumed server (a simulated arm's) is appended
+to the repeat's trace once that server stops, so that it matches the repeat's request
+rows. An interleaved sweep runs each rung as its own Locust run against a server that
+stays up, so its later rungs are parts too. The workers' clock rounds
 and events are appended too. Locust's aggregate `_stats.csv` cannot be merged from
 percentiles, so each part keeps its own in its part folder. Rows are only ever appended;
 every row carries absolute epoch times and its process's `client_id` (the key of its
@@ -113,7 +115,12 @@ def merge_part(part_prefix: Path, main_prefix: Path, levels: Sequence[float]) ->
     for suffix in APPENDED_SUFFIXES:
         _append(*files(suffix))
     _merge_failures(*files(LOCUST_FAILURES_SUFFIX))
-    trace = part_prefix.parent / SERVER_TRACE_NAME
+
+
+def merge_trace(part_dir: Path, rep_dir: Path) -> None:
+    """Append the trace a resumed repeat's server wrote in its part folder to the
+    repeat's own, once that server has stopped."""
+    trace = part_dir / SERVER_TRACE_NAME
     if trace.exists():
-        with (main_prefix.parent / SERVER_TRACE_NAME).open("ab") as dst:
+        with (rep_dir / SERVER_TRACE_NAME).open("ab") as dst:
             dst.write(trace.read_bytes())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -107,3 +108,28 @@ def test_locust_failure_marks_the_arm_failed(tmp_path: Path, write_scenario, run
     rep = m["arms"][0]["reps"][0]
     assert rep["status"] == "failed" and "locust exited with status 1" in rep["error"]
     assert "failed arm(s): lonely" in res.stdout
+
+
+@pytest.mark.slow
+def test_interleaved_arms_take_turns_rung_by_rung(tmp_path: Path, write_scenario,
+                                                  run_sweep) -> None:
+    """`interleave: true`: both servers stay up and every rung runs on spec-on, then on
+    spec-off, before the next; each arm's files come out whole, as a sequential sweep's."""
+    data = short_scenario(warmup_s=0.5, measure_s=1.5, interleave=True, verify=False)
+    res = run_sweep(str(write_scenario(data)), "--out", "out")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count("ready; its rungs interleave with the other arms'") == 2
+    run_dir = tmp_path / run_dir_of(res.stdout)
+    starts = sorted((float(r["warmup_start"]), arm, r["users"], r["rung"])
+                    for arm in ("spec-on", "spec-off")
+                    for r in read_csv(run_dir / arm / "locust_rungs.csv"))
+    assert [s[1:] for s in starts] == [("spec-on", "1", "0"), ("spec-off", "1", "0"),
+                                       ("spec-on", "3", "1"), ("spec-off", "3", "1")]
+    for arm in ("spec-on", "spec-off"):
+        rows = read_csv(run_dir / arm / "locust_requests.csv")
+        with (run_dir / arm / "server_trace.jsonl").open() as fh:
+            served = {json.loads(line)["request_id"] for line in fh}
+        assert {r["request_id"] for r in rows if r["error_kind"] == ""} == served
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert sorted((r["arm"], r["concurrency"]) for r in summary["summary"]) == [
+        ("spec-off", 1), ("spec-off", 3), ("spec-on", 1), ("spec-on", 3)]

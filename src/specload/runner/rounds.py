@@ -1,0 +1,133 @@
+"""In which order a sweep runs its arms' repeats, and what each repeat's status becomes.
+
+Repeat 1 of every arm, then repeat 2 of every arm (`run_rounds`): a machine that speeds
+up or slows down during the sweep moves each repeat's arms together. With the
+scenario's `interleave`, every arm's server of a round stays up and each rung runs on
+every arm before the next rung (`run_interleaved`). Each repeat's status in the
+manifest (running, done, failed with the reason, interrupted) is saved as it changes;
+a failed repeat does not stop the others.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from contextlib import ExitStack
+
+from specload.manifest import ArmEntry, RepEntry, utc_now
+from specload.runner.attempt import (
+    RepFailed,
+    Serving,
+    Sweep,
+    missing_levels,
+    run_levels,
+    run_rep,
+    say,
+    serving,
+)
+
+
+def _begin(sweep: Sweep, rep: RepEntry) -> None:
+    rep.status, rep.started, rep.finished, rep.error = "running", utc_now(), None, None
+    sweep.save()
+
+
+def _end(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry,
+         error: BaseException | None = None) -> None:
+    """Record how a repeat ended: done, failed (RepFailed: why) or interrupted."""
+    if isinstance(error, RepFailed):
+        rep.status, rep.error = "failed", str(error)
+        say(f"[{arm_entry.name}] FAILED: {error}")
+    elif error is not None:
+        rep.status, rep.error = "interrupted", "interrupted by the user"
+    else:
+        rep.status = "done"
+    rep.finished = utc_now()
+    sweep.save()
+
+
+def run_attempt(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> None:
+    """One repeat of an arm, its status kept in the manifest; a failure is recorded."""
+    if rep.status == "done":
+        return
+    _begin(sweep, rep)
+    try:
+        run_rep(sweep, arm_entry, rep)
+    except RepFailed as exc:
+        _end(sweep, arm_entry, rep, exc)
+    except KeyboardInterrupt as exc:
+        _end(sweep, arm_entry, rep, exc)
+        raise
+    else:
+        _end(sweep, arm_entry, rep)
+
+
+def run_arm(sweep: Sweep, arm_entry: ArmEntry) -> None:
+    for rep in arm_entry.reps:
+        run_attempt(sweep, arm_entry, rep)
+
+
+def _rounds(arms: list[ArmEntry]) -> Iterator[list[tuple[ArmEntry, RepEntry]]]:
+    """Repeat 1 of every arm, then repeat 2 of every arm, ...: the repeats not yet done."""
+    for rnd in itertools.zip_longest(*([(a, rep) for rep in a.reps] for a in arms)):
+        pending = [(a, rep) for a, rep in filter(None, rnd) if rep.status != "done"]
+        if pending:
+            yield pending
+
+
+def run_rounds(sweep: Sweep, arms: list[ArmEntry]) -> None:
+    """Every arm's repeats in rounds: a machine that speeds up or slows down during the
+    sweep moves each repeat's arms together, so each repeat's speedup stays true and the
+    repeats' spread shows the drift. With `interleave`, also rung by rung within a round."""
+    for pending in _rounds(arms):
+        if sweep.scenario.interleave:
+            run_interleaved(sweep, pending)
+        else:
+            for arm_entry, rep in pending:
+                run_attempt(sweep, arm_entry, rep)
+
+
+Up = dict[str, tuple[ExitStack, Serving]]
+
+
+def _serve_all(sweep: Sweep, pending: list[tuple[ArmEntry, RepEntry]], up: Up) -> None:
+    """Start every pending arm's server; an arm whose server does not start has failed."""
+    for arm_entry, rep in pending:
+        _begin(sweep, rep)
+        stack = ExitStack()
+        try:
+            live = stack.enter_context(serving(sweep, arm_entry, rep))
+        except RepFailed as exc:
+            stack.close()
+            _end(sweep, arm_entry, rep, exc)
+            continue
+        up[arm_entry.name] = (stack, live)
+        say(f"[{live.label}] {live.url} ready; its rungs interleave with the other arms'")
+
+
+def run_interleaved(sweep: Sweep, pending: list[tuple[ArmEntry, RepEntry]]) -> None:
+    """One round with every arm's server up: each rung on every arm in turn, one Locust
+    run per arm and rung. An arm that fails is stopped; the others go on."""
+    up: Up = {}
+
+    def close(arm_entry: ArmEntry, rep: RepEntry, error: BaseException | None) -> None:
+        up.pop(arm_entry.name)[0].close()
+        _end(sweep, arm_entry, rep, error)
+
+    try:
+        _serve_all(sweep, pending, up)
+        for level in sweep.scenario.levels:
+            for arm_entry, rep in pending:
+                if arm_entry.name in up and level in missing_levels(sweep, rep):
+                    try:
+                        run_levels(sweep, up[arm_entry.name][1], [level], announce=False)
+                    except RepFailed as exc:
+                        close(arm_entry, rep, exc)
+        for arm_entry, rep in pending:
+            if arm_entry.name in up:
+                close(arm_entry, rep, None)
+    except KeyboardInterrupt as exc:
+        for arm_entry, rep in pending:
+            if arm_entry.name in up:
+                close(arm_entry, rep, exc)
+        raise
