@@ -41,6 +41,7 @@ from __future__ import annotations
 import logging
 import ssl
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
@@ -440,6 +441,16 @@ def _judge_complete_stream(tally: StreamTally, out: _Outcome) -> None:
         out.fail("no_finish_reason", "stream ended without a finish_reason")
 
 
+def request_seed(seed: int, prompt: Prompt) -> int:
+    """The sampling seed a request carries: the run's seed mixed with its prompt, so that
+    two arms send the same seed with the same prompt while different prompts draw apart.
+    One seed for every request would make an engine's random draws alike in all of
+    them: llama-server seeds its synthetic draft acceptance (`--spec-synth-len`) with the
+    request's seed (tools/server/server-context.cpp, `spec_synth_rng.seed`), so every
+    request would accept the same drafts and a whole run one draw of the target."""
+    return zlib.crc32(prompt.text.encode(), seed & 0xFFFFFFFF) & 0x7FFFFFFF
+
+
 def _common_fields(prompt: Prompt, model: str, opts: RunOptions) -> dict[str, Any]:
     stream_options: dict[str, bool] = {"include_usage": True}
     if opts.continuous_usage:
@@ -450,7 +461,7 @@ def _common_fields(prompt: Prompt, model: str, opts: RunOptions) -> dict[str, An
         "stream_options": stream_options,
         "max_tokens": prompt.max_tokens or opts.max_tokens,
         "temperature": opts.temperature,
-        "seed": opts.seed,
+        "seed": request_seed(opts.seed, prompt),
     }
     if opts.ignore_eos:
         body["ignore_eos"] = True
