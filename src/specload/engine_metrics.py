@@ -95,3 +95,10 @@ HISTOGRAMS = (
 def names(meaning: Meaning) -> tuple[str, ...]:
     """The series names with this meaning, in the table's order (vLLM first)."""
     return tuple(s.name for s in SERIES if s.meaning == meaning)
+
+
+def names_of(meaning: Meaning, engine: str | None) -> tuple[str, ...]:
+    """The series with this meaning that `engine` exposes (each engine's names start
+    with its own), or every engine's when it is unknown or exposes none."""
+    every = names(meaning)
+    return tuple(n for n in every if engine and n.startswith(engine)) or every

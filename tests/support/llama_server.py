@@ -58,6 +58,7 @@ class Pair:
     slots: int
     synth_len: float
     draft_n_max: int
+    max_tokens: int
 
 
 def server_command(port: int, slots: int, spec: str, key_env: str | None = None) -> str:
@@ -77,7 +78,8 @@ def pair_scenario(folder: Path, name: str = "llamacpp-real", slots: int = 8,
                   ladder: tuple[int, ...] = (1, 2, 4, 8, 16), synth_len: float = 4.6,
                   draft_n_max: int = 4, key_env: str | None = None, warmup_s: float = 3,
                   measure_s: float = 15, max_tokens: int = 48,
-                  prompt_tokens: int = 32) -> Pair:
+                  prompt_tokens: int = 32, repeats: int = 1, interleave: bool = False,
+                  min_requests: int = 0) -> Pair:
     """A scenario file for a spec-on / spec-off llama-server pair on free ports; with
     `key_env` the servers require the key that variable holds (the scenario names none)."""
     arms = []
@@ -92,7 +94,33 @@ def pair_scenario(folder: Path, name: str = "llamacpp-real", slots: int = 8,
     request = {"max_tokens": max_tokens, "ignore_eos": True, "temperature": 0,
                "prompt_tokens": str(prompt_tokens), "request_timeout_s": 60}
     scenario = {"name": name, "ladder": list(ladder), "warmup_s": warmup_s,
-                "measure_s": measure_s, "min_requests": 0, "request": request, "arms": arms}
+                "measure_s": measure_s, "min_requests": min_requests, "repeats": repeats,
+                "interleave": interleave, "request": request, "arms": arms}
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(scenario, sort_keys=False), encoding="utf-8")
-    return Pair(path, slots, synth_len, draft_n_max)
+    return Pair(path, slots, synth_len, draft_n_max, max_tokens)
+
+
+
+def synth_rate(draft_n_max: int, synth_len: float) -> float:
+    """The conditional acceptance rate p of each draft position under `--spec-synth-len`:
+    p + p^2 + ... + p^n = L - 1 (common_speculative_synth_rates_resolve in
+    common/speculative.cpp)."""
+    lo, hi = 0.0, 1.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if sum(mid**i for i in range(1, draft_n_max + 1)) < synth_len - 1:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def synth_mean_length_of_drafts(draft_n_max: int, synth_len: float, drafted: float) -> float:
+    """The acceptance length (1 + accepted / drafts) the synthetic rates give drafts of
+    `drafted` tokens on average: shorter than `--spec-draft-n-max` when the n-gram
+    drafter finds fewer tokens or the request has fewer left (`get_n_draft_max` in
+    tools/server/server-context.cpp: the tokens left, less one)."""
+    p = synth_rate(draft_n_max, synth_len)
+    whole = int(drafted)
+    return 1 + sum(p**j for j in range(1, whole + 1)) + (drafted - whole) * p ** (whole + 1)

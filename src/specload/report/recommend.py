@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from specload import engine_metrics
 from specload.engines import LOAD_AWARE, NAMES
 from specload.report import engine_settings as es
 from specload.report.crossover import (
@@ -398,8 +399,8 @@ def recommend(pair: PairResult, setup: ArmSetup, slo: SloTarget | None = None,
     if bound and bound.batch is not None:
         rec.notes.append(
             f"Batch sizes are the {bound.through} server's mean running requests "
-            "(vllm:num_requests_running / sglang:num_running_reqs) at C*, interpolated in "
-            "log C between the rungs around it.")
+            f"({' / '.join(engine_metrics.names_of('running', engine))}) at C*, "
+            "interpolated in log C between the rungs around it.")
     if bound and bound.spec_on_batch is not None:
         rec.notes.append(
             f"At C* the spec-on server ran only {bound.spec_on_batch:.1f} requests (a "

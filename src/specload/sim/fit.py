@@ -116,9 +116,11 @@ def predict_rungs(profile: Profile, obs: Observations, seed: int = 0) -> list[fl
 
 
 def scale_acceptance(rates: Sequence[float], k: int, target: float) -> list[float]:
-    """The base rates times one factor, so that E[accepted + 1] at k equals `target`."""
+    """The base rates times one factor, so that E[accepted + 1] at k equals `target`; a
+    base with fewer positions than k repeats its last rate for the rest."""
     if not 1.0 < target < k + 1.0:
         raise SimConfigError(f"a mean acceptance length of {target:.2f} is impossible at k={k}")
+    rates = [*rates, *[rates[-1]] * (k - len(rates))]
     lo, hi = 0.0, 1.0 / max(rates[:k])
     for _ in range(60):
         mid = (lo + hi) / 2
@@ -236,6 +238,9 @@ def fit(base: Profile, obs: Observations, free: Sequence[str] | None = None, *,
     notes: list[str] = []
     on = [r for r in obs.rungs if r.mode == "on"]
     k = obs.k or base.speculative.k
+    if k != base.speculative.k:
+        data["speculative"]["k"] = k
+        origins["speculative.k"] = "measured (the run's draft length)"
     lengths = [r.accept_len for r in on if r.accept_len is not None]
     if lengths:
         target = sum(lengths) / len(lengths)

@@ -166,3 +166,15 @@ def test_sim_arms_take_method_and_k_from_their_profile() -> None:
     assert rec.arm_setup(arm).spec.k == 5
     arm.profile = "no-such-profile"
     assert rec.arm_setup(arm).spec.method is None
+
+
+@pytest.mark.parametrize(("engine", "gauge"), [
+    ("llamacpp", "(llamacpp:requests_processing)"), ("tgi", "(tgi_batch_current_size)"),
+    (None, "(vllm:num_requests_running / sglang:num_running_reqs / tgi_batch_current_size / "
+           "llamacpp:requests_processing)")])
+def test_the_batch_size_note_names_the_engines_own_gauge(engine: str | None, gauge: str
+                                                         ) -> None:
+    # a llama.cpp recommendation once named vLLM's and SGLang's gauges only
+    got = _recommend(_pair([1.5, 1.2, 0.8, 0.6], batches=[1, 9, 20, 20]), engine)
+    (note,) = [n for n in got.notes if n.startswith("Batch sizes are")]
+    assert gauge in note

@@ -76,6 +76,18 @@ def test_acceptance_is_scaled_to_the_measured_length() -> None:
         scale_acceptance(rates, 2, 3.5)
 
 
+def test_a_run_drafting_more_tokens_than_the_base_profile_knows_is_fitted() -> None:
+    # a k = 8 run on the k = 4 CPU base profile once failed ("must be 1..4")
+    base = load_profile("cpu2-gemma3-270m-ngram")
+    scaled = scale_acceptance(base.speculative.acceptance, 8, 5.0)
+    assert len(scaled) == 8 and expected_tokens_per_step(scaled, 8) == pytest.approx(5.0,
+                                                                                     abs=1e-3)
+    rungs = (Rung("on", 1, 40.0, accept_len=5.0), Rung("off", 1, 33.0))
+    result = fit(base, Observations(rungs, 32, 48, 8), max_evals=20)
+    assert result.profile.speculative.k == 8
+    assert result.origins["speculative.k"] == "measured (the run's draft length)"
+
+
 def test_running_cap_needs_a_flat_count_below_c() -> None:
     capped = [Rung("on", 10, 1.0, running=9.8), Rung("on", 30, 1.0, running=16.0),
               Rung("on", 100, 1.0, running=16.2)]
