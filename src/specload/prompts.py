@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import random
+import zlib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -40,6 +41,16 @@ class Prompt:
     @property
     def text(self) -> str:
         return "\n\n".join(m["content"] for m in self.messages)
+
+
+def request_seed(seed: int, prompt: Prompt) -> int:
+    """The sampling seed a request carries: the run's seed mixed with its prompt, so that
+    two arms send the same seed with the same prompt while different prompts draw apart.
+    One seed for every request would make an engine's random draws alike in all of
+    them: llama-server seeds its synthetic draft acceptance (`--spec-synth-len`) with the
+    request's seed (tools/server/server-context.cpp, `spec_synth_rng.seed`), so every
+    request would accept the same drafts and a whole run one draw of the target."""
+    return zlib.crc32(prompt.text.encode(), seed & 0xFFFFFFFF) & 0x7FFFFFFF
 
 
 def load_prompts(path: str | None) -> list[Prompt]:

@@ -41,7 +41,6 @@ from __future__ import annotations
 import logging
 import ssl
 import time
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
@@ -68,7 +67,7 @@ from specload.loadgen.reader import LineReader
 from specload.loadgen.recorder import Recorder
 from specload.loadgen.sse import SSEDecoder
 from specload.loadgen.start_gate import StartGate
-from specload.prompts import Prompt
+from specload.prompts import Prompt, request_seed
 from specload.records import LATE_LIMIT_MS, RequestRecord, encode_chunks
 
 log = logging.getLogger(__name__)
@@ -439,16 +438,6 @@ def _judge_complete_stream(tally: StreamTally, out: _Outcome) -> None:
         out.fail("empty_stream", "stream ended without a token")
     elif not tally.finish_reason:
         out.fail("no_finish_reason", "stream ended without a finish_reason")
-
-
-def request_seed(seed: int, prompt: Prompt) -> int:
-    """The sampling seed a request carries: the run's seed mixed with its prompt, so that
-    two arms send the same seed with the same prompt while different prompts draw apart.
-    One seed for every request would make an engine's random draws alike in all of
-    them: llama-server seeds its synthetic draft acceptance (`--spec-synth-len`) with the
-    request's seed (tools/server/server-context.cpp, `spec_synth_rng.seed`), so every
-    request would accept the same drafts and a whole run one draw of the target."""
-    return zlib.crc32(prompt.text.encode(), seed & 0xFFFFFFFF) & 0x7FFFFFFF
 
 
 def _common_fields(prompt: Prompt, model: str, opts: RunOptions) -> dict[str, Any]:

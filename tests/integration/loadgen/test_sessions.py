@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from specload.prompts import Prompt, request_seed
 from specload.sim.textgen import TokenStream, chat_prompt_tokens, digest
 from tests.integration.loadgen.test_loadgen_groundtruth import check_against_trace
 from tests.support.ks import ks_pvalue, lognormal_cdf
@@ -73,13 +74,15 @@ def _conversations(path: Path) -> dict[int, list[str]]:
 
 def _replayed_prompt_tokens(turns: list[str], rows: list[dict[str, str]], seed: int
                             ) -> list[int]:
-    """What each turn's prompt counts at the simulator, rebuilding its replies."""
+    """What each turn's prompt counts at the simulator, rebuilding its replies (the
+    simulator draws a reply from the request's seed, the run's mixed with the prompt)."""
     texts, out = [], []
     for turn, row in zip(turns, rows, strict=False):
         texts.append(turn)
         out.append(chat_prompt_tokens(texts))
-        reply = TokenStream(digest(seed, "\x1e".join(texts))).take(int(row["output_tokens"]))
-        texts.append(reply)
+        sent = Prompt(tuple({"role": "user", "content": t} for t in texts), "chat")
+        key = digest(request_seed(seed, sent), "\x1e".join(texts))
+        texts.append(TokenStream(key).take(int(row["output_tokens"])))
     return out
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from specload.loadgen.options import RunOptions
-from specload.loadgen.users import ChatStreamUser, CompletionStreamUser, request_seed
-from specload.prompts import Prompt
+from specload.loadgen.users import ChatStreamUser, CompletionStreamUser
+from specload.prompts import Prompt, request_seed
 
 PROMPT = Prompt(({"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}),
                 "chat")
