@@ -190,8 +190,6 @@ def _watch(
 class Serving:
     """One repeat of an arm with its server up and its /metrics sampled."""
 
-    arm_entry: ArmEntry
-    rep: RepEntry
     label: str
     server: ArmServer
     url: str
@@ -223,7 +221,7 @@ def serving(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> Iterator[Servin
         sampler = MetricsSampler(
             server.metrics_url, Path(str(prefix) + SERVER_METRICS_SUFFIX), api_key=sweep.api_key,
             tls=sweep.tls).start()
-        yield Serving(arm_entry, rep, label, server, url, prefix, session_dir)
+        yield Serving(label, server, url, prefix, session_dir)
     finally:
         if sampler is not None:
             sampler.stop()
@@ -269,9 +267,10 @@ def missing_levels(sweep: Sweep, rep: RepEntry) -> list[float]:
 
 def run_rep(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> None:
     """Run the missing rungs of one repeat; raises RepFailed or KeyboardInterrupt."""
-    if missing_levels(sweep, rep):
+    missing = missing_levels(sweep, rep)
+    if missing:
         with serving(sweep, arm_entry, rep) as live:
-            run_levels(sweep, live, missing_levels(sweep, rep))
+            run_levels(sweep, live, missing)
 
 
 def _start_server(sweep: Sweep, server: ArmServer, arm_entry: ArmEntry, rep_dir: Path,

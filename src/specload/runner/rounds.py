@@ -34,12 +34,13 @@ def _begin(sweep: Sweep, rep: RepEntry) -> None:
 
 def _end(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry,
          error: BaseException | None = None) -> None:
-    """Record how a repeat ended: done, failed (RepFailed: why) or interrupted."""
-    if isinstance(error, RepFailed):
-        rep.status, rep.error = "failed", str(error)
-        say(f"[{arm_entry.name}] FAILED: {error}")
-    elif error is not None:
+    """Record how a repeat ended: done, failed (why) or interrupted."""
+    if isinstance(error, KeyboardInterrupt):
         rep.status, rep.error = "interrupted", "interrupted by the user"
+    elif error is not None:  # RepFailed says why; anything else is specload's own bug
+        why = str(error) if isinstance(error, RepFailed) else f"internal error: {error!r}"
+        rep.status, rep.error = "failed", why
+        say(f"[{arm_entry.name}] FAILED: {why}")
     else:
         rep.status = "done"
     rep.finished = utc_now()
@@ -114,20 +115,21 @@ def run_interleaved(sweep: Sweep, pending: list[tuple[ArmEntry, RepEntry]]) -> N
         up.pop(arm_entry.name)[0].close()
         _end(sweep, arm_entry, rep, error)
 
+    error: BaseException | None = None
     try:
         _serve_all(sweep, pending, up)
+        todo = {a.name: missing_levels(sweep, rep) for a, rep in pending}
         for level in sweep.scenario.levels:
             for arm_entry, rep in pending:
-                if arm_entry.name in up and level in missing_levels(sweep, rep):
+                if arm_entry.name in up and level in todo[arm_entry.name]:
                     try:
                         run_levels(sweep, up[arm_entry.name][1], [level], announce=False)
                     except RepFailed as exc:
                         close(arm_entry, rep, exc)
-        for arm_entry, rep in pending:
-            if arm_entry.name in up:
-                close(arm_entry, rep, None)
-    except KeyboardInterrupt as exc:
-        for arm_entry, rep in pending:
-            if arm_entry.name in up:
-                close(arm_entry, rep, exc)
+    except BaseException as exc:
+        error = exc
         raise
+    finally:
+        for arm_entry, rep in pending:
+            if arm_entry.name in up:
+                close(arm_entry, rep, error)

@@ -26,3 +26,31 @@ def test_repeats_run_in_rounds_across_the_arms(monkeypatch: pytest.MonkeyPatch) 
     rounds.run_rounds(state, arms)
     assert ran == ["off/rep-1", "on/rep-2", "off/rep-2", "on/rep-3"]
     assert all(r.status == "done" for a in arms for r in a.reps)
+
+
+def test_an_interleaved_round_that_breaks_leaves_no_repeat_marked_done(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # every server of the round is stopped and each repeat says why it ended
+    from contextlib import contextmanager
+
+    stopped: list[str] = []
+
+    @contextmanager
+    def serving(sweep, arm, rep):
+        yield SimpleNamespace(label=arm.name, url="http://x")
+        stopped.append(arm.name)
+
+    def run_levels(sweep, live, levels, announce):
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(rounds, "serving", serving)
+    monkeypatch.setattr(rounds, "run_levels", run_levels)
+    monkeypatch.setattr(rounds, "missing_levels", lambda sweep, rep: [1])
+    arms = [_arm("on", 1), _arm("off", 1)]
+    state = SimpleNamespace(scenario=SimpleNamespace(interleave=True, levels=[1]),
+                            save=lambda: None)
+    with pytest.raises(ValueError):
+        rounds.run_rounds(state, arms)
+    assert sorted(stopped) == ["off", "on"]
+    assert [(a.reps[0].status, a.reps[0].error) for a in arms] == [
+        ("failed", "internal error: ValueError('a bug')")] * 2
