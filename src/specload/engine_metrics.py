@@ -5,8 +5,10 @@ length, ...), how its label sets combine into one number per sample, and, for a 
 gauge, which series of the same labels weighs it. Counters and queue sizes add up
 across label sets (data-parallel ranks, `is_streaming`, ...); ratio gauges are averaged,
 weighted by the running requests of the same rank where the engine exposes them (two
-SGLang ranks at acceptance length 2.8 and 2.6 read 2.7, not 5.4). Names are as
-prometheus_client's parser yields them (counters with `_total`). Sources, read from
+SGLang ranks at acceptance length 2.8 and 2.6 read 2.7, not 5.4). Of a per-position
+counter only the first position is kept (`only`): over the drafts, it is the acceptance
+rate of the one position every draft has, whatever lengths the drafter made. Names are
+as prometheus_client's parser yields them (counters with `_total`). Sources, read from
 each engine's code (`sim/flavors.py` cites versions): vLLM
 `vllm/v1/metrics/loggers.py` and `v1/spec_decode/metrics.py`; SGLang
 `srt/observability/metrics_collector.py`; TGI `router/src` (tokens only as per-request
@@ -20,7 +22,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 Meaning = Literal["generated", "prompt", "running", "waiting", "kv_usage", "finished",
-                  "preemptions", "drafts", "draft_tokens", "accepted", "accept_length",
+                  "preemptions", "drafts", "draft_tokens", "accepted", "accepted_first",
+                  "accept_length",
                   "accept_rate", "cache_hit_rate", "prefix_queries", "prefix_hits",
                   "gen_throughput", "latency"]
 
@@ -33,6 +36,14 @@ class Series:
     meaning: Meaning
     combine: Literal["sum", "mean"] = "sum"
     weight: str | None = None  # for "mean": a series of the same labels weighing it
+    only: tuple[tuple[str, str], ...] = ()  # keep only the label sets holding these
+
+    @property
+    def key(self) -> str:
+        """The name its samples are kept under: the series name, with `only` as labels."""
+        if not self.only:
+            return self.name
+        return self.name + "{" + ",".join(f'{k}="{v}"' for k, v in self.only) + "}"
 
 
 _SGLANG_RUNNING = "sglang:num_running_reqs"
@@ -50,6 +61,9 @@ SERIES: tuple[Series, ...] = (
     Series("vllm:spec_decode_num_drafts_total", "drafts"),
     Series("vllm:spec_decode_num_draft_tokens_total", "draft_tokens"),
     Series("vllm:spec_decode_num_accepted_tokens_total", "accepted"),
+    # steps whose first draft token was accepted (one series per draft position)
+    Series("vllm:spec_decode_num_accepted_tokens_per_pos_total", "accepted_first",
+           only=(("position", "0"),)),
     # prefix cache, in prompt tokens of new requests (v1/metrics/stats.py PrefixCacheStats)
     Series("vllm:prefix_cache_queries_total", "prefix_queries"),
     Series("vllm:prefix_cache_hits_total", "prefix_hits"),
@@ -80,6 +94,8 @@ SERIES: tuple[Series, ...] = (
     Series("llamacpp:spec_decode_num_drafts_total", "drafts"),
     Series("llamacpp:spec_decode_num_draft_tokens_total", "draft_tokens"),
     Series("llamacpp:spec_decode_num_accepted_tokens_total", "accepted"),
+    Series("llamacpp:spec_decode_num_accepted_tokens_per_pos_total", "accepted_first",
+           only=(("position", "0"),)),
 )
 BY_NAME: dict[str, Series] = {s.name: s for s in SERIES}
 # Latency histograms whose `_sum` and `_count` are kept (window means).
@@ -93,8 +109,9 @@ HISTOGRAMS = (
 
 
 def names(meaning: Meaning) -> tuple[str, ...]:
-    """The series names with this meaning, in the table's order (vLLM first)."""
-    return tuple(s.name for s in SERIES if s.meaning == meaning)
+    """The kept names (`Series.key`) with this meaning, in the table's order (vLLM
+    first)."""
+    return tuple(s.key for s in SERIES if s.meaning == meaning)
 
 
 def names_of(meaning: Meaning, engine: str | None) -> tuple[str, ...]:

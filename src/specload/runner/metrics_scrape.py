@@ -54,15 +54,20 @@ def parse_metrics(text: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for name, values in by_name.items():
         series = BY_NAME.get(name)
+        if series is not None and series.only:
+            values = {ls: v for ls, v in values.items() if set(series.only) <= set(ls)}
+            if not values:
+                continue
+        key = name if series is None else series.key
         if series is None or series.combine == "sum":
-            out[name] = sum(values.values())
+            out[key] = sum(values.values())
             continue
         weights = by_name.get(series.weight or "", {})
         w = [weights.get(labels, 0.0) for labels in values]
         if sum(w) > 0:
-            out[name] = sum(v * x for v, x in zip(values.values(), w, strict=True)) / sum(w)
+            out[key] = sum(v * x for v, x in zip(values.values(), w, strict=True)) / sum(w)
         else:
-            out[name] = sum(values.values()) / len(values)
+            out[key] = sum(values.values()) / len(values)
     return out
 
 

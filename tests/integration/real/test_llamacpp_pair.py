@@ -16,15 +16,18 @@ each repeat:
   explained; the client's tok/s (token arrivals) is within 3% of that completed-request
   figure, plus the tokens of the requests in flight at the window's edges;
 - the acceptance length equals the counters' 1 + accepted / drafts over the window to
-  1%, and the whole arm's, to 5%, what the synthetic rates give drafts of the length
-  the counters show (`llama_server.synth_mean_length_of_drafts`);
+  1%; the first draft position, which every draft has, is accepted at the synthetic
+  rate to 3% (`llamacpp:spec_decode_num_accepted_tokens_per_pos_total`, position 0);
+  the whole arm's length is at most what the rates give drafts of the mean length the
+  counters show (the n-gram drafter's drafts are shorter at times);
 - the batch column is min(C, slots) to 5%, less the slot time a new request waits for
   the next step boundary (up to one step per request, queued or not) and one sample of
   the 1 s gauge;
-- both repeats cross once, between C = 1 and C = 4 (where C = 2 falls moves between
-  repeats);
+- both repeats cross once, in the same bracket of two rungs (between C = 1 and C = 2
+  in every run so far);
 - `specload sim-fit` from the CPU base profile is the sweep's digital twin: every rung
-  within 10%, and `sim-curve` on it crosses between C = 1 and C = 4 too.
+  within 10% of what the repeats measured there, and `sim-curve` on it crosses in the
+  sweep's bracket.
 A key-protected pair (`--api-key` through LLAMA_API_KEY, the key in OPENAI_API_KEY)
 keeps its batch size and acceptance, and no file of the run holds the key.
 """
@@ -162,29 +165,42 @@ def test_tokens_per_rung_match_the_servers_counter(pair_run, per_rep) -> None:
                 assert abs(client - delta) <= 0.03 * delta + straddle, (where, client, delta)
 
 
+FIRST = 'llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position="0"}'
+
+
+def _increase(samples: dict[str, list[tuple[float, float]]], name: str) -> float:
+    return samples[name][-1][1] - samples[name][0][1]
+
+
 def test_acceptance_is_the_counters_and_the_synthetic_target(pair_run, per_rep) -> None:
     pair, run = pair_run
+    drafts = first = 0.0
     for rep_dir, rungs, by_c in _reps(run, per_rep, "spec-on"):
         samples = _samples(rep_dir)
-        drafts = samples["llamacpp:spec_decode_num_drafts_total"]
+        counted_drafts = samples["llamacpp:spec_decode_num_drafts_total"]
         accepted = samples["llamacpp:spec_decode_num_accepted_tokens_total"]
         for rung in rungs:
             t0, t1 = float(rung["measure_start"]), float(rung["measure_end"])
-            counted = (_at(accepted, t1) - _at(accepted, t0)) / (_at(drafts, t1) - _at(drafts, t0))
+            counted = ((_at(accepted, t1) - _at(accepted, t0))
+                       / (_at(counted_drafts, t1) - _at(counted_drafts, t0)))
             row = by_c[int(rung["users"])]
             assert row["accept_len_mean"] == pytest.approx(1 + counted, rel=0.01)
             assert row["tokens_per_chunk"] == pytest.approx(1.0, abs=0.01)  # a token an event
-        # drafts are accepted at random, each request's draws seeded by its own seed: a
-        # rung's few hundred drafts scatter, the arm's fewer; and the n-gram drafter
-        # does not always find 8 tokens to draft, nor does a request near its end
-        # (measured: 1.8% and 3.9% below this expectation in two repeats)
-        n_drafts = drafts[-1][1] - drafts[0][1]
-        whole = 1 + (accepted[-1][1] - accepted[0][1]) / n_drafts
-        drafted = (samples["llamacpp:spec_decode_num_draft_tokens_total"][-1][1]
-                   - samples["llamacpp:spec_decode_num_draft_tokens_total"][0][1]) / n_drafts
-        target = llama_server.synth_mean_length_of_drafts(pair.draft_n_max, pair.synth_len,
-                                                          drafted)
-        assert whole == pytest.approx(target, rel=0.05), (rep_dir.name, whole, target)
+        n_drafts = _increase(samples, "llamacpp:spec_decode_num_drafts_total")
+        drafts += n_drafts
+        first += _increase(samples, FIRST)
+        # the n-gram drafter does not always find 8 tokens, nor does a request near its
+        # end have them: the rates give drafts of the mean length at most this (the
+        # length is concave in the draft's size)
+        whole = 1 + _increase(samples, "llamacpp:spec_decode_num_accepted_tokens_total") / n_drafts
+        drafted = _increase(samples, "llamacpp:spec_decode_num_draft_tokens_total") / n_drafts
+        bound = llama_server.synth_mean_length_of_drafts(pair.draft_n_max, pair.synth_len,
+                                                         drafted)
+        assert whole <= bound * 1.03, (rep_dir.name, whole, bound)
+    # every draft has a first token, accepted at the synthetic rate whatever the draft's
+    # length: over both repeats' drafts (a few thousand), to 3%
+    rate = llama_server.synth_rate(pair.draft_n_max, pair.synth_len)
+    assert first / drafts == pytest.approx(rate, rel=0.03), (first, drafts, rate)
     summary = _summary(run)
     assert {r["accept_len_source"] for r in summary["summary"] if r["arm"] == "spec-on"} == {
         "server"}
@@ -223,11 +239,9 @@ def _crosses_between(curve: list[dict], low: int, high: int) -> bool:
 
 
 def test_the_two_repeats_give_the_same_verdict(pair_run, per_rep) -> None:
-    # Each repeat crosses once, between C = 1 and C = 4. Which side of 1 C = 2 falls on
-    # moves between repeats (0.85 and 0.98 in one run, 1.0 +- 0.1 at this draft length),
-    # so the bracket's inner end is not held; see docs/real-engines.md.
     run = pair_run[1]
     pair = _summary(run)["pairs"][0]
+    brackets = []
     for rep, crossover in enumerate(pair["c_star_per_rep"], 1):
         on = per_rep[(per_rep["arm"] == "spec-on") & (per_rep["rep"] == rep)]
         off = per_rep[(per_rep["arm"] == "spec-off") & (per_rep["rep"] == rep)]
@@ -235,8 +249,10 @@ def test_the_two_repeats_give_the_same_verdict(pair_run, per_rep) -> None:
                  for a, b in zip(on.itertuples(), off.itertuples(), strict=True)]
         assert crossover["verdict"] == "crosses" and 1 < crossover["c_star"] < 4, (
             rep, crossover, curve)
-        assert _crosses_between(curve, 1, 4), (rep, curve)
-    assert len(pair["c_star_per_rep"]) == REPEATS
+        assert _crosses_between(curve, crossover["below"], crossover["above"]), (rep, curve)
+        brackets.append((crossover["below"], crossover["above"], curve))
+    assert len(brackets) == REPEATS
+    assert len({(below, above) for below, above, _ in brackets}) == 1, brackets
 
 
 def _sim_curve(profile: Path, spec: str, ladder: list[int]) -> list[float]:
@@ -247,17 +263,35 @@ def _sim_curve(profile: Path, spec: str, ladder: list[int]) -> list[float]:
     return [p["output_tok_s"] for p in json.loads(done.stdout)]
 
 
-def test_sim_fit_makes_a_digital_twin_of_the_pair(pair_run, tmp_path: Path) -> None:
+FIT_ROW = re.compile(r"^\s*(spec-\w+)\s+(\d+)\s+[\d.]+\s+([\d.]+)\s+[+-]\d+\.\d%$", re.M)
+
+
+def _sweep_bracket(run: Path) -> tuple[int, int]:
+    """The bracket of two rungs every repeat's C* falls in (the verdict test holds it
+    the same in each)."""
+    per_rep = _summary(run)["pairs"][0]["c_star_per_rep"]
+    return per_rep[0]["below"], per_rep[0]["above"]
+
+
+def test_sim_fit_makes_a_digital_twin_of_the_pair(pair_run, per_rep, tmp_path: Path) -> None:
     """`specload sim-fit` from the CPU base profile on the sweep (each rung's mean over
-    the repeats) reproduces every rung, and its own curves cross where the sweep's do."""
+    the repeats) reproduces every rung to 10% of what the repeats measured there, and its
+    own curves cross in the sweep's bracket. A rung of one arm moves between repeats
+    (spec-on C = 4 measured 46.9 and 50.9 tok/s in one run, 41.2 on average in
+    another): the twin is judged against the measured range, not its midpoint alone."""
     run = pair_run[1]
     twin = tmp_path / "twin.yaml"
     done = subprocess.run([sys.executable, "-m", "specload.cli", "sim-fit", str(run),
                            "--base", "cpu2-gemma3-270m-ngram", "--out", str(twin)],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    residuals = [float(m) for m in re.findall(r"([+-]\d+\.\d)%$", done.stdout, re.M)]
-    assert len(residuals) == 10 and max(map(abs, residuals)) <= TWIN_RESIDUAL_PCT, done.stdout
+    fitted = {(arm, int(c)): float(tok_s) for arm, c, tok_s in FIT_ROW.findall(done.stdout)}
+    assert len(fitted) == 10, done.stdout
+    for (arm, c), tok_s in fitted.items():
+        measured = per_rep[(per_rep["arm"] == arm) & (per_rep["concurrency"] == c)]
+        low, high = measured["output_tok_s"].min(), measured["output_tok_s"].max()
+        assert low * (1 - TWIN_RESIDUAL_PCT / 100) <= tok_s <= high * (
+            1 + TWIN_RESIDUAL_PCT / 100), (arm, c, tok_s, low, high, done.stdout)
     ladder = [int(r["concurrency"]) for r in _summary(run)["pairs"][0]["speedup"]]
     on, off = _sim_curve(twin, "on", ladder), _sim_curve(twin, "off", ladder)
     curve = [{"concurrency": c, "speedup": a / b}
@@ -265,9 +299,10 @@ def test_sim_fit_makes_a_digital_twin_of_the_pair(pair_run, tmp_path: Path) -> N
     # the twin is one deterministic curve: its rungs carry no noise band
     speedup = [r["speedup"] for r in curve]
     twin_verdict = find_crossover(ladder, speedup, speedup, speedup)
-    assert twin_verdict.verdict == "crosses" and 1 < (twin_verdict.c_star or 0) < 4, (
+    assert twin_verdict.verdict == "crosses", (curve, done.stdout)
+    assert (twin_verdict.below, twin_verdict.above) == _sweep_bracket(run), (
         curve, done.stdout)
-    assert _crosses_between(curve, 1, 4), curve
+    assert _crosses_between(curve, twin_verdict.below, twin_verdict.above), curve
 
 
 def test_a_key_protected_server_keeps_its_metrics_and_the_key_stays_out(tmp_path: Path

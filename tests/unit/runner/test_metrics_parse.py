@@ -33,6 +33,7 @@ def test_parse_keeps_names_of_interest_summed_over_labels() -> None:
     assert parse_metrics(EXPOSITION) == {
         "vllm:generation_tokens_total": 150.0,
         "vllm:num_requests_running": 4.0,
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="0"}': 90.0,
         "vllm:time_to_first_token_seconds_sum": 0.5,
         "vllm:time_to_first_token_seconds_count": 3.0,
         "sglang:spec_accept_length": 2.5,

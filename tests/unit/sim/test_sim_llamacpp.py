@@ -7,6 +7,7 @@ import json
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from specload.runner.metrics_scrape import parse_metrics
 from specload.sim import auth, metrics, sse
 from specload.sim.flavors import FLAVORS
 from specload.sim.metrics import RankStats
@@ -76,6 +77,12 @@ def test_llamacpp_text_sums_data_parallel_ranks_without_labels() -> None:
     assert got[("llamacpp:requests_processing", ())] == 3
     assert got[("llamacpp:spec_decode_num_accepted_tokens_per_pos_total",
                 (("position", "0"),))] == 6
+
+
+def test_the_sampler_keeps_the_first_draft_positions_acceptance() -> None:
+    kept = parse_metrics(metrics.render("llamacpp", [_rank()], "m"))
+    first = 'llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position="0"}'
+    assert (kept[first], kept["llamacpp:spec_decode_num_drafts_total"]) == (3, 4)
 
 
 def _events(raw: bytes) -> list[object]:
