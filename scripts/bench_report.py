@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from specload import records
-from specload.report import chunks, client_metrics, load
+from specload.report import chunk_arrays, client_metrics, load
 from specload.report.windows import rung_windows
 
 LADDER = (1, 2, 5, 10, 30, 70, 100, 250)
@@ -173,7 +173,7 @@ def _pass(prefix: Path) -> tuple[list[float], bool]:
     t0 = time.perf_counter()
     data = load.read_rep(prefix)
     t1 = time.perf_counter()
-    ch = chunks.build(data.requests)
+    ch = chunk_arrays.build(data.requests)
     t2 = time.perf_counter()
     windows, _ = rung_windows(data.steps, data.history, data.requests)
     client_metrics.rung_metrics(data.requests, ch, windows)

@@ -2,7 +2,7 @@
 """Benchmark the simulated server: can one process serve C streams on schedule?
 
 Starts `specload sim` (default profile h100-llama8b-eagle3, spec on), drives C
-closed-loop streaming users from a separate client process (`specload.sim.probe`,
+closed-loop streaming users from a separate client process (`specload.sim.bench_client`,
 asyncio + aiohttp), and reads the engine's own lag counters from /metrics before and
 after the measure window. Prints one row per concurrency: client-measured tok/s,
 sim-curve's prediction, chunks/s, the engine lag ratio over the window (must stay
@@ -26,8 +26,8 @@ from pathlib import Path
 import psutil
 
 from specload.runner.sim_launcher import LaunchError, SimOptions, SimProcess, launch
+from specload.sim.bench_client import closed_loop
 from specload.sim.curve import predict
-from specload.sim.probe import closed_loop
 from specload.sim.profile import load_profile
 
 LAG = "specload_sim_engine_lag_seconds_total"

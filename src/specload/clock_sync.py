@@ -13,7 +13,7 @@ and the true offset lies within rtt / 2 of the estimate whatever the two directi
 took. A round is a few exchanges; its best estimate is the one with the shortest round
 trip (a busy event loop on either side only ever makes a round trip longer). This
 module is pure: the master's side is `loadgen/worker_watch.py`, which judges each
-worker's rounds with `problem`, and the report's is `report/clock.py`.
+worker's rounds with `problem`, and the report's is `report/clock_align.py`.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from pydantic import (
     model_validator,
 )
 
-from specload.arrivals import DEFAULT_MAX_IN_FLIGHT, validate_rates
+from specload.arrival_plan import DEFAULT_MAX_IN_FLIGHT, validate_rates
 from specload.conversations import load_conversations
 from specload.engines import Engine
 from specload.errors import UserError
@@ -298,7 +298,7 @@ class CommandArm(_Strict):
     ready_timeout_s: float = Field(600.0, gt=0)
     stop_timeout_s: float = Field(60.0, gt=0)
     # the start line of the verification arm: `start` with the recommended settings in
-    # the VERIFY_PLACEHOLDERS (docs/scenarios: the verification arm)
+    # the VERIFY_PLACEHOLDERS (docs/measurement.md: the verification arm)
     verify_command: str | None = None
 
     @field_validator("verify_command")

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from specload.arrivals import (
+from specload.arrival_plan import (
     ArrivalPlan,
     RateError,
     parse_rates,

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from specload.clocks import (
+from specload.clock_sync import (
     DOUBTFUL_IN_A_ROW,
     EXCHANGES_PER_ROUND,
     UNCERTAINTY_LIMIT_S,

@@ -26,7 +26,7 @@ from locust import events
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 
-from specload.loadgen import clock
+from specload.loadgen import wall_clock
 from specload.loadgen.inflight import IN_FLIGHT
 from specload.records import (
     CLIENT_LAG_LIMIT_MS,
@@ -88,7 +88,7 @@ class ClientProbe:
         users = runner.user_count if runner is not None else 0
         late = sum(1 for lag in lags if lag > CLIENT_LAG_LIMIT_MS)
         chunks, self._chunks = IN_FLIGHT.chunks - self._chunks, IN_FLIGHT.chunks
-        row = [round(clock.now(), 3), self.client_id, self._process.cpu_percent(None),
+        row = [round(wall_clock.now(), 3), self.client_id, self._process.cpu_percent(None),
                round(p50, 3), round(p99, 3), users, len(lags), late, chunks, IN_FLIGHT.count]
         if runner is not None:
             runner.send_message(MESSAGE_TYPE, row)

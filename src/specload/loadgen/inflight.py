@@ -17,7 +17,7 @@ from itertools import count
 import gevent
 from gevent.event import Event
 
-from specload.loadgen import clock
+from specload.loadgen import wall_clock
 
 
 class InFlight:
@@ -48,7 +48,7 @@ class InFlight:
 
     def watermark(self) -> float:
         """The oldest send time still in flight, or now when nothing is."""
-        return min(self._starts.values(), default=clock.now())
+        return min(self._starts.values(), default=wall_clock.now())
 
     def drain(self, seq: int) -> None:
         """Stop starting requests (those in flight finish)."""

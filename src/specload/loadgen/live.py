@@ -36,7 +36,7 @@ import orjson
 from locust.env import Environment
 from locust.runners import STATE_MISSING, MasterRunner, WorkerRunner
 
-from specload.loadgen import clock
+from specload.loadgen import wall_clock
 from specload.loadgen.inflight import IN_FLIGHT
 from specload.records import LIVE_SUFFIX, REQUEST_COLUMNS
 
@@ -82,7 +82,7 @@ class ProcessState:
 
 
 def local_state() -> ProcessState:
-    return ProcessState(clock.now(), IN_FLIGHT.watermark(), IN_FLIGHT.count,
+    return ProcessState(wall_clock.now(), IN_FLIGHT.watermark(), IN_FLIGHT.count,
                         IN_FLIGHT.drain_seq)
 
 

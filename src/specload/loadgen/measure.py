@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from specload.loadgen.chunks import Chunk
+from specload.loadgen.chunk_json import Chunk
 
 
 @dataclass(slots=True, frozen=True)

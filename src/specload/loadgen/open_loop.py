@@ -1,6 +1,6 @@
 """Open-loop arrivals: users that send when the arrival plan says, not when they are free.
 
-The plan (`specload.arrivals`) is pure data made before the run; the rate shape
+The plan (`specload.arrival_plan`) is pure data made before the run; the rate shape
 (`rate_shape.py`) starts it and hands each load process its share of the arrival times
 (directly, or in a `specload_plan` message to each worker), which `ARRIVALS` queues.
 The process's users are a pool of at most `--max-in-flight` (Locust spreads them over
@@ -28,8 +28,8 @@ from locust import events
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
-from specload.arrivals import ArrivalPlan, share
-from specload.loadgen import clock
+from specload.arrival_plan import ArrivalPlan, share
+from specload.loadgen import wall_clock
 from specload.loadgen.context import ProcessContext
 from specload.loadgen.inflight import IN_FLIGHT
 from specload.loadgen.sessions import SessionRunner, _deck
@@ -89,7 +89,7 @@ class OpenLoopUser(ChatStreamUser):
         if due is None:
             gevent.sleep(IDLE_S)
             return
-        wait = due - clock.now()
+        wait = due - wall_clock.now()
         pool = self.environment.runner.target_user_count
         cap_late = -wait * 1e3 > LATE_LIMIT_MS and ARRIVALS.sending >= pool - 1
         if wait > 0:

@@ -1,6 +1,6 @@
 """`RateShape`: the open-loop rate ladder as a Locust load shape.
 
-The shape makes the arrival plan (`specload.arrivals`) from `--rates`, `--warmup`,
+The shape makes the arrival plan (`specload.arrival_plan`) from `--rates`, `--warmup`,
 `--measure`, `--arrivals`, `--arrival-cv` and `--seed`, starts it a moment after the
 first tick (`LEAD_S`: the pool spawns and each load process gets its share, its start
 moved to the process's own clock by the offset the master measured) and keeps
@@ -20,7 +20,7 @@ from typing import Any
 
 from locust.runners import STATE_MISSING, MasterRunner
 
-from specload.arrivals import ArrivalPlan, RateError, RateWindow, plan_rates
+from specload.arrival_plan import ArrivalPlan, RateError, RateWindow, plan_rates
 from specload.ladder import DEFAULT_DRAIN_S, DEFAULT_MEASURE_S, DEFAULT_WARMUP_S
 from specload.loadgen.live import Span
 from specload.loadgen.open_loop import ARRIVALS, MSG_PLAN, load_share

@@ -8,9 +8,9 @@ timestamp: on Linux (64-bit, generic socket ABI) it asks the kernel for receive
 timestamps (`SO_TIMESTAMPNS` through `recvmsg`), so a chunk's arrival time is when its
 packet reached the host, not when the busy gevent loop got round to this user. That
 keeps TTFT and ITL honest when many users share one process. Elsewhere, or if the
-option is refused, it stamps with the process's clock (`clock.now()`) after each read.
+option is refused, it stamps with the process's clock (`wall_clock.now()`) after each read.
 Stamps are epoch seconds on the process's clock (kernel stamps are moved by the test
-seam's `clock.SHIFT_S` like every other stamp); bytes already buffered when reading
+seam's `wall_clock.SHIFT_S` like every other stamp); bytes already buffered when reading
 starts carry the reader's creation time.
 
 Cost per chunk matters (one load process streams thousands of chunks a second), so on
@@ -36,7 +36,7 @@ from typing import Any
 from gevent import Timeout
 from geventhttpclient.response import HTTPConnectionClosed
 
-from specload.loadgen import clock
+from specload.loadgen import wall_clock
 from specload.loadgen.tls import CIPHER_BLOCK, TLSStream
 
 # Not exported by Python's socket module; SO_TIMESTAMPNS(_OLD) in asm-generic/socket.h.
@@ -79,7 +79,7 @@ class LineReader:
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw
-        self.last_stamp = clock.now()
+        self.last_stamp = wall_clock.now()
         self._kernel = False
         self._full = False  # the last read filled its buffer: more is probably waiting
         sock = raw._sock
@@ -167,8 +167,8 @@ class LineReader:
         for level, kind, payload in anc:
             if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS:
                 sec, nsec = _TIMESPEC.unpack_from(payload)
-                stamp = sec + nsec * 1e-9 + clock.SHIFT_S
-        self.last_stamp = stamp if stamp is not None else clock.now()
+                stamp = sec + nsec * 1e-9 + wall_clock.SHIFT_S
+        self.last_stamp = stamp if stamp is not None else wall_clock.now()
         return data
 
     def _recv_raw(self, sock: Any, size: int) -> tuple[bytes, list]:

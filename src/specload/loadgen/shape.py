@@ -51,7 +51,7 @@ from specload.ladder import (
     spawn_rate,
     start,
 )
-from specload.loadgen import clock as process_clock
+from specload.loadgen import wall_clock
 from specload.loadgen.inflight import IN_FLIGHT
 from specload.loadgen.live import LiveRungs, Span
 from specload.loadgen.recorder import MSG_DRAIN
@@ -123,7 +123,7 @@ def ladder_plan(opts: Any) -> tuple[list[RungPlan], float]:
 class LadderShape(LoadTestShape):
     """Walk the ladder (see the module docstring); stop after the drain."""
 
-    def __init__(self, clock: Callable[[], float] = process_clock.now,
+    def __init__(self, clock: Callable[[], float] = wall_clock.now,
                  live: LiveRungs | None = None) -> None:
         self._now = clock
         self._live_given = live

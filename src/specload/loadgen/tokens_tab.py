@@ -9,7 +9,7 @@ charts come from `static/tokens_tab.js`, which the index page loads and which dr
 plotly.js (served from here, no CDN) from `/specload/live` above the table. The figures
 come from a child process (`report/live_figures.py`); on this process's event loop, which
 runs the users in a single-process run, rows are only appended to lists as they arrive
-(`LiveRungs.tap`, `client_stats.listen`), piped to the child as orjson lines once a second
+(`LiveRungs.tap`, `health_probe.listen`), piped to the child as orjson lines once a second
 (at most ~1 ms of work at a time) and its answers served as they are, since a stalled loop
 merges chunks and corrupts figures (scripts/bench_liveview.py measures it). The tab exists
 where the web UI runs: the local runner, or the master of `--processes N` and
@@ -37,7 +37,7 @@ from locust.env import Environment
 from locust.runners import MasterRunner
 from locust.web import WebUI
 
-from specload.loadgen import client_stats
+from specload.loadgen import health_probe
 from specload.loadgen.live import LiveRungs, is_writer
 from specload.loadgen.options import RunOptions
 from specload.report.table import LIVE_COLUMNS
@@ -72,7 +72,7 @@ class TokensTab:
         self._reset_at: float | None = None  # a test started: the feeder says so first
         self._greenlets: list[gevent.Greenlet] = []
         self.live.tap(self._rows.extend)
-        client_stats.listen(self._client.append)
+        health_probe.listen(self._client.append)
         environment.events.test_start.add_listener(self._on_test_start)
         environment.events.test_stop.add_listener(self._on_test_stop)
         environment.events.quit.add_listener(self._on_quit)

@@ -4,10 +4,11 @@
 `/v1/completions`; both are closed-loop (`wait_time = 0`: one user = one request in
 flight, so the user count is the concurrency C). Each request streams with
 `stream_options.include_usage` (plus `continuous_usage_stats` unless
-`--no-continuous-usage`), sends `X-Request-Id: <client_id>-<seq>` and is read line by
-line as bytes arrive (`reader.LineReader`, geventhttpclient's readline logic; Locust's
-`iter_lines` waits for 1 KB blocks and delays chunks). Every content chunk is stamped
-with its arrival time (kernel receive timestamps where available).
+`--no-continuous-usage`), sends its record's id, a UUID, as `X-Request-Id`
+(`--request-id-header`) and is read line by line as bytes arrive (`reader.LineReader`,
+geventhttpclient's readline logic; Locust's `iter_lines` waits for 1 KB blocks and
+delays chunks). Every content chunk is stamped with its arrival time (kernel receive
+timestamps where available).
 
 What the Locust statistics show:
 - `POST /v1/chat/completions` (or `/v1/completions`): one entry per request;
@@ -30,7 +31,7 @@ and the open-loop users (`open_loop.py`) send through it too, tagging their reco
 with a session and turn or a scheduled time (`Tags`) and, for sessions, getting the
 reply's text back.
 Importing this module also starts every load process's CPU and event-loop-lag probe
-(`client_stats`, so any locustfile with these users writes `_client_stats.csv`), the
+(`health_probe`, so any locustfile with these users writes `_client_stats.csv`), the
 master's watch over its workers' clocks and liveness (`worker_watch`), adds the Tokens
 tab to the web UI (`tokens_tab`) and makes geventhttpclient's keep-alive check
 non-yielding (`keepalive`).
@@ -53,12 +54,12 @@ from locust.env import Environment
 from locust.exception import CatchResponseError, StopUser
 
 from specload.errors import UserError
-from specload.loadgen import client_stats as _client_stats  # noqa: F401  (CPU/lag probe)
-from specload.loadgen import clock, keepalive, tls
+from specload.loadgen import health_probe as _health_probe  # noqa: F401  (CPU/lag probe)
+from specload.loadgen import keepalive, tls, wall_clock
 from specload.loadgen import options as _options  # noqa: F401  (registers the arguments)
 from specload.loadgen import tokens_tab as _tokens_tab  # noqa: F401  (web UI Tokens tab)
 from specload.loadgen import worker_watch as _worker_watch  # noqa: F401  (clocks, lost workers)
-from specload.loadgen.chunks import DONE, MalformedChunk, error_message_from_body, parse_chunk
+from specload.loadgen.chunk_json import DONE, MalformedChunk, error_message_from_body, parse_chunk
 from specload.loadgen.context import ModelDiscoveryError, ProcessContext
 from specload.loadgen.inflight import IN_FLIGHT
 from specload.loadgen.measure import Measured, StreamTally
@@ -214,7 +215,7 @@ class StreamingUser(FastHttpUser):
         headers = self._headers
         if ctx.request_id_header:
             headers = {**headers, ctx.request_id_header: out.request_id}
-        start = clock.now()
+        start = wall_clock.now()
         key = IN_FLIGHT.begin(start)
         tally = StreamTally(start, self.keep_text)
         sent = _Sent(prompt, start, backoff_s, tags)
@@ -251,7 +252,7 @@ class StreamingUser(FastHttpUser):
                                     catch_response=True)
         if not keepalive.is_close_race(response):
             return sent, response
-        sent = replace(sent, start=clock.now(), reconnects=sent.reconnects + 1)
+        sent = replace(sent, start=wall_clock.now(), reconnects=sent.reconnects + 1)
         with keepalive.fresh_connection():
             return sent, self.client.post(self.path, data=body, headers=headers,
                                           stream=True, catch_response=True)
@@ -347,7 +348,7 @@ class StreamingUser(FastHttpUser):
         self.recorder.add(RequestRecord(
             request_id=out.request_id, client_id=ctx.client_id, seq=out.seq,
             user_id=self.user_id, endpoint=self.endpoint, category=sent.prompt.category,
-            start=start, end=clock.now(), status=out.status, ttft_ms=measured.ttft_ms,
+            start=start, end=wall_clock.now(), status=out.status, ttft_ms=measured.ttft_ms,
             e2e_ms=measured.e2e_ms, tpot_ms=measured.tpot_ms,
             output_tokens=measured.output_tokens, prompt_tokens=measured.prompt_tokens,
             tokens_source=measured.tokens_source, num_chunks=len(measured.arrivals),
@@ -489,7 +490,7 @@ def _error_body(resp: Any) -> str:
 
 
 def _elapsed_ms(tally: StreamTally) -> float:
-    return (clock.now() - tally.t0) * 1e3
+    return (wall_clock.now() - tally.t0) * 1e3
 
 
 def _read_body_end(reader: LineReader) -> None:

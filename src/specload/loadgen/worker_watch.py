@@ -1,17 +1,17 @@
 """The master's watch over its workers: each one's clock offset, and workers it loses.
 
 Clocks: the master measures every worker process's clock against its own with the
-exchange of `specload.clocks`, over Locust's custom messages (`specload_clock_ping`, and
+exchange of `specload.clock_sync`, over Locust's custom messages (`specload_clock_ping`, and
 the worker's `specload_clock_pong` carrying t2, t3 and its `client_id`). A round of
-`clocks.EXCHANGES_PER_ROUND` pings starts a second after the worker connected (Locust
+`clock_sync.EXCHANGES_PER_ROUND` pings starts a second after the worker connected (Locust
 fires `worker_connect` "immediately after the connection is established, so init event
 may not yet have finished on worker", `locust/event.py`, 2.47: the worker may not
-listen for pings yet) and again every `clocks.ROUND_EVERY_S`, while a test runs or
+listen for pings yet) and again every `clock_sync.ROUND_EVERY_S`, while a test runs or
 waits to start (not while it stops: a stopping worker's message loop is busy stopping
 its users). Each round's best exchange goes to `<prefix>_clock.csv`
 (`records.CLOCK_COLUMNS`) and to the live rungs, which put the worker's rows on the
 master's clock (an uncertain round only until a sure one comes; it is measured again a
-second later); what `clocks.problem` finds doubtful becomes an event. A worker that
+second later); what `clock_sync.problem` finds doubtful becomes an event. A worker that
 never answers (an older specload) is taken as on the master's clock after
 `UNANSWERED_ROUNDS` rounds, with an event saying so.
 
@@ -49,8 +49,8 @@ from locust.runners import (
     WorkerRunner,
 )
 
-from specload import clocks
-from specload.loadgen import clock
+from specload import clock_sync
+from specload.loadgen import wall_clock
 from specload.loadgen.live import LiveRungs
 from specload.records import (
     CLOCK_COLUMNS,
@@ -106,9 +106,9 @@ class Worker:
     last_heard: float
     client_id: str = ""  # from its first answer; the request rows carry it
     missing: bool = False
-    rounds: list[clocks.Measurement] = field(default_factory=list)
+    rounds: list[clock_sync.Measurement] = field(default_factory=list)
     unanswered: int = 0
-    exchanges: list[clocks.Exchange] | None = field(default=None, repr=False)  # in a round
+    exchanges: list[clock_sync.Exchange] | None = field(default=None, repr=False)  # in a round
 
     @property
     def name(self) -> str:
@@ -147,7 +147,7 @@ class WorkerWatch:
 
     def _run(self) -> None:
         while True:
-            self.tick(clock.now())
+            self.tick(wall_clock.now())
             gevent.sleep(TICK_S)
 
     # --- the workers' states ---------------------------------------------------------
@@ -169,7 +169,7 @@ class WorkerWatch:
                            "sends heartbeats again; Locust gives it users again")
             w.missing = missing
             if measuring and not missing and w.exchanges is None and now >= w.next_round:
-                w.next_round = now + clocks.ROUND_EVERY_S
+                w.next_round = now + clock_sync.ROUND_EVERY_S
                 w.exchanges = []
                 runner.greenlet.spawn(self._round, w)
         present = {node.id for node in nodes}
@@ -188,36 +188,36 @@ class WorkerWatch:
     def on_heartbeat(self, client_id: str, **_: Any) -> None:
         w = self.workers.get(client_id)
         if w is not None:
-            w.last_heard = clock.now()
+            w.last_heard = wall_clock.now()
 
     # --- clock rounds ----------------------------------------------------------------
 
     def _round(self, w: Worker) -> None:
-        for _ in range(clocks.EXCHANGES_PER_ROUND):
-            self.runner.send_message(MSG_PING, {"t1": clock.now()}, client_id=w.node)
-            gevent.sleep(clocks.EXCHANGE_SPACING_S)
+        for _ in range(clock_sync.EXCHANGES_PER_ROUND):
+            self.runner.send_message(MSG_PING, {"t1": wall_clock.now()}, client_id=w.node)
+            gevent.sleep(clock_sync.EXCHANGE_SPACING_S)
         gevent.sleep(REPLY_WAIT_S)
         exchanges, w.exchanges = w.exchanges or [], None
         self.finish_round(w, exchanges)
 
     def on_pong(self, environment: Environment, msg: Any, **_: Any) -> None:
-        t4 = clock.now()
+        t4 = wall_clock.now()
         w = self.workers.get(msg.node_id)
         if w is None or w.exchanges is None:
             return  # too late for its round
         data = msg.data
         w.client_id = str(data["client_id"])
-        w.exchanges.append(clocks.Exchange(float(data["t1"]), float(data["t2"]),
+        w.exchanges.append(clock_sync.Exchange(float(data["t1"]), float(data["t2"]),
                                            float(data["t3"]), t4))
 
-    def finish_round(self, w: Worker, exchanges: list[clocks.Exchange]) -> None:
-        found = clocks.measure(exchanges)
+    def finish_round(self, w: Worker, exchanges: list[clock_sync.Exchange]) -> None:
+        found = clock_sync.measure(exchanges)
         if found is None:
             w.unanswered += 1
             if w.unanswered == UNANSWERED_ROUNDS and not w.rounds:
                 w.next_round = float("inf")  # it cannot answer: stop asking
                 self.live.set_offset(w.node, 0.0)
-                now = clock.now()
+                now = wall_clock.now()
                 self.event(w, "clock_unmeasured", now, now,
                            f"answered none of {UNANSWERED_ROUNDS} clock rounds (an older "
                            "specload?); its times are taken as on the master's clock")
@@ -231,8 +231,8 @@ class WorkerWatch:
         if found.sure or not any(m.sure for m in w.rounds):
             self.live.set_offset(w.node, found.offset_s)
         if not found.sure:
-            w.next_round = min(w.next_round, found.ts + clocks.RETRY_AFTER_S)
-        doubt = clocks.problem(w.rounds)
+            w.next_round = min(w.next_round, found.ts + clock_sync.RETRY_AFTER_S)
+        doubt = clock_sync.problem(w.rounds)
         if doubt is not None:
             self.event(w, doubt.kind, found.ts, doubt.since, doubt.sentence)
 
@@ -245,11 +245,11 @@ class WorkerWatch:
 
 def answer_ping(environment: Environment, msg: Any, **_: Any) -> None:
     """A worker's answer: when the ping arrived and when the answer leaves, on its clock."""
-    t2 = clock.now()
+    t2 = wall_clock.now()
     runner = environment.runner
     assert runner is not None
     runner.send_message(MSG_PONG, {"t1": msg.data["t1"], "t2": t2, "client_id": client_id(),
-                                   "t3": clock.now()})
+                                   "t3": wall_clock.now()})
 
 
 @events.init.add_listener

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from locust import events
 from locust.env import Environment
 
-from specload.arrivals import (
+from specload.arrival_plan import (
     ARRIVAL_KINDS,
     DEFAULT_MAX_IN_FLIGHT,
     RateError,

@@ -1,7 +1,7 @@
 """Per arm x rung metrics: measure every repeat, then combine repeats with their spread.
 
 `measure_rep` reads one repeat's files and returns one row per rung (client, server,
-client-process, workers' clocks and losses, and Locust cross-check columns). Repeats
+client-process, workers' clocks and losses). Repeats
 are measured in parallel processes (reading and parsing dominate and are CPU-bound),
 then `combine_reps` averages them per arm and concurrency: rates and percentiles are
 means over repeats, counts are sums, and output tok/s also gets its min, max and
@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from specload import records
-from specload.report import client_metrics, client_stats, clock, ground_truth, server_metrics
+from specload.report import client_metrics, clock_align, ground_truth, load_health, server_metrics
 from specload.report.run_files import ArmSource, RepSource, RunSource, read_rep
 from specload.report.windows import rung_windows
 
@@ -58,8 +58,8 @@ def measure_rep(job: RepJob) -> pd.DataFrame:
     table = client_metrics.measure(data.requests, windows)
     server = server_metrics.index_metrics(data.server)
     extra = pd.DataFrame([server_metrics.server_row(server, w)
-                          | client_stats.client_row(data.client, w)
-                          | clock.window_row(data.events, data.clock, w) for w in windows])
+                          | load_health.client_row(data.client, w)
+                          | clock_align.window_row(data.events, data.clock, w) for w in windows])
     extra["trace_tok_s"] = ground_truth.trace_tok_s(job.rep.prefix, windows)
     table = pd.concat([table, extra], axis=1)
     table["trace_ratio"] = table["output_tok_s"] / table["trace_tok_s"]

@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 
 from specload.records import TIMEOUT_KINDS
-from specload.report import chunks
-from specload.report.chunks import Chunks
+from specload.report import chunk_arrays
+from specload.report.chunk_arrays import Chunks
 from specload.report.windows import Window
 
 PERCENTILES = (50, 90, 99)
@@ -86,7 +86,7 @@ def window_tokens(
     tokens = np.bincount(w, weights=ch.row_tokens[whole], minlength=n).astype(float)
     chunk_count = np.bincount(w, weights=ch.counts[whole], minlength=n).astype(float)
     crossing = np.flatnonzero((r_first != r_last) & (ch.counts > 0))
-    arrival, toks = chunks.arrivals(ch, start, crossing)
+    arrival, toks = chunk_arrays.arrivals(ch, start, crossing)
     cw = row_window(arrival, windows)
     inside = cw >= 0
     tokens += np.bincount(cw[inside], weights=toks[inside], minlength=n)
@@ -112,7 +112,7 @@ def stream_tpot(ch: Chunks, start: np.ndarray, w: Window) -> np.ndarray:
     show the pace of this load."""
     rows = np.flatnonzero((ch.counts > 1) & (ch.last_arrival >= w.start)
                           & (ch.first_arrival < w.end))
-    arrival, toks = chunks.arrivals(ch, start, rows)
+    arrival, toks = chunk_arrays.arrivals(ch, start, rows)
     owner = np.repeat(np.arange(rows.size), ch.counts[rows])
     keep = (arrival >= w.start) & (arrival < w.end) & (toks > 0)
     owner, arrival, toks = owner[keep], arrival[keep], toks[keep]
@@ -368,4 +368,4 @@ def estimate_cut_tokens(req: pd.DataFrame, windows: Sequence[Window]) -> pd.Data
 def measure(req: pd.DataFrame, windows: Sequence[Window]) -> pd.DataFrame:
     """Every client-side figure per window: the one path for the report and live views."""
     req = estimate_cut_tokens(req, windows)
-    return rung_metrics(req, chunks.build(req), windows)
+    return rung_metrics(req, chunk_arrays.build(req), windows)

@@ -14,7 +14,7 @@ crossing of 1 before the first "off" rung, interpolated linearly in log C (or th
 every rise of the curve is reported too, so a non-monotone curve shows. With repeats,
 C* is also computed per repeat pair (without a band) and its range reported.
 `find_crossover` takes any increasing load level: open-loop runs use it on arrival
-rates (`rates.py`), which need not be whole numbers.
+rates (`rate_axis.py`), which need not be whole numbers.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from plotly.colors import qualitative
 
 from specload.report.crossover import PairResult
 from specload.report.envelope import EFFICIENCY_GOAL, Envelope
-from specload.report.rates import RatePair
+from specload.report.rate_axis import RatePair
 
 PALETTE = qualitative.Plotly
 C_AXIS = "concurrency C (concurrent users, log scale)"

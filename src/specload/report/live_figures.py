@@ -34,9 +34,9 @@ from specload.records import (
     REQUEST_COLUMNS,
     rung_time,
 )
-from specload.report import clock
+from specload.report import clock_align
 from specload.report.client_metrics import measure
-from specload.report.client_stats import client_row
+from specload.report.load_health import client_row
 from specload.report.quality import CLIENT_CPU_LIMIT
 from specload.report.run_files import clock_from_rows, frame_from_rows
 from specload.report.table import LIVE_COLUMNS, text
@@ -189,7 +189,7 @@ class LiveFigures:
                 for name in SERIES:
                     self.series[name] += [_number(v) for v in got[name]]
             if self.pending:
-                client = clock.align(pd.DataFrame(self.client,
+                client = clock_align.align(pd.DataFrame(self.client,
                                                   columns=list(CLIENT_STATS_COLUMNS)),
                                      rounds, ("ts",)) if self.client else None
                 self.rungs += [self._rung_row(frame, client, w) for w in self.pending]

@@ -1,7 +1,7 @@
 """Per-rung health of the load processes, from `<prefix>_client_stats.csv`.
 
 Each load process samples its CPU and event-loop lag once a second
-(`loadgen/client_stats.py`); per rung the report keeps the worst CPU, the worst
+(`loadgen/health_probe.py`); per rung the report keeps the worst CPU, the worst
 per-second lag p99 and the share of lag-probe wake-ups later than
 `records.CLIENT_LAG_LIMIT_MS`, from which `quality` judges whether the client, not the
 server, set the pace.

@@ -8,7 +8,7 @@ C* and the recommendation for every spec-on/spec-off pair, a multi-k study's bes
 band (`multik.py`, its files in `recommended/multi-k/`) and each verification arm's
 envelope efficiency (`envelope.py`). Chat-session runs label their rungs as sessions
 and add requests in flight and context lengths; open-loop runs are read on the rate axis
-instead (`rates.py`: rate* and the latency speedup, the achieved rate and the late
+instead (`rate_axis.py`: rate* and the latency speedup, the achieved rate and the late
 starts), with no engine recommendation.
 """
 
@@ -34,7 +34,7 @@ from specload.report.crossover import Crossover, PairResult, analyse_pair, pair_
 from specload.report.envelope import Envelope, envelopes, with_efficiency
 from specload.report.html_page import TABLE_CLASS, figures_html, page
 from specload.report.multik import MULTI_K_FOLDER, KStudy, analyse_study
-from specload.report.rates import RatePair, analyse_rates, rate_lines, workload_kind
+from specload.report.rate_axis import RatePair, analyse_rates, rate_lines, workload_kind
 from specload.report.recommend import (
     ENGINE_FILES,
     RECOMMENDED_DIR,

@@ -7,7 +7,7 @@ folder of such runs (the latest, by its UTC timestamp name, is reported); a fold
 without a manifest (every `*_requests.csv` below it is one arm, `<arm>/rep-N/` folders
 are repeats); or a single Locust `--csv` prefix from a web-UI or plain `locust` run.
 Discovery returns a `RunSource` (what to read); `read_rep` reads one prefix's files,
-with every load process's times moved to the master's clock (`report/clock.py`).
+with every load process's times moved to the master's clock (`report/clock_align.py`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from specload import records
 from specload.engines import resolve_engine
 from specload.errors import UserError
 from specload.manifest import MANIFEST, Manifest, read_manifest
-from specload.report import clock
+from specload.report import clock_align
 
 SWEEP_PREFIX_NAME = "locust"
 _REP_DIR = re.compile(r"^rep-(\d+)$")
@@ -240,10 +240,10 @@ def read_requests(prefix: Path, rounds: pd.DataFrame | None = None) -> pd.DataFr
         raise UserError(f"{path} cannot be read as a requests file: {exc}") from exc
     if rounds is None:
         rounds = read_clock(prefix)
-    return clock.align(_frame(table), rounds, _ALIGNED)
+    return clock_align.align(_frame(table), rounds, _ALIGNED)
 
 
-# the request times that `clock.align` puts on the master's clock
+# the request times that `clock_align.align` puts on the master's clock
 _ALIGNED = ("start", "end", "scheduled")
 
 
@@ -286,7 +286,7 @@ def frame_from_rows(rows: list[list[object]],
     table = pa.table(
         {c: column(c, pa.float64()) for c in (*_FLOAT_COLS, *_INT_COLS)}
         | {c: column(c, pa.string()) for c in (*_STR_COLS, *_CATEGORY_COLS)})
-    return clock.align(_frame(table), rounds, _ALIGNED)
+    return clock_align.align(_frame(table), rounds, _ALIGNED)
 
 
 def clock_from_rows(rows: list[list[object]]) -> pd.DataFrame | None:
@@ -317,7 +317,7 @@ def read_rep(prefix: Path) -> RepData:
     rounds = read_clock(prefix)
     client = _read_optional(Path(f"{prefix}{records.CLIENT_STATS_SUFFIX}"))
     if client is not None:
-        client = clock.align(client, rounds, ("ts",))
+        client = clock_align.align(client, rounds, ("ts",))
     return RepData(
         requests=read_requests(prefix, rounds),
         rungs=_read_optional(records.rungs_path(prefix)),

@@ -31,7 +31,6 @@ from specload.records import (
 from specload.runner.locust_proc import LoadMode, LocustProcess, locust_command, worker_command
 from specload.runner.manifest import worker_clocks, worker_events
 from specload.runner.metrics_scrape import MetricsSampler
-from specload.runner.parts import finished_levels, merge_part, merge_trace
 from specload.runner.progress import (
     WorkerEvents,
     arm_failure,
@@ -39,6 +38,7 @@ from specload.runner.progress import (
     progress_line,
     rung_figures,
 )
+from specload.runner.resume_parts import finished_levels, merge_part, merge_trace
 from specload.runner.servers import ArmServer, ServerError, server_for
 from specload.runner.verify import has_verify_arm
 from specload.scenario import Arm, Scenario

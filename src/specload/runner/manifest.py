@@ -16,7 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from specload import __version__
-from specload.clocks import Measurement, usable
+from specload.clock_sync import Measurement, usable
 from specload.manifest import ArmEntry, Manifest, RepEntry, WorkerClock, WorkerEvent, utc_now
 from specload.records import CLOCK_SUFFIX, EVENTS_SUFFIX
 from specload.scenario import Arm, Scenario

@@ -4,8 +4,8 @@ Three kinds, one interface (`ArmServer`): the built-in simulator started as a
 `specload sim --port 0` subprocess whose ready line gives its URL; a server started
 and stopped by the user's shell commands; and an already-running base URL. The last
 two are ready when their `ready_url` answers 2xx, or else `/health` and then
-`/v1/models` (`probes.readiness`); a failure says what each answered. While a run
-goes, a server is watched by `probes.Liveness` (alive while tokens stream; probed only
+`/v1/models` (`health_checks.readiness`); a failure says what each answered. While a run
+goes, a server is watched by `health_checks.Liveness` (alive while tokens stream; probed only
 after a silence; dead on refused connections or a long silence) and, where the runner
 started it, by its process. Every child runs in its own process group with its output
 in a log file in the arm folder, so stopping it reaches every process it spawned and a
@@ -22,7 +22,7 @@ import time
 from abc import ABC, abstractmethod
 from pathlib import Path
 
-from specload.runner import probes
+from specload.runner import health_checks
 from specload.runner.processes import log_tail, stop_process_group
 from specload.runner.sim_launcher import LaunchError, SimOptions, SimProcess, launch
 from specload.scenario import Arm
@@ -53,8 +53,8 @@ class ArmServer(ABC):
         self.api_key = api_key
         self.tls = tls
         self.base_url = ""
-        self.ready_results: list[probes.ProbeResult] = []
-        self._liveness: probes.Liveness | None = None
+        self.ready_results: list[health_checks.ProbeResult] = []
+        self._liveness: health_checks.Liveness | None = None
 
     @property
     def metrics_url(self) -> str:
@@ -79,27 +79,27 @@ class ArmServer(ABC):
             return gone
         if self._liveness is None:
             url = self.ready_results[-1].url if self.ready_results else (
-                self.explicit_ready_url or self.base_url + probes.READY_PATHS[0])
-            self._liveness = probes.Liveness(
-                url, lambda u, t: probes.probe(u, t, self.api_key, self.tls))
+                self.explicit_ready_url or self.base_url + health_checks.READY_PATHS[0])
+            self._liveness = health_checks.Liveness(
+                url, lambda u, t: health_checks.probe(u, t, self.api_key, self.tls))
         return self._liveness.check(last_chunk_at)
 
     def check_ready(self, timeout: float = READY_PROBE_TIMEOUT_S) -> bool:
-        self.ready_results = probes.readiness(self.base_url, self.explicit_ready_url,
+        self.ready_results = health_checks.readiness(self.base_url, self.explicit_ready_url,
                                               timeout, self.api_key, self.tls)
         return self.ready_results[-1].ok
 
     def not_ready(self) -> str:
-        return probes.describe(self.ready_results)
+        return health_checks.describe(self.ready_results)
 
     def models(self) -> list[str] | None:
         """The model ids the server lists (None when it does not answer /v1/models)."""
         result = next((r for r in self.ready_results
                        if r.ok and r.url.endswith("/v1/models")), None)
         if result is None:
-            result = probes.probe(self.base_url + "/v1/models", READY_PROBE_TIMEOUT_S,
+            result = health_checks.probe(self.base_url + "/v1/models", READY_PROBE_TIMEOUT_S,
                                   self.api_key, self.tls)
-        return probes.listed_models(result.body) if result.ok else None
+        return health_checks.listed_models(result.body) if result.ok else None
 
     def stop(self) -> None:  # noqa: B027 - an already-running server has nothing to stop
         """Stop the server if the runner started it."""

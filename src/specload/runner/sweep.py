@@ -29,7 +29,7 @@ from specload.manifest import (
     Manifest,
     read_manifest,
 )
-from specload.runner import probes
+from specload.runner import health_checks
 from specload.runner.attempt import Sweep, say
 from specload.runner.locust_proc import (
     LoadMode,
@@ -237,7 +237,7 @@ def main(args: argparse.Namespace) -> int:
     if req.insecure:
         say("warning: request.insecure: HTTPS certificates are not verified")
     sweep = Sweep(scenario, run_dir, manifest, mode, selected, _api_key(scenario),
-                  probes.tls_context(req.ca_bundle, req.insecure))
+                  health_checks.tls_context(req.ca_bundle, req.insecure))
     sweep.save()
     say(f"run folder: {run_dir} (planned {fmt_s(sweep.remaining_s())})")
     try:

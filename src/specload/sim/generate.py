@@ -26,11 +26,11 @@ import orjson
 from aiohttp import web
 
 from specload.sim import sse
-from specload.sim.arrival import received_at
 from specload.sim.engine import Engine, Stream
 from specload.sim.faults import Fault, FaultPicker
 from specload.sim.flavors import Flavor
 from specload.sim.openai_request import ApiError, GenRequest, Limits, parse_request
+from specload.sim.receive_stamps import received_at
 from specload.sim.scheduler import Seq
 from specload.sim.textgen import TokenStream, digest, output_length, reply_token_text
 from specload.sim.trace import TraceWriter

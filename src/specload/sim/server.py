@@ -26,7 +26,6 @@ from aiohttp import web
 
 from specload.sim import SimConfigError, heap_trim
 from specload.sim.api import SimApi
-from specload.sim.arrival import listen_socket
 from specload.sim.core import EngineCore
 from specload.sim.engine import Engine
 from specload.sim.faults import FaultPicker, parse_fault
@@ -34,6 +33,7 @@ from specload.sim.flavors import DEFAULT_FLAVOR, FLAVORS
 from specload.sim.generate import Settings
 from specload.sim.openai_request import Limits
 from specload.sim.profile import Profile, engine_profile
+from specload.sim.receive_stamps import listen_socket
 from specload.sim.trace import TraceWriter
 
 

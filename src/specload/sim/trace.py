@@ -6,7 +6,7 @@ output_tokens, finish_reason, status, fault, endpoint, and for requests that rea
 engine `cached_tokens` (prompt tokens the prefix cache held when the request was first
 scheduled; what vLLM's `vllm:prefix_cache_hits` counts for it). `arrival` is when the request's
 bytes reached the host (a kernel receive timestamp where the platform gives one, see
-`arrival.py`), so TTFT in the trace includes any time the request waited in its socket.
+`receive_stamps.py`), so TTFT in the trace includes any time the request waited in its socket.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ import urllib.request
 
 import pytest
 
+from specload.sim.bench_client import closed_loop
 from specload.sim.curve import predict
-from specload.sim.probe import closed_loop
 from specload.sim.profile import load_profile
 
 PROFILE = "h100-llama8b-eagle3"

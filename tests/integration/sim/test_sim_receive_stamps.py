@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from specload.sim.arrival import KERNEL_STAMPS, StampingSocket, listen_socket, received_at
+from specload.sim.receive_stamps import KERNEL_STAMPS, StampingSocket, listen_socket, received_at
 
 pytestmark = pytest.mark.skipif(not KERNEL_STAMPS, reason="kernel receive timestamps: Linux")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from specload.loadgen.chunks import (
+from specload.loadgen.chunk_json import (
     MalformedChunk,
     error_message_from_body,
     parse_chunk,

@@ -1,6 +1,6 @@
 """Lag percentiles of the load-process probe."""
 
-from specload.loadgen.client_stats import lag_percentiles
+from specload.loadgen.health_probe import lag_percentiles
 
 
 def test_lag_percentiles_nearest_rank() -> None:

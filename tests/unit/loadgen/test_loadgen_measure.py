@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specload.loadgen.chunks import Chunk
+from specload.loadgen.chunk_json import Chunk
 from specload.loadgen.measure import (
     StreamTally,
     chunk_itls,

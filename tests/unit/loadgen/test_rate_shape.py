@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from specload.arrivals import plan_rates
+from specload.arrival_plan import plan_rates
 from specload.loadgen.inflight import IN_FLIGHT
 from specload.loadgen.open_loop import ARRIVALS
 from specload.loadgen.rate_shape import LEAD_S, RateShape

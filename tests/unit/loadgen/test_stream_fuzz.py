@@ -14,7 +14,7 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specload.loadgen.chunks import MalformedChunk, error_message_from_body
+from specload.loadgen.chunk_json import MalformedChunk, error_message_from_body
 from specload.loadgen.measure import StreamTally
 from specload.loadgen.sse import SSEDecoder
 from specload.loadgen.users import StreamingUser, _judge_complete_stream, _Outcome

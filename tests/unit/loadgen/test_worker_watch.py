@@ -17,7 +17,7 @@ from locust.argument_parser import get_parser
 from locust.env import Environment
 from locust.runners import STATE_MISSING, STATE_RUNNING, WorkerNode
 
-from specload.clocks import Exchange
+from specload.clock_sync import Exchange
 from specload.loadgen.live import LiveRungs, ProcessState, Span
 from specload.loadgen.worker_watch import MSG_PONG, WorkerWatch, answer_ping
 from specload.records import CLOCK_COLUMNS, EVENTS_COLUMNS, REQUEST_COLUMNS

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specload.report import chunks
+from specload.report import chunk_arrays
 
 
 def _frame(gaps: list[str], tokens: list[str], out: list[int], start: list[float]) -> pd.DataFrame:
@@ -17,7 +17,7 @@ def _frame(gaps: list[str], tokens: list[str], out: list[int], start: list[float
 def test_build_gives_row_summaries() -> None:
     df = _frame(["1000000 500000 500000", "", "2000000"], ["1 3 2", "", ""], [6, 0, 4],
                 [100.0, 200.0, 300.0])
-    ch = chunks.build(df)
+    ch = chunk_arrays.build(df)
     assert ch.counts.tolist() == [3, 0, 1]
     assert ch.tokens.tolist() == [1, 3, 2, 4]  # last row: 4 output tokens over 1 chunk
     assert ch.row_tokens.tolist() == [6, 0, 4]
@@ -27,15 +27,15 @@ def test_build_gives_row_summaries() -> None:
 
 def test_tokens_spread_evenly_when_chunk_tokens_do_not_match() -> None:
     df = _frame(["10 10 10 10", "10 10"], ["1 2", "2 2"], [10, 4], [0.0, 0.0])
-    ch = chunks.build(df)
+    ch = chunk_arrays.build(df)
     assert ch.tokens.tolist() == [2.5, 2.5, 2.5, 2.5, 2, 2]
 
 
 def test_arrivals_of_a_subset_of_rows() -> None:
     df = _frame(["1000000 1000000", "500000", "250000 250000 250000"], ["1 1", "3", "1 2 3"],
                 [2, 3, 6], [10.0, 20.0, 30.0])
-    ch = chunks.build(df)
-    arrival, tokens = chunks.arrivals(ch, df["start"].to_numpy(), np.array([2, 0]))
+    ch = chunk_arrays.build(df)
+    arrival, tokens = chunk_arrays.arrivals(ch, df["start"].to_numpy(), np.array([2, 0]))
     assert arrival == pytest.approx([30.25, 30.5, 30.75, 11.0, 12.0])
     assert tokens.tolist() == [1, 2, 3, 1, 1]
 
@@ -43,7 +43,7 @@ def test_arrivals_of_a_subset_of_rows() -> None:
 def test_row_sums_of_small_integer_types_do_not_overflow() -> None:
     df = _frame([" ".join(["99999999"] * 30)], [" ".join(["9"] * 30)], [270], [0.0])
     df = pd.concat([df, _frame([" ".join(["1"] * 300)], [" ".join(["9"] * 300)], [2700], [0.0])])
-    ch = chunks.build(df.reset_index(drop=True))
+    ch = chunk_arrays.build(df.reset_index(drop=True))
     assert ch.gap_us.dtype == np.int32 and ch.tokens.dtype == np.uint8
     assert ch.last_arrival.tolist() == [2_999_999_970 / 1e6, 300 / 1e6]  # beyond int32
     assert ch.row_tokens.tolist() == [270, 2700]

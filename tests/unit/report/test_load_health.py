@@ -7,7 +7,7 @@ import math
 import pandas as pd
 
 from specload import records
-from specload.report.client_stats import client_row
+from specload.report.load_health import client_row
 from specload.report.windows import Window
 
 W = Window(0, 4, 10.0, 20.0)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from specload.report import chunks, client_metrics, run_files
+from specload.report import chunk_arrays, client_metrics, run_files
 from specload.report.windows import rung_windows
 from tests.support import run_files as make
 
@@ -35,7 +35,7 @@ def table(tmp_path: Path) -> Any:
     prefix = make.write_prefix(tmp_path / "run", reqs, rungs=steps)
     data = run_files.read_rep(prefix)
     windows, _ = rung_windows(data.rungs, data.history, data.requests)
-    return client_metrics.rung_metrics(data.requests, chunks.build(data.requests), windows)
+    return client_metrics.rung_metrics(data.requests, chunk_arrays.build(data.requests), windows)
 
 
 def test_tokens_count_by_arrival_time_inside_each_window(table: Any) -> None:
@@ -73,7 +73,7 @@ def test_even_split_when_server_sent_no_per_chunk_tokens(tmp_path: Path) -> None
     prefix = make.write_prefix(tmp_path / "even", reqs, rungs=[(0, 1, 0.0, 0.0, 2.5)])
     data = run_files.read_rep(prefix)
     windows, _ = rung_windows(data.rungs, data.history, data.requests)
-    got = client_metrics.rung_metrics(data.requests, chunks.build(data.requests), windows)
+    got = client_metrics.rung_metrics(data.requests, chunk_arrays.build(data.requests), windows)
     assert got["output_tok_s"][0] == pytest.approx(4 / 2.5)  # chunks at 1 and 2 s, 2 each
     assert got["tokens_per_chunk"][0] == pytest.approx(2.0)
 
@@ -102,7 +102,7 @@ def test_a_rung_whose_requests_all_queue_still_gets_bounds_and_a_decode_pace(
     prefix = make.write_prefix(tmp_path / "run", reqs, rungs=[(0, 3, 95.0, 100.0, 110.0)])
     data = run_files.read_rep(prefix)
     windows, _ = rung_windows(data.rungs, data.history, data.requests)
-    row = client_metrics.rung_metrics(data.requests, chunks.build(data.requests),
+    row = client_metrics.rung_metrics(data.requests, chunk_arrays.build(data.requests),
                                       windows).iloc[0]
     assert row["ttft_p50_ms"] == float("inf") and row["ttft_p99_ms"] == float("inf")
     assert row["ttft_p50_lb_ms"] == pytest.approx(7000.0)  # a lower bound, not a guess
@@ -125,7 +125,7 @@ def test_requests_cut_after_their_first_token_keep_their_ttft(tmp_path: Path) ->
     prefix = make.write_prefix(tmp_path / "run", reqs, rungs=[(0, 2, 95.0, 100.0, 110.0)])
     data = run_files.read_rep(prefix)
     windows, _ = rung_windows(data.rungs, data.history, data.requests)
-    row = client_metrics.rung_metrics(data.requests, chunks.build(data.requests),
+    row = client_metrics.rung_metrics(data.requests, chunk_arrays.build(data.requests),
                                       windows).iloc[0]
     assert row["requests"] == 0 and row["interrupted"] == 2
     assert row["ttft_p50_ms"] == pytest.approx(1000.0)

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from specload.records import RequestRecord
-from specload.report import clock, quality
+from specload.report import clock_align, quality
 from specload.report.aggregate import RepJob, measure_rep
 from specload.report.run_files import RepSource, read_rep, read_requests
 from specload.report.windows import Window
@@ -81,7 +81,7 @@ def test_each_rung_gets_the_losses_and_clock_doubts_near_it() -> None:
                            (T + 11, "c2", "n2", -3.001, 0.012, 5)],
                           columns=["ts", "client_id", "node", "offset_s", "rtt_s",
                                    "exchanges"])
-    row = clock.window_row(events, rounds, Window(0, 4, T + 5, T + 12))
+    row = clock_align.window_row(events, rounds, Window(0, 4, T + 5, T + 12))
     assert row["workers_lost"] == 1 and row["clock_problems"] == 1
     assert row["lost_detail"] == ("c2 last heard 4.5 s into the window, marked missing "
                                   "4.5 s later")
@@ -89,7 +89,7 @@ def test_each_rung_gets_the_losses_and_clock_doubts_near_it() -> None:
     # the round uncertain by 6 ms is left out: c2 has a sure one
     assert row["clock_offset_max_ms"] == pytest.approx(3000.0)
     assert row["clock_uncertainty_max_ms"] == pytest.approx(0.2)
-    later = clock.window_row(events, None, Window(1, 8, T + 45, T + 48))
+    later = clock_align.window_row(events, None, Window(1, 8, T + 45, T + 48))
     assert (later["workers_lost"], later["clock_problems"]) == (0, 0)
     assert np.isnan(later["clock_offset_max_ms"])
 

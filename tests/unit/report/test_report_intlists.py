@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specload import records
-from specload.report import chunks, intlists, run_files
+from specload.report import chunk_arrays, intlists, run_files
 
 # Rows (gaps, tokens) that a writer or a hand-edited file can produce.
 AWKWARD_ROWS = [
@@ -53,7 +53,7 @@ def _write(path: Path, rows: list[tuple[str, str]], with_tokens: bool) -> None:
 def test_chunk_arrays_match_decode_chunks(tmp_path: Path, with_tokens: bool) -> None:
     _write(tmp_path / f"x{records.REQUESTS_SUFFIX}", AWKWARD_ROWS, with_tokens)
     req = run_files.read_requests(tmp_path / "x")
-    ch = chunks.build(req)
+    ch = chunk_arrays.build(req)
     for i, (gaps, tokens) in enumerate(AWKWARD_ROWS):
         offsets, counts = records.decode_chunks(gaps, tokens if with_tokens else "")
         first, n = int(ch.first_index[i]), int(ch.counts[i])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from specload.runner.parts import finished_levels, merge_part
+from specload.runner.resume_parts import finished_levels, merge_part
 
 
 def write_csv(path: Path, header: list[str], rows: list[list[object]]) -> None:

@@ -161,7 +161,7 @@ def test_a_finished_reply_is_cached_as_the_next_turn_sends_it() -> None:
 
 def test_the_throughput_probes_requests_share_no_block() -> None:
     """`sim.probe` measures what `sim-curve` models, which has no cache hits."""
-    from specload.sim.probe import prompt_of
+    from specload.sim.bench_client import prompt_of
 
     first, second = prompt_of(512, 0), prompt_of(512, 1)
     assert len(first) == len(second) == len(prompt_of(512))

@@ -1,0 +1,54 @@
+"""docs/design.md's module map names every module under src/specload, and nothing else.
+
+The map is the Layout block: under `src/specload/`, a line indented two spaces names
+top-level modules or a package (`loadgen/`), a line indented four names that package's
+modules; the first column holds comma-separated names, which may be globs
+(`locustfile_*.py`). A package's `__init__.py` is the package's own line.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "src" / "specload"
+
+
+def mapped() -> set[str]:
+    """Every `.py` pattern of the map, as a path under src/specload."""
+    text = (ROOT / "docs" / "design.md").read_text()
+    block = text.split("## Layout", 1)[1].split("```", 2)[1]
+    lines = block.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("src/specload/"))
+    patterns: set[str] = set()
+    package = ""
+    for line in lines[start + 1:]:
+        if not line.startswith("  "):
+            break  # the next top-level folder (locustfiles/, scenarios/, ...)
+        depth = (len(line) - len(line.lstrip(" "))) // 2
+        names = [n.strip() for n in re.split(r"\s{2,}", line.strip())[0].split(",")]
+        if depth == 1:
+            package = next((n for n in names if n.endswith("/")), "")
+            patterns |= {n for n in names if n.endswith(".py")}
+        elif depth == 2 and package:  # deeper lines continue a description
+            patterns |= {package + n for n in names if n.endswith(".py")}
+    return patterns
+
+
+def modules() -> set[str]:
+    return {str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+            if p.name != "__init__.py"}
+
+
+def test_every_module_is_in_the_map() -> None:
+    patterns = mapped()
+    missing = sorted(m for m in modules() if not any(fnmatch.fnmatch(m, p) for p in patterns))
+    assert missing == [], f"add these to docs/design.md's Layout: {missing}"
+
+
+def test_the_map_names_no_module_that_is_gone() -> None:
+    present = modules()
+    stale = sorted(p for p in mapped() if not fnmatch.filter(present, p))
+    assert stale == [], f"docs/design.md's Layout names modules that do not exist: {stale}"
