@@ -10,8 +10,11 @@ imports a locustfile, so `locust -f ... --help` cannot list them); per-request r
 to `<csv prefix>_requests.csv`; the web UI's Tokens tab shows tokens per second live.
 """
 
+from specload.loadgen import plugin
 from specload.loadgen.options import print_locust_help
 from specload.loadgen.users import ChatStreamUser
+
+plugin.install()
 
 __all__ = ["ChatStreamUser"]
 

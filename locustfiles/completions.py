@@ -4,8 +4,11 @@
     python locustfiles/completions.py --help     # every option, specload's too
 """
 
+from specload.loadgen import plugin
 from specload.loadgen.options import print_locust_help
 from specload.loadgen.users import CompletionStreamUser
+
+plugin.install()
 
 __all__ = ["CompletionStreamUser"]
 

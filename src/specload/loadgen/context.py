@@ -183,7 +183,6 @@ def _share(environment: Environment) -> tuple[int, int]:
     return runner.worker_index, max(expected, runner.worker_index + 1)
 
 
-@events.init.add_listener
 def _check_at_init(environment: Environment, **_: Any) -> None:
     """In a single process, refuse bad options and input files before anything starts.
 
@@ -199,7 +198,6 @@ def _check_at_init(environment: Environment, **_: Any) -> None:
         raise SystemExit(2) from None
 
 
-@events.test_start.add_listener
 def _rebuild(environment: Environment, **_: Any) -> None:
     """Fresh context per test; a bad option or prompt file stops the run with one line."""
     _contexts.pop(environment, None)
@@ -212,3 +210,9 @@ def _rebuild(environment: Environment, **_: Any) -> None:
         environment.process_exit_code = 2
         if environment.runner is not None:
             gevent.spawn(environment.runner.quit)
+
+
+def install() -> None:
+    """Hook this module into Locust's events (once, from `plugin.install`)."""
+    events.init.add_listener(_check_at_init)
+    events.test_start.add_listener(_rebuild)

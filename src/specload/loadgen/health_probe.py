@@ -124,7 +124,6 @@ def listen(listener: Callable[[list[Any]], None]) -> None:
     _listeners.append(listener)
 
 
-@events.init.add_listener
 def _on_init(environment: Environment, **_: Any) -> None:
     global _writer
     runner = environment.runner
@@ -143,7 +142,6 @@ def _on_message(environment: Environment, msg: Any, **_: Any) -> None:
         listener(msg.data)
 
 
-@events.test_start.add_listener
 def _on_test_start(environment: Environment, **_: Any) -> None:
     global _probe
     if isinstance(environment.runner, MasterRunner):
@@ -153,13 +151,19 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
     _probe.start()
 
 
-@events.test_stop.add_listener
 def _on_test_stop(environment: Environment, **_: Any) -> None:
     if _probe is not None:
         _probe.stop()
 
 
-@events.quitting.add_listener
 def _on_quitting(environment: Environment, **_: Any) -> None:
     if _writer is not None:
         _writer.close()
+
+
+def install() -> None:
+    """Hook this module into Locust's events (once, from `plugin.install`)."""
+    events.init.add_listener(_on_init)
+    events.test_start.add_listener(_on_test_start)
+    events.test_stop.add_listener(_on_test_stop)
+    events.quitting.add_listener(_on_quitting)

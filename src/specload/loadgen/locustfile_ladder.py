@@ -9,7 +9,10 @@ the web UI with the ladder and its windows as custom parameters.
 
 from __future__ import annotations
 
+from specload.loadgen import plugin, shape
 from specload.loadgen.shape import LadderShape
 from specload.loadgen.users import ChatStreamUser
+
+plugin.install(shape)
 
 __all__ = ["ChatStreamUser", "LadderShape"]

@@ -12,10 +12,13 @@ from typing import Any
 
 from locust import events
 
+from specload.loadgen import open_loop, plugin, shape, workload_options
 from specload.loadgen.open_loop import OpenLoopUser, OpenSessionUser
 from specload.loadgen.rate_shape import RateShape
 
 __all__ = ["OpenLoopUser", "OpenSessionUser", "RateShape"]
+
+plugin.install(workload_options, open_loop, shape)
 
 
 @events.init.add_listener

@@ -6,7 +6,10 @@ The ladder's rungs are numbers of concurrent sessions (`sessions.ChatSessionUser
 
 from __future__ import annotations
 
+from specload.loadgen import plugin, shape, workload_options
 from specload.loadgen.sessions import ChatSessionUser
 from specload.loadgen.shape import LadderShape
+
+plugin.install(workload_options, shape)
 
 __all__ = ["ChatSessionUser", "LadderShape"]

@@ -137,13 +137,17 @@ def _on_plan(environment: Environment, msg: Any, **_: Any) -> None:
     load_share(ArrivalPlan.from_message(msg.data["plan"]), msg.data["t0"], index, count)
 
 
-@events.init.add_listener
 def _on_init(environment: Environment, **_: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         environment.runner.register_message(MSG_PLAN, _on_plan)
 
 
-@events.test_stop.add_listener
 def _on_test_stop(environment: Environment, **_: Any) -> None:
     # not at test_start: a local shape may already have queued the new plan by then
     ARRIVALS.clear()
+
+
+def install() -> None:
+    """Hook this module into Locust's events (once, from `plugin.install`)."""
+    events.init.add_listener(_on_init)
+    events.test_stop.add_listener(_on_test_stop)

@@ -31,7 +31,6 @@ DEFAULT_FAILURE_BACKOFF_S = 2.0
 DEFAULT_REQUEST_ID_HEADER = "X-Request-Id"
 
 
-@events.init_command_line_parser.add_listener
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     # The web UI and a --master listen on loopback unless asked otherwise (--web-host,
     # --master-bind-host): a load generator's UI must not be open to the network.
@@ -167,3 +166,8 @@ class RunOptions:
         if self.shared_prefix_tokens < 0:
             raise ValueError(f"--shared-prefix-tokens must be >= 0, got "
                              f"{self.shared_prefix_tokens}")
+
+
+def install() -> None:
+    """Hook this module into Locust's events (once, from `plugin.install`)."""
+    events.init_command_line_parser.add_listener(_add_arguments)

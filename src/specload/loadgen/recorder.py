@@ -270,6 +270,10 @@ class Recorder:
             self._file.flush()
 
 
-@events.init.add_listener
 def _on_init(environment: Environment, **_: Any) -> None:
     Recorder.for_env(environment)
+
+
+def install() -> None:
+    """Hook this module into Locust's events (once, from `plugin.install`)."""
+    events.init.add_listener(_on_init)

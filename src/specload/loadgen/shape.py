@@ -60,7 +60,6 @@ from specload.records import RUNGS_COLUMNS, RUNGS_SUFFIX, rung_time
 log = logging.getLogger(__name__)
 
 
-@events.init_command_line_parser.add_listener
 def add_ladder_arguments(parser: Any) -> None:
     """Register the ladder options; shown in the web UI's custom parameters."""
     # On the parser itself: argument groups bypass LocustArgumentParser.add_argument, and
@@ -226,3 +225,8 @@ class LadderShape(LoadTestShape):
             runner.send_message(MSG_DRAIN, self._drain_seq)
         else:
             IN_FLIGHT.drain(self._drain_seq)
+
+
+def install() -> None:
+    """Hook this module into Locust's events (once, from `plugin.install`)."""
+    events.init_command_line_parser.add_listener(add_ladder_arguments)

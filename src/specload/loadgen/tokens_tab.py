@@ -220,7 +220,11 @@ def _file_pieces(path: Traversable) -> Iterator[bytes]:
             gevent.sleep(0)
 
 
-@events.init.add_listener
 def _on_init(environment: Environment, web_ui: WebUI | None = None, **_: Any) -> None:
     if web_ui is not None and is_writer(environment):
         TokensTab(environment, web_ui)
+
+
+def install() -> None:
+    """Hook this module into Locust's events (once, from `plugin.install`)."""
+    events.init.add_listener(_on_init)

@@ -30,11 +30,8 @@ A user starts its next request when the process has no socket waiting to be read
 and the open-loop users (`open_loop.py`) send through it too, tagging their records
 with a session and turn or a scheduled time (`Tags`) and, for sessions, getting the
 reply's text back.
-Importing this module also starts every load process's CPU and event-loop-lag probe
-(`health_probe`, so any locustfile with these users writes `_client_stats.csv`), the
-master's watch over its workers' clocks and liveness (`worker_watch`), adds the Tokens
-tab to the web UI (`tokens_tab`) and makes geventhttpclient's keep-alive check
-non-yielding (`keepalive`).
+Importing this module changes nothing in Locust: a locustfile installs the users'
+listeners and patches with `plugin.install()`.
 """
 
 from __future__ import annotations
@@ -54,11 +51,7 @@ from locust.env import Environment
 from locust.exception import CatchResponseError, StopUser
 
 from specload.errors import UserError
-from specload.loadgen import health_probe as _health_probe  # noqa: F401  (CPU/lag probe)
 from specload.loadgen import keepalive, tls, wall_clock
-from specload.loadgen import options as _options  # noqa: F401  (registers the arguments)
-from specload.loadgen import tokens_tab as _tokens_tab  # noqa: F401  (web UI Tokens tab)
-from specload.loadgen import worker_watch as _worker_watch  # noqa: F401  (clocks, lost workers)
 from specload.loadgen.chunk_json import DONE, MalformedChunk, error_message_from_body, parse_chunk
 from specload.loadgen.context import ModelDiscoveryError, ProcessContext
 from specload.loadgen.inflight import IN_FLIGHT
@@ -72,7 +65,6 @@ from specload.prompts import Prompt, request_seed
 from specload.records import LATE_LIMIT_MS, RequestRecord, encode_chunks
 
 log = logging.getLogger(__name__)
-keepalive.install()  # no yield between a request's start stamp and its send
 TTFT_TYPE = "TTFT"
 DONE_GRACE_S = 0.25  # covers a Nagle + delayed-ACK round for the body's last bytes
 START_GATE = StartGate()  # one per process: all users share its event loop

@@ -252,7 +252,6 @@ def answer_ping(environment: Environment, msg: Any, **_: Any) -> None:
                                    "t3": wall_clock.now()})
 
 
-@events.init.add_listener
 def _on_init(environment: Environment, **_: Any) -> None:
     runner = environment.runner
     if isinstance(runner, WorkerRunner):
@@ -260,3 +259,7 @@ def _on_init(environment: Environment, **_: Any) -> None:
     elif isinstance(runner, MasterRunner):
         WorkerWatch(environment).start()
 
+
+def install() -> None:
+    """Hook this module into Locust's events (once, from `plugin.install`)."""
+    events.init.add_listener(_on_init)

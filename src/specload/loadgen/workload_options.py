@@ -28,7 +28,6 @@ DEFAULT_THINK_TIME = "lognormal:5:0.8"
 ARRIVAL_UNITS = ("requests", "sessions")
 
 
-@events.init_command_line_parser.add_listener
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--conversations", default="builtin", include_in_web_ui=True,
                         help="sessions: multi-turn conversations, a ShareGPT .json or .jsonl "
@@ -106,3 +105,8 @@ class WorkloadOptions:
 
     def rate_list(self) -> list[float]:
         return parse_rates(self.rates)
+
+
+def install() -> None:
+    """Hook this module into Locust's events (once, from `plugin.install`)."""
+    events.init_command_line_parser.add_listener(_add_arguments)

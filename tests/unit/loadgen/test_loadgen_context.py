@@ -11,8 +11,11 @@ import pytest
 from locust.argument_parser import get_parser
 from locust.env import Environment
 
+from specload.loadgen import plugin
 from specload.loadgen.context import ModelDiscoveryError, ProcessContext, fetch_models
 from specload.prompts import PromptOrder, load_prompts
+
+plugin.install()  # as a locustfile does: specload's arguments and listeners
 
 
 def make_env(*args: str) -> Environment:

@@ -6,7 +6,10 @@ import pytest
 from locust.argument_parser import get_parser, ui_extra_args_dict
 from locust.env import Environment
 
+from specload.loadgen import plugin
 from specload.loadgen.options import RunOptions
+
+plugin.install()  # as a locustfile does: specload's arguments and listeners
 
 NAMES = ("model", "max_tokens", "ignore_eos", "min_tokens", "temperature", "prompts", "seed",
          "api_key_env", "request_timeout", "continuous_usage", "records")

@@ -8,8 +8,11 @@ from pathlib import Path
 from locust.argument_parser import get_parser
 from locust.env import Environment
 
+from specload.loadgen import plugin
 from specload.loadgen.recorder import Recorder
 from specload.records import REQUEST_COLUMNS, RequestRecord, decode_chunks, encode_chunks
+
+plugin.install()  # as a locustfile does: specload's arguments and listeners
 
 
 def make_env(*args: str) -> Environment:

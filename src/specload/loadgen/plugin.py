@@ -1,0 +1,39 @@
+"""Installing specload into a Locust process: the one call each locustfile makes.
+
+Importing a module of the load generator changes nothing in Locust. `install` hooks them
+in: specload's Locust arguments (`options`), the per-process context and its checks
+(`context`), the CPU and event-loop-lag probe (`health_probe`), the web UI's Tokens tab
+(`tokens_tab`), the master's watch over its workers (`worker_watch`), the request
+recorder (`recorder`), and the non-yielding keep-alive check (`keepalive.install`, a
+patch of geventhttpclient). A locustfile names the parts it adds on top: the ladder's
+arguments (`shape`), the sessions' and open loop's (`workload_options`), the open loop's
+plan messages (`open_loop`). Each part is installed once per process, however many
+locustfiles import each other (`locustfiles/ladder.py` re-exports the package's), in the
+order the listeners must run.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from specload.loadgen import (
+    context,
+    health_probe,
+    keepalive,
+    options,
+    recorder,
+    tokens_tab,
+    worker_watch,
+)
+
+CORE: tuple[ModuleType, ...] = (options, context, health_probe, tokens_tab, worker_watch,
+                                 recorder, keepalive)
+_installed: set[str] = set()
+
+
+def install(*parts: ModuleType) -> None:
+    """Install the core parts, then `parts` (modules with an `install()`), each once."""
+    for part in (*CORE, *parts):
+        if part.__name__ not in _installed:
+            _installed.add(part.__name__)
+            part.install()
