@@ -201,8 +201,7 @@ def bound_at(table: pd.DataFrame, c: float) -> Bound:
     seed-glm profile models it) and the spec-off arm did not, the switching server's
     batch at C* is the spec-off server's: mapped through spec-on's capped batch, the
     bound would stop speculation at loads where the spec-on arm still led (the
-    verification arm measured it: envelope efficiency 0.87 at C = 20 on the quickstart,
-    against 0.98-1.04 with the spec-off mapping).
+    verification arm shows it: docs/benchmarks.md, "Recommendation bounds").
     """
     batch = batch_at(table, c)
     if batch is None:

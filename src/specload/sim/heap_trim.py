@@ -1,12 +1,10 @@
 """Give the C heap's free pages back to the OS now and then, so RSS tracks live memory.
 
-Under a steady load the simulator's live Python objects do not grow (tracemalloc over
-minutes at 250 users shows no growing allocation site), yet its resident size rose by
-about 0.45 MiB a minute (some 130 bytes per request): glibc keeps pages of freed
-medium-sized blocks (per-request RNG state, trace lines, request objects) scattered
-through its heap and reuses them only in part. `malloc_trim(0)` hands those pages back
-(it took 2.5 MiB of 2.7 MiB of growth back in a 15-minute run); `trim_forever` calls it
-every `TRIM_PERIOD_S` from the event loop (about a millisecond each). Elsewhere than
+Under a steady load the simulator's live Python objects do not grow, yet its resident
+size does: glibc keeps pages of freed medium-sized blocks (per-request RNG state, trace
+lines, request objects) scattered through its heap and reuses them only in part
+(docs/benchmarks.md, "Soak", has the measurement). `malloc_trim(0)` hands those pages
+back; `trim_forever` calls it every `TRIM_PERIOD_S` from the event loop. Elsewhere than
 glibc it does nothing.
 """
 
