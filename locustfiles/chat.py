@@ -8,6 +8,9 @@ You choose the user count (= concurrent requests). specload's options (`--model`
 with Locust's by `python locustfiles/chat.py --help` (Locust prints `--help` before it
 imports a locustfile, so `locust -f ... --help` cannot list them); per-request rows go
 to `<csv prefix>_requests.csv`; the web UI's Tokens tab shows tokens per second live.
+A locustfile of your own imports the users and calls `plugin.install()`, as this one
+does: importing them changes nothing in Locust, so without it Locust knows none of
+specload's options ("unrecognized arguments: --max-tokens").
 """
 
 from specload.loadgen import plugin

@@ -51,6 +51,10 @@ def rung_time(t: float) -> str:
 # Long-format server metrics: one row per (sample time, metric name); value is the sum
 # over label sets of that metric at that time.
 SERVER_METRICS_COLUMNS = ("ts", "metric", "value")
+# With each sample, its own fetch time in seconds: `ts` is the fetch's middle, and the
+# server read its counters somewhere inside it (a busy llama-server answers /metrics only
+# between decode steps; one saturated by a prefill answered after 5.6 s).
+FETCH_METRIC = "specload:fetch_seconds"
 # One row per load process per sample: CPU share of one core and event-loop lag; then
 # the lag probe's wake-ups and those later than CLIENT_LAG_LIMIT_MS (so a rung's share
 # of late wake-ups, its lag p99 against the limit, is exact); then the chunks received

@@ -7,7 +7,9 @@ histograms' `_sum` and `_count`) and appends long-format rows `ts, metric, value
 Each row's value combines the series' label sets as the table says: counters and queue
 sizes add up across data-parallel ranks, ratio gauges are averaged, weighted by the
 same rank's running requests where the engine exposes them. `ts` is the middle of the
-fetch (a slow /metrics would otherwise stamp every value early). Servers without
+fetch (a slow /metrics would otherwise stamp every value early), and each sample adds
+a `specload:fetch_seconds` row, the fetch's length: the server read its values within
+half of it either side of `ts`. Servers without
 `/metrics`, or without some of these series, are fine: nothing is written for what is
 absent. The sampler also keeps the generated-tokens counter in memory.
 """
@@ -29,7 +31,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from specload.api_key import bearer
 from specload.engine_metrics import BY_NAME, HISTOGRAMS, names
-from specload.records import SERVER_METRICS_COLUMNS
+from specload.records import FETCH_METRIC, SERVER_METRICS_COLUMNS
 
 GENERATED_TOKENS = names("generated")
 _HISTOGRAM_PARTS = frozenset(f"{h}_{part}" for h in HISTOGRAMS for part in ("sum", "count"))
@@ -103,20 +105,23 @@ class MetricsSampler:
             return resp.read().decode("utf-8", errors="replace")
 
     def sample_once(self) -> int:
-        """Take one sample now; returns the number of rows written (0 on any failure)."""
+        """Take one sample now; returns the number of metric values written (0 on any
+        failure)."""
         before = time.time()
         try:
             values = parse_metrics(self.fetch())
         except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
             self.last_error = str(getattr(exc, "reason", exc))
             return 0
-        ts = (before + time.time()) / 2
+        after = time.time()
+        ts = (before + after) / 2
         new_file = not self.out_path.exists() or self.out_path.stat().st_size == 0
         with self.out_path.open("a", newline="") as fh:
             writer = csv.writer(fh)
             if new_file:
                 writer.writerow(SERVER_METRICS_COLUMNS)
             writer.writerows([f"{ts:.3f}", name, repr(v)] for name, v in values.items())
+            writer.writerow([f"{ts:.3f}", FETCH_METRIC, f"{after - before:.4f}"])
         generated = [values[n] for n in GENERATED_TOKENS if n in values]
         if generated:
             self._generated.append((ts, sum(generated)))

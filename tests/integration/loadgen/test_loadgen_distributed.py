@@ -27,7 +27,10 @@ from tests.support import REPO
 # mid-request and no interrupted row.
 SHAPE = '''
 from locust import LoadTestShape
+from specload.loadgen import plugin
 from specload.loadgen.users import ChatStreamUser
+
+plugin.install()
 
 class DownThenStop(LoadTestShape):
     def tick(self):

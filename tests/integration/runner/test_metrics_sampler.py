@@ -64,7 +64,12 @@ def test_sampler_appends_long_rows_and_estimates_rate(metrics_server: str, tmp_p
         rows = list(csv.DictReader(fh))
     assert set(rows[0]) == {"ts", "metric", "value"}
     names = {r["metric"] for r in rows}
-    assert names == {"vllm:generation_tokens_total", "vllm:num_requests_running"}
+    assert names == {"vllm:generation_tokens_total", "vllm:num_requests_running",
+                     "specload:fetch_seconds"}
+    fetches = [r for r in rows if r["metric"] == "specload:fetch_seconds"]
+    stamps = [r["ts"] for r in rows if r["metric"] == "vllm:num_requests_running"]
+    assert [r["ts"] for r in fetches] == stamps  # one per sample, at its time
+    assert all(0 < float(r["value"]) < 1 for r in fetches)  # loopback
     running = [float(r["value"]) for r in rows if r["metric"] == "vllm:num_requests_running"]
     assert len(running) >= 4 and set(running) == {7.0}
     rate = sampler.generated_tok_s(t0, time.time())
