@@ -53,7 +53,7 @@ def rung_time(t: float) -> str:
 SERVER_METRICS_COLUMNS = ("ts", "metric", "value")
 # With each sample, its own fetch time in seconds: `ts` is the fetch's middle, and the
 # server read its counters somewhere inside it (a busy llama-server answers /metrics only
-# between decode steps; one saturated by a prefill answered after 5.6 s).
+# between decode steps, and past its slots at times seconds late).
 FETCH_METRIC = "specload:fetch_seconds"
 # One row per load process per sample: CPU share of one core and event-loop lag; then
 # the lag probe's wake-ups and those later than CLIENT_LAG_LIMIT_MS (so a rung's share

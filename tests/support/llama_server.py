@@ -117,10 +117,12 @@ def synth_rate(draft_n_max: int, synth_len: float) -> float:
 
 
 def synth_mean_length_of_drafts(draft_n_max: int, synth_len: float, drafted: float) -> float:
-    """The acceptance length (1 + accepted / drafts) the synthetic rates give drafts of
-    `drafted` tokens on average: shorter than `--spec-draft-n-max` when the n-gram
-    drafter finds fewer tokens or the request has fewer left (`get_n_draft_max` in
-    tools/server/server-context.cpp: the tokens left, less one)."""
+    """The acceptance length (1 + accepted / drafts) the synthetic rates give drafts that
+    all hold `drafted` tokens (interpolated between whole lengths): an upper bound for
+    drafts of that mean length, the length being concave in the draft's size. Drafts are
+    shorter than `--spec-draft-n-max` when the n-gram drafter finds fewer tokens or the
+    request has fewer left (`get_n_draft_max` in tools/server/server-context.cpp: the
+    tokens left, less one)."""
     p = synth_rate(draft_n_max, synth_len)
     whole = int(drafted)
     return 1 + sum(p**j for j in range(1, whole + 1)) + (drafted - whole) * p ** (whole + 1)

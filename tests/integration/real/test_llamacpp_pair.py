@@ -12,7 +12,7 @@ each repeat:
   when its slot is released, `metrics_on_prediction` in tools/server/server-context.cpp),
   to 1% once the requests that ended within one decode step of a sample, plus half its
   fetch, are allowed on either side (llama-server answers `/metrics` between steps, and
-  past the slots a prefill of the queued prompts held one answer for seconds); the
+  past the slots one answer came seconds late); the
   client's tok/s (token arrivals) is within 3% of that completed-request figure, plus
   the tokens of the requests in flight at the window's edges;
 - the acceptance length equals the counters' 1 + accepted / drafts over the window to
