@@ -14,9 +14,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from specload import __version__
+from specload import __version__, engines
 from specload.errors import UserError
 from specload.ladder import DEFAULT_LADDER, LadderError, parse_ladder, validate_ladder
+from specload.settings import Simulator, add_options, problems
 
 
 class _Parser(argparse.ArgumentParser):
@@ -54,23 +55,10 @@ def _add_sim(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model-name", default=None, help="model id served (default: profile's)")
     p.add_argument("--trace", default=None, help="write ground-truth JSON lines to FILE")
     p.add_argument("--flavor", default="vllm",
-                   choices=("vllm", "sglang", "llamacpp", "llama-cpp-python", "tgi", "ollama"),
+                   choices=engines.sim_flavors(),
                    help="whose streaming, health and metrics conventions to follow "
                    "(default: %(default)s)")
-    p.add_argument("--data-parallel", type=int, default=1, metavar="N",
-                   help="engine ranks behind the API, each with the profile's resources")
-    p.add_argument("--slots", type=int, default=None, metavar="N",
-                   help="running-request cap, like llama.cpp's -np (default: the flavor's, "
-                   "else the profile's)")
-    p.add_argument("--interrupt", action=argparse.BooleanOptionalAction, default=None,
-                   help="llama-cpp-python: a waiting request ends the running stream "
-                   "(its interrupt_requests; on by default there)")
-    p.add_argument("--prefix-caching", "--enable-prefix-caching", default=None,
-                   action=argparse.BooleanOptionalAction, dest="prefix_caching",
-                   help="reuse the KV of cached prompt blocks (default: the profile's, on "
-                   "as in vLLM V1 and SGLang)")
-    p.add_argument("--reasoning-tokens", type=int, default=0, metavar="N",
-                   help="stream each request's first N tokens in the flavor's reasoning field")
+    add_options(p, Simulator)
     p.add_argument("--metrics", action="store_true",
                    help="serve /metrics where the engine needs a flag for it (llama.cpp's "
                    "--metrics; without it llamacpp answers 501)")
@@ -224,7 +212,14 @@ def _entry(module: str) -> Callable[[argparse.Namespace], int]:
     return run
 
 
-_run_sim = _entry("specload.sim.server")
+def _run_sim(args: argparse.Namespace) -> int:
+    """`specload sim`, once the simulator's declared settings hold (`settings.Simulator`)."""
+    found = problems(args, Simulator)
+    if found:
+        raise UserError("sim: " + "; ".join(found))
+    return _entry("specload.sim.server")(args)
+
+
 _run_sim_curve = _entry("specload.sim.curve")
 _run_sim_fit = _entry("specload.fit_run")
 _run_sweep = _entry("specload.runner.sweep")

@@ -1,57 +1,307 @@
-"""Which inference engine serves an arm, and whether it can switch speculation by load.
+"""The engine registry: one entry per inference engine, the only list of engines there is.
 
-An arm names its engine with the scenario key `engine:`; otherwise the engine is
-guessed from the arm's start command (`vllm serve`, `sglang.launch_server`,
-`trtllm-serve`, `llama-server`, `ollama`, `text-generation-launcher`), and a `sim:`
-arm is the engine its `flavor` imitates (vLLM when it has none). vLLM, SGLang and
-TensorRT-LLM change the number of draft tokens with the batch size; llama.cpp, Ollama
-and TGI have no such control (see `LOAD_AWARE`). Shared by the scenario (which
-validates the key) and the report (which picks the settings to recommend); pure.
+An entry (`Engine`) holds an engine's id and display name, how its start command gives
+it away, the simulator flavours that imitate it (names only: the simulator imports
+nothing from here), the /metrics series it exposes and how each is read (`Series`),
+whether it streams one event per token, the per-request speculation fields its
+responses carry, and, for an engine that changes its draft length with the batch size,
+its `LoadSwitch`: the writer of its setting (`report/engine_settings.py`), the
+placeholder `command.verify_command` takes it in, the methods it switches and its
+caveats. The scenario validates `engine:`, `sim.flavor` and the placeholders against
+it; the sampler and the report read the series through `engine_metrics`; the report
+writes every switch's setting and the runner fills the verification arm's start line.
+An arm's engine is the scenario's `engine:`, else guessed from its start command, else
+the engine its sim flavour imitates (vLLM when it has none). `register` adds an engine.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
-Engine = Literal["vllm", "sglang", "trtllm", "llamacpp", "ollama", "tgi", "other"]
-ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "llamacpp", "ollama", "tgi", "other")
-# Engines with a batch-size-dependent draft length: vLLM
-# `num_speculative_tokens_per_batch_size` (PR #32374), SGLang
-# `--speculative-adaptive-config` batch-size slots (PR #24055), TensorRT-LLM
-# `draft_len_schedule` / `max_concurrency` (PRs #8194, #10860). None found for TGI
-# (`--speculate` only), llama.cpp (`--spec-draft-n-max`, per-request overrides under
-# `#if 0` in tools/server/server-schema.cpp) or Ollama (issue #5800, PR #15980).
-LOAD_AWARE: tuple[str, ...] = ("vllm", "sglang", "trtllm")
-# Engines that stream one event per token even when a speculative step accepts several,
-# so tokens per chunk stays at 1 whatever the acceptance: llama.cpp
-# (tools/server/server-context.cpp sends a partial result per sampled token, seen on
-# llama-server 11434), TGI (router/src/lib.rs, one StreamResponse per token) and Ollama
-# (server/routes.go, one response per token); `sim/flavors.py` cites the versions.
-PER_TOKEN_EVENTS: tuple[str, ...] = ("llamacpp", "tgi", "ollama")
-NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM",
-         "llamacpp": "llama.cpp", "ollama": "Ollama", "tgi": "TGI", "other": "this engine"}
+from specload.report import engine_settings as es
 
-# First match wins: a Docker command running SGLang also mentions other words.
-_COMMAND_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("sglang", re.compile(r"\bsglang[._]launch_server\b|\bsglang\s+serve\b")),
-    ("trtllm", re.compile(r"\btrtllm-serve\b")),
-    ("tgi", re.compile(r"\btext-generation-launcher\b|text-generation-inference")),
-    ("llamacpp", re.compile(r"\bllama-server\b|\bllama_cpp\.server\b")),
-    ("ollama", re.compile(r"\bollama\b")),
-    ("vllm", re.compile(r"\bvllm\s+serve\b|\bvllm\.entrypoints\b|vllm/vllm-openai")),
+Meaning = Literal["generated", "prompt", "running", "waiting", "kv_usage", "finished",
+                  "preemptions", "drafts", "draft_tokens", "accepted", "accepted_first",
+                  "accept_length",
+                  "accept_rate", "cache_hit_rate", "prefix_queries", "prefix_hits",
+                  "gen_throughput", "latency"]
+OTHER = "other"
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One /metrics series as exposed, what it means, and how its label sets combine.
+
+    Counters and queue sizes add up across label sets (data-parallel ranks,
+    `is_streaming`, ...); ratio gauges are averaged, weighted by `weight`, a series of the
+    same labels (the running requests of the same rank: two SGLang ranks at acceptance
+    length 2.8 and 2.6 read 2.7, not 5.4). Of a per-position counter only the label sets
+    holding `only` are kept: over the drafts, the first position's is the acceptance rate
+    of the one position every draft has. Names are as prometheus_client's parser yields
+    them (counters with `_total`).
+    """
+
+    name: str
+    meaning: Meaning
+    combine: Literal["sum", "mean"] = "sum"
+    weight: str | None = None
+    only: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def key(self) -> str:
+        """The name its samples are kept under: the series name, with `only` as labels."""
+        if not self.only:
+            return self.name
+        return self.name + "{" + ",".join(f'{k}="{v}"' for k, v in self.only) + "}"
+
+
+@dataclass(frozen=True, slots=True)
+class LoadSwitch:
+    """How an engine changes its draft length with the batch size."""
+
+    writer: es.Writer
+    placeholder: str  # where `command.verify_command` takes the setting
+    caveats: tuple[str, ...] = ()  # shown after the engine's name wherever it is written
+    methods: tuple[str, ...] | None = None  # the methods it switches (None: any)
+
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """One engine: its names, its series, what it streams and what it can switch."""
+
+    id: str
+    name: str
+    command: re.Pattern[str] | None = None  # matches its start command
+    sim_flavors: tuple[str, ...] = ()  # the simulator flavours that imitate it
+    series: tuple[Series, ...] = ()
+    histograms: tuple[str, ...] = ()  # latency histograms whose `_sum`, `_count` are kept
+    per_token_events: bool = False  # one event per token even when a step accepts several
+    speculation_fields: tuple[str, ...] = ()  # per-request fields of its responses
+    switch: LoadSwitch | None = None
+    generic: bool = False  # stands for any engine not listed: every switch's setting
+
+
+# Each engine's /metrics series, for its entry below; where the names come from above each.
+_SGLANG_RUNNING = "sglang:num_running_reqs"
+# vLLM V1: vllm/v1/metrics/loggers.py and v1/spec_decode/metrics.py
+_VLLM_SERIES = (
+    Series("vllm:generation_tokens_total", "generated"),
+    Series("vllm:prompt_tokens_total", "prompt"),
+    Series("vllm:num_requests_running", "running"),
+    Series("vllm:num_requests_waiting", "waiting"),
+    Series("vllm:num_requests_swapped", "waiting"),
+    Series("vllm:kv_cache_usage_perc", "kv_usage", "mean"),
+    Series("vllm:gpu_cache_usage_perc", "kv_usage", "mean"),  # before vLLM PR #18354
+    Series("vllm:request_success_total", "finished"),
+    Series("vllm:num_preemptions_total", "preemptions"),
+    Series("vllm:spec_decode_num_drafts_total", "drafts"),
+    Series("vllm:spec_decode_num_draft_tokens_total", "draft_tokens"),
+    Series("vllm:spec_decode_num_accepted_tokens_total", "accepted"),
+    # steps whose first draft token was accepted (one series per draft position)
+    Series("vllm:spec_decode_num_accepted_tokens_per_pos_total", "accepted_first",
+           only=(("position", "0"),)),
+    # prefix cache, in prompt tokens of new requests (v1/metrics/stats.py PrefixCacheStats)
+    Series("vllm:prefix_cache_queries_total", "prefix_queries"),
+    Series("vllm:prefix_cache_hits_total", "prefix_hits"),
+    Series("vllm:gpu_prefix_cache_queries_total", "prefix_queries"),  # before 0.9
+    Series("vllm:gpu_prefix_cache_hits_total", "prefix_hits"),
 )
+# SGLang srt/observability/metrics_collector.py: scheduler gauges per rank, token counters
+# on the tokenizer side
+_SGLANG_SERIES = (
+    Series("sglang:generation_tokens_total", "generated"),
+    Series("sglang:prompt_tokens_total", "prompt"),
+    Series(_SGLANG_RUNNING, "running"),
+    Series("sglang:num_queue_reqs", "waiting"),
+    Series("sglang:token_usage", "kv_usage", "mean"),
+    Series("sglang:num_requests_total", "finished"),
+    Series("sglang:gen_throughput", "gen_throughput"),
+    # cached / all prompt tokens of the latest prefill batch (scheduler log_prefill_stats)
+    Series("sglang:cache_hit_rate", "cache_hit_rate", "mean", _SGLANG_RUNNING),
+    Series("sglang:spec_accept_length", "accept_length", "mean", _SGLANG_RUNNING),
+    Series("sglang:spec_accept_rate", "accept_rate", "mean", _SGLANG_RUNNING),
+)
+# TGI router/src: tokens only as per-request histograms, counted when requests finish
+_TGI_SERIES = (
+    Series("tgi_batch_current_size", "running"),
+    Series("tgi_queue_size", "waiting"),
+    Series("tgi_request_success_total", "finished"),
+    Series("tgi_request_generated_tokens_sum", "generated"),
+)
+# llama.cpp server tools/server/server-task.cpp (with `--metrics`)
+_LLAMACPP_SERIES = (
+    Series("llamacpp:tokens_predicted_total", "generated"),
+    Series("llamacpp:prompt_tokens_total", "prompt"),
+    Series("llamacpp:requests_processing", "running"),
+    Series("llamacpp:requests_deferred", "waiting"),
+    Series("llamacpp:spec_decode_num_drafts_total", "drafts"),
+    Series("llamacpp:spec_decode_num_draft_tokens_total", "draft_tokens"),
+    Series("llamacpp:spec_decode_num_accepted_tokens_total", "accepted"),
+    Series("llamacpp:spec_decode_num_accepted_tokens_per_pos_total", "accepted_first",
+           only=(("position", "0"),)),
+)
+
+_ENTRIES = (
+    Engine(
+        "vllm", "vLLM",
+        re.compile(r"\bvllm\s+serve\b|\bvllm\.entrypoints\b|vllm/vllm-openai"),
+        sim_flavors=("vllm",), series=_VLLM_SERIES,
+        histograms=("vllm:time_to_first_token_seconds", "vllm:time_per_output_token_seconds",
+                    "vllm:inter_token_latency_seconds", "vllm:e2e_request_latency_seconds",
+                    "vllm:request_queue_time_seconds", "vllm:iteration_tokens_total"),
+        # `num_speculative_tokens_per_batch_size` (PR #32374)
+        switch=LoadSwitch(es.VllmWriter(), "{vllm_speculative_config}", caveats=(
+            "needs a release with Dynamic SD in its list form (PR #32374; upstream since "
+            "v0.25.1 according to vllm-project/vllm-ascend PR #12686): pin the version.",
+            "the schedule keys on the requests scheduled in each engine step, prefills "
+            "included (vllm/v1/core/sched/scheduler.py: "
+            "dynamic_sd_lookup[len(num_scheduled_tokens)]), while these bounds come from "
+            "the mean of vllm:num_requests_running: near a bound, steps switch between k "
+            "and 0 (vLLM issue #49548).",
+            "k = 0 is not free: the drafter still runs one forward per step to keep its KV "
+            "in sync (+4-11% decode time, vLLM PR #53426), and on Model Runner V1 the "
+            "schedule turns FULL CUDA graphs into PIECEWISE ones (about 14% single-stream "
+            "cost in issue #49548). Measure the scheduled server against spec-off before "
+            "relying on it.",
+            "with --data-parallel-size > 1 the schedule is dropped silently and every batch "
+            "size speculates at num_speculative_tokens (docs: "
+            "dynamic_speculative_decoding.md).",
+        )),
+    ),
+    Engine(
+        "sglang", "SGLang",
+        re.compile(r"\bsglang[._]launch_server\b|\bsglang\s+serve\b"),
+        sim_flavors=("sglang",), series=_SGLANG_SERIES,
+        histograms=("sglang:time_to_first_token_seconds", "sglang:inter_token_latency_seconds",
+                    "sglang:e2e_request_latency_seconds"),
+        # `--speculative-adaptive-config` batch-size slots (PR #24055)
+        switch=LoadSwitch(es.SglangWriter(), "{sglang_adaptive_config}", caveats=(
+            "needs batch-size slots in --speculative-adaptive-config (PR #24055), 0-step "
+            "slots too. Adaptive mode takes only --speculative-algorithm EAGLE or EAGLE3 "
+            "with --speculative-eagle-topk 1 and is off with attention data parallelism; "
+            "otherwise SGLang warns and keeps static settings (adaptive_spec_params.py, "
+            "adaptive_unsupported_reason).",
+            "the batch is padded up to the next captured CUDA-graph size before the slot "
+            "is picked: keep both batch sizes around each bound in --cuda-graph-bs-decode "
+            "(the flags line does; older releases call it --cuda-graph-bs), else the cut "
+            "moves down.",
+        ), methods=("eagle", "eagle3")),
+    ),
+    Engine(
+        "trtllm", "TensorRT-LLM", re.compile(r"\btrtllm-serve\b"),
+        # `draft_len_schedule` / `max_concurrency` (PRs #8194, #10860)
+        switch=LoadSwitch(es.TrtllmWriter(), "{trtllm_config}", caveats=(
+            "the batch size is the number of active requests (tensorrt_llm/_torch/"
+            "pyexecutor/py_executor.py: "
+            "get_draft_len_for_batch_size(len(self.active_requests))).",
+            f"the keys changed meaning in {es.TRTLLM_UPPER_BOUNDS_SINCE} (PR #10860): "
+            "{1: k, T: 0} passes both validators but means 'speculate only at batch size "
+            "1' from then on. trtllm.yaml has the upper-bound form, the older one as a "
+            "comment.",
+        )),
+    ),
+    Engine(
+        # no load switch: `--speculate` only
+        "tgi", "TGI", re.compile(r"\btext-generation-launcher\b|text-generation-inference"),
+        sim_flavors=("tgi",), series=_TGI_SERIES,
+        histograms=("tgi_request_duration",),
+        per_token_events=True,  # router/src/lib.rs: one StreamResponse per token
+    ),
+    Engine(
+        # no load switch: `--spec-draft-n-max`, per-request overrides under `#if 0` in
+        # tools/server/server-schema.cpp; llama-cpp-python serves llama.cpp too
+        "llamacpp", "llama.cpp", re.compile(r"\bllama-server\b|\bllama_cpp\.server\b"),
+        sim_flavors=("llamacpp", "llama-cpp-python"), series=_LLAMACPP_SERIES,
+        # tools/server/server-context.cpp sends a partial result per sampled token (seen
+        # on llama-server 11434)
+        per_token_events=True,
+        # `timings` of the final chunk, only when the request drafted (server-common.cpp
+        # `server_slot_stats::to_json`)
+        speculation_fields=("timings.draft_n", "timings.draft_n_accepted"),
+    ),
+    Engine(
+        # no load switch (issue #5800, PR #15980); no /metrics
+        "ollama", "Ollama", re.compile(r"\bollama\b"), sim_flavors=("ollama",),
+        per_token_events=True,  # server/routes.go: one response per token
+    ),
+    Engine(OTHER, "this engine", generic=True),
+)
+REGISTRY: dict[str, Engine] = {e.id: e for e in _ENTRIES}
+
+
+def register(engine: Engine) -> None:
+    """Add an engine, before `other` (which stays last: it matches what nothing else does)."""
+    if engine.id in REGISTRY:
+        raise ValueError(f"engine {engine.id!r} is registered already")
+    other = REGISTRY.pop(OTHER)
+    REGISTRY[engine.id] = engine
+    REGISTRY[OTHER] = other
+
+
+def ids() -> tuple[str, ...]:
+    return tuple(REGISTRY)
+
+
+def get(engine: str | None) -> Engine | None:
+    """The entry of an engine id; None when it is None or not registered."""
+    return REGISTRY.get(engine) if engine else None
+
+
+def name_of(engine: str) -> str:
+    """An engine's display name (an id not registered stands for itself)."""
+    entry = REGISTRY.get(engine)
+    return entry.name if entry else engine
+
+
+def switches() -> tuple[tuple[Engine, LoadSwitch], ...]:
+    """The engines that switch speculation by batch size, each with its switch, in the
+    registry's order."""
+    return tuple((e, e.switch) for e in REGISTRY.values() if e.switch is not None)
+
+
+def load_aware(engine: str | None) -> bool:
+    """Whether a schedule is the recommendation for this engine: it switches by load, or
+    it is not known (None, `other`), so every switch's setting is given."""
+    if engine is None:
+        return True
+    entry = REGISTRY.get(engine)
+    return entry is not None and (entry.switch is not None or entry.generic)
+
+
+def per_token_events(engine: str | None) -> bool:
+    entry = get(engine)
+    return entry is not None and entry.per_token_events
+
+
+def sim_flavors() -> tuple[str, ...]:
+    """Every simulator flavour the registry names, in its order."""
+    return tuple(f for e in REGISTRY.values() for f in e.sim_flavors)
+
+
+def verify_placeholders() -> tuple[str, ...]:
+    """The placeholders of `command.verify_command`, one per load switch."""
+    return tuple(switch.placeholder for _, switch in switches())
 
 
 def engine_from_command(command: str | None) -> str | None:
-    """The engine a start command launches, or None when nothing gives it away."""
+    """The engine a start command launches, or None when nothing gives it away.
+
+    The first entry whose pattern matches wins: a Docker command running one engine may
+    mention other words, so the broad pattern (Ollama's) comes after the specific ones.
+    """
     if not command:
         return None
-    for engine, pattern in _COMMAND_PATTERNS:
-        if pattern.search(command):
-            return engine
+    for entry in REGISTRY.values():
+        if entry.command is not None and entry.command.search(command):
+            return entry.id
     return None
+
+
+def _of_flavor(flavor: str) -> str:
+    return next((e.id for e in REGISTRY.values() if flavor in e.sim_flavors), OTHER)
 
 
 def resolve_engine(arm: Mapping[str, Any] | None,
@@ -76,6 +326,6 @@ def resolve_engine(arm: Mapping[str, Any] | None,
     if isinstance(sim, Mapping):
         flavor = sim.get("flavor")
         if isinstance(flavor, str) and flavor:
-            return (flavor if flavor in ENGINES else "other"), "sim flavor"
+            return _of_flavor(flavor), "sim flavor"
         return "vllm", "sim default"
     return None, "unknown"

@@ -7,9 +7,10 @@ list of arms. An arm is one server under test: a built-in simulated server
 (`command: {start, stop, base_url, ready_url, ready_timeout_s}`) or an already-running
 base URL (`url:`); an arm may name its `engine:` (which the report's recommendation
 follows), and `slo: {ttft_p99_ms, tpot_p99_ms}` makes the report recommend on goodput
-within those latencies. `workload:` says what the clients do (docs/workloads.md):
-`users` (closed loop, the default), `sessions` (multi-turn chat with think time, the
-ladder counts sessions) or `open` (arrivals at the `rates` of a rate ladder).
+within those latencies. `workload:` says what the clients do (docs/workloads.md): `users`
+(closed loop, the default), `sessions` (multi-turn chat with think time, the ladder
+counts sessions) or `open` (arrivals at the `rates` of a rate ladder), each kind's keys
+and levels as `workload_kinds.py` declares them.
 `load_scenario` collects YAML syntax errors, unknown keys, wrong types, ladder
 mistakes, duplicate arm names, bad URLs, missing files and prompt or conversation
 files that do not parse into a single `UserError`, one line per problem, each prefixed with
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -32,34 +34,49 @@ from pydantic import (
     Field,
     ValidationError,
     ValidationInfo,
+    create_model,
     field_validator,
     model_validator,
 )
 
-from specload.arrival_plan import DEFAULT_MAX_IN_FLIGHT, validate_rates
+from specload import engines
+from specload.arrival_plan import validate_rates
 from specload.conversations import load_conversations
-from specload.engines import Engine
 from specload.errors import UserError
 from specload.ladder import DEFAULT_LADDER, parse_ladder, validate_ladder
 from specload.prompts import load_prompts
+from specload.settings import Request, Simulator, Windows, declared, to_args
+from specload.settings import Workload as SettingsWorkload
 from specload.sim import SimConfigError
 from specload.sim.faults import DEFAULT_PARAMS as FAULT_KINDS
 from specload.sim.faults import parse_fault
 from specload.sim.profile import builtin_names, schedule_problems
-from specload.workload import Distribution, LengthError, LengthSpec, ThinkTime
+from specload.workload import Distribution, LengthError
+from specload.workload_kinds import (
+    KINDS,
+    NAMES,
+    USERS,
+    WorkloadKind,
+    kinds_taking,
+    workload_keys,
+)
 
 BUILTIN_PROFILES = tuple(builtin_names())
 SPEC_MODES = ("on", "off", "adaptive")
 ARM_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 Spec = Literal["on", "off", "adaptive"]
-Flavor = Literal["vllm", "sglang", "llamacpp", "llama-cpp-python", "tgi", "ollama"]
 Role = Literal["spec_on", "spec_off", "verify", "other"]
-# The placeholders of `command.verify_command` (filled by runner/verify.py) and of a
-# command arm's start line in a multi-k study.
-VERIFY_PLACEHOLDERS = ("{vllm_speculative_config}", "{sglang_adaptive_config}",
-                       "{trtllm_config}")
+# The placeholder of a command arm's start line in a multi-k study (those of
+# `command.verify_command` are the registered load switches', `engines.verify_placeholders`).
 K_PLACEHOLDER = "{k}"
+
+
+def _registered(value: str | None, known: tuple[str, ...]) -> str | None:
+    """An engine id or sim flavour the registry (`specload.engines`) holds at validation."""
+    if value is not None and value not in known:
+        raise ValueError(f"must be one of {', '.join(known)}")
+    return value
 
 
 def _yaml_bool_to_spec(value: Any) -> Any:
@@ -117,10 +134,10 @@ def _length_from_mapping(v: dict[str, Any]) -> str:
         if kind != "fixed" else str(v["value"])
 
 
-def _distribution(v: Any, spec: type[Distribution]) -> str | None:
-    """A distribution key (text, number or mapping) as its canonical text."""
-    if v is None:
-        return None
+def _distribution(v: Any, spec: type[Distribution]) -> str:
+    """A distribution key (text, number or mapping) as its canonical text ("": none)."""
+    if v is None or v == "":
+        return ""
     if isinstance(v, bool):
         raise ValueError(f"expected a {spec.WHAT}, got {v!r}")
     if isinstance(v, dict):
@@ -129,6 +146,10 @@ def _distribution(v: Any, spec: type[Distribution]) -> str | None:
         return spec.parse(v).text()
     except LengthError as exc:
         raise ValueError(str(exc)) from None
+
+
+def _as_text(spec: type[Distribution]) -> Callable[[Any], str]:
+    return lambda v: _distribution(v, spec)
 
 
 def _checked_file(v: str, info: ValidationInfo, what: str, load: Any) -> str:
@@ -148,46 +169,41 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class RequestSettings(_Strict):
-    """What every simulated user sends; maps 1:1 onto the users' Locust options."""
+def _model_of(cls: type, base: type[BaseModel] | None = None) -> type[BaseModel]:
+    """The pydantic model of the scenario keys a `settings` class declares: each key's
+    type, default, bounds and choices as declared, distributions as canonical text."""
+    fields: dict[str, Any] = {}
+    lengths: dict[str, Any] = {}
+    for d in declared(cls):
+        if not d.rule.scenario:
+            continue
+        kind = Literal[d.rule.choices] if d.rule.choices else d.type  # type: ignore[valid-type]
+        fields[d.name] = (kind, Field(d.default, ge=d.rule.ge, gt=d.rule.gt, le=d.rule.le,
+                                      description=d.help))
+        if d.rule.distribution is not None:
+            lengths[f"_{d.name}_text"] = field_validator(d.name, mode="before")(
+                _as_text(d.rule.distribution))
+    return create_model(f"{cls.__name__}Keys", __base__=base or _Strict, __validators__=lengths,
+                        **fields)
 
-    model: str | None = None
-    max_tokens: int = Field(256, ge=1)
-    min_tokens: int | None = Field(None, ge=0)
-    ignore_eos: bool = False
-    temperature: float = Field(0.0, ge=0.0)
-    prompts: str | None = None
-    seed: int = 0
-    api_key_env: str | None = None  # the variable holding the key; None: api_key.DEFAULT_ENV
-    request_timeout_s: float | None = Field(None, gt=0)
-    failure_backoff_s: float | None = Field(None, ge=0)  # cap of the backoff; 0 turns it off
-    request_id_header: str | None = None  # header name, or "off"
-    ca_bundle: str | None = None  # HTTPS: CA certificates to trust
-    insecure: bool = False  # HTTPS: do not verify certificates
-    continuous_usage: bool = True  # ask for usage on every chunk (continuous_usage_stats)
-    # synthetic workloads: lengths fixed or drawn per request (`LengthSpec` text, a whole
-    # number, or a mapping like {kind: normal, mean: 1024, sd: 128})
-    prompt_tokens: str | None = None
-    output_tokens: str | None = None
-    shared_prefix_tokens: int = Field(0, ge=0)
 
-    _length = field_validator("prompt_tokens", "output_tokens", mode="before")(
-        lambda v: _distribution(v, LengthSpec))
+class RequestSettings(_model_of(Request)):  # type: ignore[misc]
+    """What every simulated user sends: the scenario keys of `settings.Request`."""
 
     @field_validator("ca_bundle")
     @classmethod
-    def _ca_bundle_exists(cls, v: str | None, info: ValidationInfo) -> str | None:
-        return None if v is None else _resolve_file(v, info, "ca_bundle")
+    def _ca_bundle_exists(cls, v: str, info: ValidationInfo) -> str:
+        return v and _resolve_file(v, info, "ca_bundle")
 
     @field_validator("prompts")
     @classmethod
-    def _prompts_exist(cls, v: str | None, info: ValidationInfo) -> str | None:
-        return None if v is None else _checked_file(v, info, "prompts", load_prompts)
+    def _prompts_exist(cls, v: str, info: ValidationInfo) -> str:
+        return v and _checked_file(v, info, "prompts", load_prompts)
 
     @field_validator("api_key_env")
     @classmethod
-    def _env_name(cls, v: str | None) -> str | None:
-        if v is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
+    def _env_name(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
             raise ValueError(
                 f"{v!r} is not an environment variable name; give the NAME of the variable "
                 "holding the key, never the key itself"
@@ -196,15 +212,16 @@ class RequestSettings(_Strict):
 
     @model_validator(mode="after")
     def _min_below_max(self) -> RequestSettings:
-        if self.min_tokens is not None and self.min_tokens > self.max_tokens:
+        if self.min_tokens > self.max_tokens:
             raise ValueError(
                 f"min_tokens ({self.min_tokens}) is larger than max_tokens ({self.max_tokens})"
             )
         return self
 
 
-class SimArm(_Strict):
-    """A built-in simulated server started by the runner."""
+class SimArm(_model_of(Simulator)):  # type: ignore[misc]
+    """A built-in simulated server started by the runner: `settings.Simulator`'s keys and
+    its profile, speculation, faults and TLS files."""
 
     profile: str = "seed-glm"
     spec: Spec
@@ -212,12 +229,8 @@ class SimArm(_Strict):
     seed: int = 0
     faults: list[str] = Field(default_factory=list)
     trace: bool = True  # ground truth for every sim arm: server_trace.jsonl
-    flavor: Flavor = "vllm"
-    data_parallel: int = Field(1, ge=1, le=64)
-    slots: int | None = Field(None, ge=1)
-    interrupt: bool | None = None
-    reasoning_tokens: int = Field(0, ge=0)
-    prefix_caching: bool | None = None  # None: the profile's (on)
+    flavor: str = "vllm"
+    _flavor = field_validator("flavor")(lambda v: _registered(v, engines.sim_flavors()))
     tls_cert: str | None = None
     tls_key: str | None = None
     # spec: adaptive: k per batch size, vLLM form [[lo, hi, k], ...] (default: the profile's)
@@ -247,14 +260,7 @@ class SimArm(_Strict):
 
     def extra_args(self) -> list[str]:
         """`specload sim` options beyond profile, spec, k, seed, faults and trace."""
-        args = ["--flavor", self.flavor, "--data-parallel", str(self.data_parallel),
-                "--reasoning-tokens", str(self.reasoning_tokens)]
-        if self.slots is not None:
-            args += ["--slots", str(self.slots)]
-        if self.interrupt is not None:
-            args.append("--interrupt" if self.interrupt else "--no-interrupt")
-        if self.prefix_caching is not None:
-            args.append("--prefix-caching" if self.prefix_caching else "--no-prefix-caching")
+        args = ["--flavor", self.flavor, *to_args(self, Simulator)]
         if self.tls_cert and self.tls_key:
             args += ["--tls-cert", self.tls_cert, "--tls-key", self.tls_key]
         if self.adaptive_schedule is not None:
@@ -298,14 +304,15 @@ class CommandArm(_Strict):
     ready_timeout_s: float = Field(600.0, gt=0)
     stop_timeout_s: float = Field(60.0, gt=0)
     # the start line of the verification arm: `start` with the recommended settings in
-    # the VERIFY_PLACEHOLDERS (docs/measurement.md: the verification arm)
+    # the engines' placeholders (docs/measurement.md: the verification arm)
     verify_command: str | None = None
 
     @field_validator("verify_command")
     @classmethod
     def _verify_placeholders(cls, v: str | None) -> str | None:
-        if v is not None and not any(p in v for p in VERIFY_PLACEHOLDERS):
-            raise ValueError(f"verify_command uses none of {', '.join(VERIFY_PLACEHOLDERS)}: "
+        placeholders = engines.verify_placeholders()
+        if v is not None and not any(p in v for p in placeholders):
+            raise ValueError(f"verify_command uses none of {', '.join(placeholders)}: "
                              "it would start the server without the recommended setting")
         return v
 
@@ -325,7 +332,8 @@ class Arm(_Strict):
     # a list runs one arm per draft length (`<name>-k<k>`, Scenario._expand_k)
     k: Annotated[int, Field(ge=0)] | list[Annotated[int, Field(ge=1, le=16)]] | None = None
     role: Role | None = None
-    engine: Engine | None = None
+    engine: str | None = None
+    _engine = field_validator("engine")(lambda v: _registered(v, engines.ids()))
     metrics_url: str | None = None
     ready_url: str | None = None
 
@@ -415,37 +423,20 @@ class Distributed(_Strict):
     workers_wait_s: int = Field(300, ge=1)
 
 
-WorkloadKind = Literal["users", "sessions", "open"]
-_SESSION_KEYS = ("conversations", "turns", "think_time")
-_OPEN_KEYS = ("rates", "arrivals", "cv", "max_in_flight", "unit")
-
-
-class Workload(_Strict):
+class Workload(_model_of(SettingsWorkload)):  # type: ignore[misc]
     """What the clients do: closed-loop users, chat sessions, or open-loop arrivals.
 
-    Unset keys take the load generator's defaults (think time lognormal, mean 5 s;
-    every turn of a conversation; Poisson arrivals; at most 256 in flight).
+    The keys of `settings.Workload` (think time, turns, the arrival process...), the
+    kind, and an open workload's rate ladder.
     """
 
-    kind: WorkloadKind = "users"
-    # sessions (and open-loop sessions): the conversations, turns and think time
-    conversations: str | None = None  # a ShareGPT .json/.jsonl file or "builtin"
-    turns: str | None = None  # at most this many turns per session (a length spec)
-    think_time: str | None = None  # seconds after each reply (a distribution spec)
-    # open: the rate ladder and its arrival process
+    kind: Literal[NAMES] = USERS.name  # type: ignore[valid-type]
     rates: list[float] | None = None
-    arrivals: Literal["poisson", "gamma"] | None = None
-    cv: float | None = Field(None, gt=0)
-    max_in_flight: int | None = Field(None, ge=1)
-    unit: Literal["requests", "sessions"] | None = None
-
-    _turns = field_validator("turns", mode="before")(lambda v: _distribution(v, LengthSpec))
-    _think = field_validator("think_time", mode="before")(lambda v: _distribution(v, ThinkTime))
 
     @field_validator("conversations")
     @classmethod
-    def _conversations_exist(cls, v: str | None, info: ValidationInfo) -> str | None:
-        if v is None or v == "builtin":
+    def _conversations_exist(cls, v: str, info: ValidationInfo) -> str:
+        if v == "builtin":
             return v
         return _checked_file(v, info, "conversations", load_conversations)
 
@@ -459,42 +450,38 @@ class Workload(_Strict):
 
     @model_validator(mode="after")
     def _keys_fit_kind(self) -> Workload:
-        # a key counts as given when it holds a value: a manifest's dump writes every key
-        given = {k for k in self.model_fields_set if getattr(self, k) is not None}
-        sessions = self.holds_sessions
-        stray = [f"`{k}` is for kind: sessions (or open with unit: sessions)"
-                 for k in _SESSION_KEYS if k in given and not sessions]
-        stray += [f"`{k}` is for kind: open" for k in _OPEN_KEYS
-                  if k in given and self.kind != "open"]
+        # a key counts as given when it holds more than its default: a manifest's dump
+        # writes every key
+        defaults = {k: f.default for k, f in type(self).model_fields.items()}
+        given = {k for k in self.model_fields_set if getattr(self, k) != defaults[k]}
+        kind = KINDS[self.kind]
+        stray = [f"`{k}` is for {kinds_taking(k)}" for k in workload_keys()
+                 if k in given and k not in kind.keys_for(self.unit)]
         if stray:
             raise ValueError("; ".join(stray))
-        if self.kind == "open" and not self.rates:
-            raise ValueError("kind: open needs `rates`, the arrival rates per second, "
-                             "e.g. [1, 2, 5]")
-        if self.cv is not None and self.cv != 1.0 and self.arrivals != "gamma":
+        axis = kind.axis
+        if axis.workload_key and not getattr(self, axis.workload_key):
+            raise ValueError(f"kind: {self.kind} needs `{axis.workload_key}`, "
+                             f"{axis.levels_help}")
+        if self.cv != 1.0 and self.arrivals != "gamma":
             raise ValueError("cv needs arrivals: gamma (Poisson arrivals have cv 1)")
         return self
 
     @property
     def holds_sessions(self) -> bool:
-        return self.kind == "sessions" or (self.kind == "open" and self.unit == "sessions")
-
-    @property
-    def pool(self) -> int:
-        return self.max_in_flight or DEFAULT_MAX_IN_FLIGHT
+        return KINDS[self.kind].holds_sessions(self.unit)
 
 
-class Scenario(_Strict):
-    """A validated scenario file."""
 
+class _Ladder(_Strict):
     name: str
     description: str = ""
     ladder: list[int] = Field(default_factory=lambda: list(DEFAULT_LADDER))
-    warmup_s: float = Field(10.0, ge=0)  # at most: ends when the closed loop turned over
-    measure_s: float = Field(30.0, gt=0)  # at least
-    min_requests: int = Field(10, ge=0)  # completed requests that started in the window
-    max_measure_s: float | None = Field(None, gt=0)  # at most (default 4 x measure_s)
-    drain_s: float = Field(120.0, ge=0)  # after the last rung: let requests finish
+
+
+class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
+    """A validated scenario file: its name and ladder, the rungs' windows
+    (`settings.Windows`) and the rest, in this order (errors are listed in it)."""
     repeats: int = Field(1, ge=1, le=100)
     # run the arms rung by rung (C = 1 on every arm, then C = 2, ...), every arm's server
     # up for the whole repeat: a machine whose speed drifts over minutes moves both arms
@@ -544,24 +531,29 @@ class Scenario(_Strict):
 
     @model_validator(mode="after")
     def _measure_bounds(self) -> Scenario:
-        if self.max_measure_s is not None and self.max_measure_s < self.measure_s:
+        if self.max_measure_s and self.max_measure_s < self.measure_s:
             raise ValueError(f"max_measure_s ({self.max_measure_s:g}) must be at least "
                              f"measure_s ({self.measure_s:g})")
         return self
 
     @model_validator(mode="after")
     def _ladder_or_rates(self) -> Scenario:
-        if self.workload.kind == "open" and "ladder" in self.model_fields_set:
-            raise ValueError("an open workload steps `workload.rates`, not `ladder`: "
-                             "leave `ladder` out")
+        key = self.workload_kind.axis.workload_key
+        if key and "ladder" in self.model_fields_set:
+            raise ValueError(f"an {self.workload.kind} workload steps `workload.{key}`, not "
+                             "`ladder`: leave `ladder` out")
         return self
 
     @property
+    def workload_kind(self) -> WorkloadKind:
+        return KINDS[self.workload.kind]
+
+    @property
     def levels(self) -> list[float] | list[int]:
-        """What the rungs step: arrival rates (open workloads), else user counts."""
-        if self.workload.kind == "open" and self.workload.rates:
-            return list(self.workload.rates)
-        return list(self.ladder)
+        """What the rungs step: the workload's levels (an open workload's rates), else the
+        ladder's user or session counts."""
+        key = self.workload_kind.axis.workload_key
+        return list(getattr(self.workload, key) if key else self.ladder)
 
     @property
     def rung_bound_s(self) -> float:
@@ -586,11 +578,11 @@ class Scenario(_Strict):
     @property
     def verify_default(self) -> bool:
         """`verify`, or when not given: whether a simulated spec-on arm has a spec-off arm
-        to be compared with (on a users or sessions ladder)."""
+        to be compared with (in a workload whose crossover gives a schedule)."""
         if self.verify is not None:
             return self.verify
         roles = {a.arm_role for a in self.arms}
-        return (self.workload.kind != "open" and "spec_off" in roles
+        return (self.workload_kind.gives_schedule and "spec_off" in roles
                 and any(a.sim is not None and a.arm_role == "spec_on" for a in self.arms))
 
     @model_validator(mode="after")
@@ -603,17 +595,20 @@ class Scenario(_Strict):
         if on[0].command and not on[0].command.verify_command:
             raise ValueError(f"verify: true with a command arm needs command.verify_command "
                              f"in arm {on[0].name!r}")
-        if self.workload.kind == "open":
-            raise ValueError("verify: an open workload gives rate*, not a schedule")
+        kind = self.workload_kind
+        if not kind.gives_schedule:
+            raise ValueError(f"verify: an {kind.name} workload gives {kind.axis.crossover}, "
+                             "not a schedule")
         return self
 
     def public_dict(self) -> dict[str, Any]:
         """The scenario as plain data for manifest.json (holds no secrets by design).
 
-        An open workload has no ladder (its rungs are `workload.rates`), so none is written.
+        A workload that lists its own levels (an open one's `workload.rates`) has no ladder,
+        so none is written.
         """
-        return self.model_dump(mode="json",
-                               exclude={"ladder"} if self.workload.kind == "open" else None)
+        own = self.workload_kind.axis.workload_key
+        return self.model_dump(mode="json", exclude={"ladder"} if own else None)
 
 
 _MESSAGES = {

@@ -1,13 +1,25 @@
-"""Simulated servers for tests, started with the runner's launcher and always stopped."""
+"""Simulated servers for tests, started with the runner's launcher and always stopped.
+
+`sim_in_thread` runs one in the test's own process instead (a thread with its own event
+loop), for a flavour the test adds at run time, which a child process would not see.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from aiohttp import web
+
+from specload.cli import build_parser
 from specload.runner.sim_launcher import SimOptions, SimProcess, launch
+from specload.sim.receive_stamps import listen_socket
+from specload.sim.server import build_api, engine_profile
 
 READY_TIMEOUT_S = 30.0
 
@@ -55,3 +67,46 @@ def sim_factory(tmp_dir: Path) -> Iterator[SimFactory]:
         yield factory
     finally:
         factory.stop_all()
+
+
+async def _serve(args: object, started: threading.Event, stop: asyncio.Event,
+                 url: list[str]) -> None:
+    api = build_api(args, engine_profile(args))  # type: ignore[arg-type]
+    runner = web.AppRunner(api.app(), access_log=None, handle_signals=False,
+                           shutdown_timeout=1.0)
+    await runner.setup()
+    sock = listen_socket("127.0.0.1", 0)
+    await web.SockSite(runner, sock).start()
+    engines = asyncio.gather(*(engine.run() for engine in api.engines))
+    url.append(f"http://127.0.0.1:{sock.getsockname()[1]}")
+    started.set()
+    try:
+        await stop.wait()
+    finally:
+        engines.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await engines
+        await runner.cleanup()
+
+
+@contextmanager
+def sim_in_thread(*sim_args: str) -> Iterator[str]:
+    """`specload sim SIM_ARGS` served from a thread of this process; yields its URL."""
+    args = build_parser().parse_args(["sim", *sim_args])
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+    started = threading.Event()
+    url: list[str] = []
+    thread = threading.Thread(target=loop.run_until_complete,
+                              args=(_serve(args, started, stop, url),), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    try:
+        while not started.wait(0.05):
+            assert thread.is_alive() and time.monotonic() < deadline, \
+                "the in-process simulator did not start"
+        yield url[0]
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout=10)
+        loop.close()

@@ -1,10 +1,24 @@
-"""Which engine serves an arm: the scenario's `engine:`, its start command, or its sim flavour."""
+"""The engine registry: which engine serves an arm, what each can switch, and the
+simulator held to it (its flavours imitate registered engines, its /metrics names are
+the registered series, its per-request speculation fields the registered ones)."""
 
 from __future__ import annotations
 
 import pytest
 
-from specload.engines import LOAD_AWARE, engine_from_command, resolve_engine
+from specload import engine_metrics, engines
+from specload.engines import engine_from_command, resolve_engine
+from specload.runner.metrics_scrape import parse_metrics
+from specload.sim import metrics
+from specload.sim.flavors import FLAVORS
+from specload.sim.metrics import RankStats
+from specload.sim.slot_stats import SlotStats
+
+# What a sim flavour's /metrics does not model of its engine's registered series.
+NOT_SIMULATED = {"vllm": {"accepted_first"}}  # vLLM's per-position counter
+DRAFTED = SlotStats(prompt_cached=0, prompt_processed=4, generated=9, drafts=4,
+                    draft_tokens=8, accepted=4, accept_hist=(1, 2, 1), prompt_s=0.02,
+                    gen_s=0.16)
 
 
 @pytest.mark.parametrize(("command", "engine"), [
@@ -31,10 +45,67 @@ def test_resolution_order() -> None:
     assert resolve_engine({"sim": {"spec": "on"}}) == ("vllm", "sim default")
     assert resolve_engine({"sim": {"spec": "on", "flavor": "llamacpp"}}) == (
         "llamacpp", "sim flavor")
+    assert resolve_engine({"sim": {"flavor": "llama-cpp-python"}}) == (
+        "llamacpp", "sim flavor")  # as its command, `llama_cpp.server`, says
     assert resolve_engine({"sim": {"flavor": "weird"}}) == ("other", "sim flavor")
     assert resolve_engine({"url": "http://h:1"}) == (None, "unknown")
     assert resolve_engine(None) == (None, "unknown")
 
 
 def test_only_vllm_sglang_and_trtllm_switch_speculation_by_load() -> None:
-    assert set(LOAD_AWARE) == {"vllm", "sglang", "trtllm"}
+    assert {e.id for e, _ in engines.switches()} == {"vllm", "sglang", "trtllm"}
+    assert [engines.load_aware(e) for e in (None, "other", "vllm", "tgi", "unregistered")] \
+        == [True, True, True, False, False]
+
+
+def test_every_sim_flavour_imitates_one_registered_engine() -> None:
+    named = engines.sim_flavors()
+    assert sorted(named) == sorted(FLAVORS) and len(set(named)) == len(named)
+    for entry in engines.REGISTRY.values():
+        for flavor in entry.sim_flavors:
+            assert FLAVORS[flavor].per_token_chunks == entry.per_token_events, flavor
+
+
+def _rank() -> RankStats:
+    rank = RankStats(3, 1, 0.5, 100, 200, 1, 3, 10, 30, 15, 2.5, 0.5, 50.0, 40, 1.0, 0.0,
+                     0.0, prefix_queries=64, prefix_hits=16, cache_hit_rate=0.25)
+    rank.slots.add(DRAFTED, 13)
+    return rank
+
+
+@pytest.mark.parametrize("flavor", [f for f in FLAVORS if FLAVORS[f].metrics is not None])
+def test_the_sims_metric_names_are_its_engines_registered_series(flavor: str) -> None:
+    exposition = FLAVORS[flavor].metrics
+    assert exposition is not None
+    (entry,) = [e for e in engines.REGISTRY.values() if flavor in e.sim_flavors]
+    kept = parse_metrics(metrics.render(exposition, [_rank(), _rank()], "m"))
+    own = {s.key: s.meaning for s in entry.series}
+    parts = {f"{h}_{p}" for h in entry.histograms for p in ("sum", "count")}
+    # what the sampler keeps of the sim's text is its own engine's, never another's
+    assert set(kept) <= set(own) | parts, set(kept) - set(own) - parts
+    # and gives every meaning the engine's series have, but what the sim does not model
+    missing = set(own.values()) - {own[k] for k in kept if k in own}
+    assert missing == NOT_SIMULATED.get(entry.id, set())
+
+
+def test_registered_speculation_fields_are_what_the_sim_returns() -> None:
+    timings = DRAFTED.timings()
+    llamacpp = engines.get("llamacpp")
+    assert llamacpp is not None and llamacpp.speculation_fields
+    for path in llamacpp.speculation_fields:
+        section, key = path.split(".")
+        assert section == "timings" and key in timings, path
+    for entry in engines.REGISTRY.values():
+        if not any(FLAVORS[f].timings for f in entry.sim_flavors):
+            assert entry.speculation_fields == (), entry.id  # none known: none made up
+
+
+def test_a_registered_engine_goes_before_other(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engines, "REGISTRY", dict(engines.REGISTRY))
+    engines.register(engines.Engine("new", "New", series=(
+        engines.Series("new:running", "running"),)))
+    assert engines.ids()[-2:] == ("new", "other")
+    assert engine_metrics.names_of("running", "new") == ("new:running",)
+    assert "new:running" in engine_metrics.names("running")
+    with pytest.raises(ValueError, match="registered already"):
+        engines.register(engines.Engine("new", "New again"))

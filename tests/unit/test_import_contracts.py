@@ -1,6 +1,8 @@
 """The layering rules, read from every module's imports (function-level ones included).
 
-- `sim` is an island: it imports nothing from specload outside `specload.sim`.
+- `sim` is an island: it imports nothing from specload outside `specload.sim`, and the
+  engine registry (`engines`, `engine_metrics`) nothing from it: it names the sim's
+  flavours as text, and tests/unit/test_engines.py holds the two together.
 - `report` reads files only: nothing from locust, gevent, `loadgen` or `runner`.
 - `scenario` and the other top-level modules the report and runner share import nothing
   from `loadgen` (imported only inside Locust processes), locust or gevent.
@@ -54,13 +56,19 @@ def test_sim_is_an_island() -> None:
     assert outside == []
 
 
+def test_the_engine_registry_does_not_reach_into_the_simulator() -> None:
+    files = [SRC / "engines.py", SRC / "engine_metrics.py", SRC / "report" / "engine_settings.py"]
+    assert _violations(files, ("specload.sim",)) == []
+
+
 def test_report_reads_files_only() -> None:
     forbidden = ("locust", "gevent", "geventhttpclient", "specload.loadgen", "specload.runner")
     assert _violations(_files("report/**/*.py"), forbidden) == []
 
 
 @pytest.mark.parametrize("module", ["scenario", "ladder", "records", "manifest", "prompts",
-                                    "errors", "engines", "clock_sync"])
+                                    "errors", "engines", "engine_metrics", "clock_sync",
+                                    "workload_kinds"])
 def test_shared_top_level_modules_stay_out_of_locust(module: str) -> None:
     forbidden = ("locust", "gevent", "geventhttpclient", "specload.loadgen", "specload.runner")
     assert _violations([SRC / f"{module}.py"], forbidden) == []

@@ -85,7 +85,7 @@ INVALID = [
      ["arms[0].command.ready_url: 'h:1/health' is not an http(s) URL"]),
     ("top level not a mapping", "- just\n- a list\n", ["the top level must be a mapping"]),
     ("unknown engine", "name: x\narms:\n  - name: a\n    engine: vllmm\n    url: http://h:1\n",
-     ["arms[0].engine: must be one of vllm, sglang, trtllm, llamacpp, ollama, tgi, other"]),
+     ["arms[0].engine: must be one of vllm, sglang, trtllm, tgi, llamacpp, ollama, other"]),
     ("empty slo", "name: x\nslo: {}\n" + ARMS_TAIL,
      ["slo: give ttft_p99_ms, tpot_p99_ms or both (milliseconds)"]),
     ("zero slo bound", "name: x\nslo: {ttft_p99_ms: 0}\n" + ARMS_TAIL,

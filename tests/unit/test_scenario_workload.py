@@ -39,11 +39,11 @@ def test_sessions_pass_their_keys_to_locust(tmp_path: Path) -> None:
     convs.write_text(json.dumps([{"conversations": [{"from": "human", "value": "hi"}]}]))
     s = scenario(tmp_path, ladder=[1, 4], workload={
         "kind": "sessions", "conversations": "c.json", "turns": "uniform:2:4",
-        "think_time": {"kind": "lognormal", "mean": 5, "sigma": 0.8}})
+        "think_time": {"kind": "lognormal", "mean": 6, "sigma": 0.8}})
     cmd = locust_command(s, "URL", tmp_path / "p", s.levels, LoadMode())
     assert cmd[cmd.index("-f") + 1] == str(LOCUSTFILES["sessions"])
     args = dict(itertools.pairwise(cmd))
-    assert args["--ladder"] == "1,4" and args["--think-time"] == "lognormal:5:0.8"
+    assert args["--ladder"] == "1,4" and args["--think-time"] == "lognormal:6:0.8"
     assert args["--conversations"] == str(convs) and args["--turns"] == "uniform:2:4"
 
 

@@ -133,7 +133,7 @@ class ProcessContext:
 
     def _fetch_models(self, host: str) -> list[str]:
         opts = self.opts
-        return fetch_models(host, self.auth_headers, opts.request_timeout,
+        return fetch_models(host, self.auth_headers, opts.request_timeout_s,
                             plain_tls_context(opts.ca_bundle or None, opts.insecure))
 
     def _check_model(self, host: str) -> None:

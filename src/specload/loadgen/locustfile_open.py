@@ -15,6 +15,7 @@ from locust import events
 from specload.loadgen import open_loop, plugin, shape, workload_options
 from specload.loadgen.open_loop import OpenLoopUser, OpenSessionUser
 from specload.loadgen.rate_shape import RateShape
+from specload.workload_kinds import OPEN
 
 __all__ = ["OpenLoopUser", "OpenSessionUser", "RateShape"]
 
@@ -24,6 +25,6 @@ plugin.install(workload_options, open_loop, shape)
 @events.init.add_listener
 def _one_user_class(environment: Any, **_: Any) -> None:
     """Keep the user class that `--arrival-unit` asks for."""
-    unit = getattr(environment.parsed_options, "arrival_unit", "requests")
-    keep = OpenSessionUser if unit == "sessions" else OpenLoopUser
+    unit = getattr(environment.parsed_options, "unit", "requests")
+    keep = OpenSessionUser if OPEN.holds_sessions(unit) else OpenLoopUser
     environment.user_classes = [keep]

@@ -21,12 +21,12 @@ from typing import Any
 from locust.runners import STATE_MISSING, MasterRunner
 
 from specload.arrival_plan import ArrivalPlan, RateError, RateWindow, plan_rates
-from specload.ladder import DEFAULT_DRAIN_S, DEFAULT_MEASURE_S, DEFAULT_WARMUP_S
 from specload.loadgen.live import Span
 from specload.loadgen.open_loop import ARRIVALS, MSG_PLAN, load_share
 from specload.loadgen.shape import LadderShape, RungsFile
 from specload.loadgen.workload_options import WorkloadOptions
 from specload.records import RATE_RUNGS_COLUMNS, RUNGS_SUFFIX
+from specload.settings import Windows, from_attributes
 
 log = logging.getLogger(__name__)
 LEAD_S = 2.0
@@ -41,10 +41,10 @@ def rate_plan(environment: Any) -> tuple[ArrivalPlan, int, float]:
     if not workload.rates:
         raise RateError("--rates is empty: give the arrival rates, e.g. 1,2,5")
     opts = environment.parsed_options
-    plan = plan_rates(workload.rate_list(), float(getattr(opts, "warmup", DEFAULT_WARMUP_S)),
-                      float(getattr(opts, "measure", DEFAULT_MEASURE_S)), workload.arrivals,
-                      workload.arrival_cv, int(getattr(opts, "seed", 0) or 0))
-    return plan, workload.max_in_flight, float(getattr(opts, "drain", DEFAULT_DRAIN_S))
+    w = from_attributes(Windows, opts)
+    plan = plan_rates(workload.rate_list(), w.warmup_s, w.measure_s, workload.arrivals,
+                      workload.cv, int(getattr(opts, "seed", 0) or 0))
+    return plan, workload.max_in_flight, w.drain_s
 
 
 class RateShape(LadderShape):

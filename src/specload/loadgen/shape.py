@@ -36,9 +36,6 @@ from locust.runners import MasterRunner
 from specload.ladder import (
     DEFAULT_DRAIN_S,
     DEFAULT_LADDER,
-    DEFAULT_MEASURE_S,
-    DEFAULT_MIN_REQUESTS,
-    DEFAULT_WARMUP_S,
     LadderError,
     PhaseSpan,
     Position,
@@ -54,37 +51,23 @@ from specload.ladder import (
 from specload.loadgen import wall_clock
 from specload.loadgen.inflight import IN_FLIGHT
 from specload.loadgen.live import LiveRungs, Span
+from specload.loadgen.options import add_arguments
 from specload.loadgen.recorder import MSG_DRAIN
 from specload.records import RUNGS_COLUMNS, RUNGS_SUFFIX, rung_time
+from specload.settings import Windows, from_attributes
 
 log = logging.getLogger(__name__)
 
 
 def add_ladder_arguments(parser: Any) -> None:
-    """Register the ladder options; shown in the web UI's custom parameters."""
+    """Register the ladder and its windows (`settings.Windows`); shown in the web UI."""
     # On the parser itself: argument groups bypass LocustArgumentParser.add_argument, and
     # with it the web-UI flag.
     parser.add_argument(
         "--ladder", type=str, default=",".join(map(str, DEFAULT_LADDER)),
         include_in_web_ui=True,
         help="ladder: comma-separated increasing user counts, one rung each")
-    parser.add_argument(
-        "--warmup", type=float, default=DEFAULT_WARMUP_S, include_in_web_ui=True,
-        help="ladder: warmup seconds per rung at most (not measured; it ends earlier once "
-        "every user has completed a request)")
-    parser.add_argument(
-        "--measure", type=float, default=DEFAULT_MEASURE_S, include_in_web_ui=True,
-        help="ladder: measured seconds per rung at least")
-    parser.add_argument(
-        "--min-requests", type=int, default=DEFAULT_MIN_REQUESTS, include_in_web_ui=True,
-        help="ladder: a measure window lasts until this many requests that started in it "
-        "have completed")
-    parser.add_argument(
-        "--max-measure", type=float, default=0.0, include_in_web_ui=True,
-        help="ladder: measured seconds per rung at most (0: four times --measure)")
-    parser.add_argument(
-        "--drain", type=float, default=DEFAULT_DRAIN_S, include_in_web_ui=True,
-        help="ladder: after the last rung, seconds to let requests in flight finish")
+    add_arguments(parser, Windows)
 
 
 class RungsFile:
@@ -112,11 +95,9 @@ def ladder_plan(opts: Any) -> tuple[list[RungPlan], float]:
     """The plan and the drain bound from Locust's parsed options (defaults if absent)."""
     ladder = getattr(opts, "ladder", None)
     users = parse_ladder(ladder) if isinstance(ladder, str) else list(DEFAULT_LADDER)
-    top = float(getattr(opts, "max_measure", 0.0) or 0.0)
-    rungs = plan(users, float(getattr(opts, "warmup", DEFAULT_WARMUP_S)),
-                 float(getattr(opts, "measure", DEFAULT_MEASURE_S)),
-                 int(getattr(opts, "min_requests", DEFAULT_MIN_REQUESTS)), top or None)
-    return rungs, float(getattr(opts, "drain", DEFAULT_DRAIN_S))
+    w = from_attributes(Windows, opts)
+    rungs = plan(users, w.warmup_s, w.measure_s, w.min_requests, w.max_measure_s or None)
+    return rungs, w.drain_s
 
 
 class LadderShape(LoadTestShape):

@@ -40,7 +40,7 @@ from locust.web import WebUI
 from specload.loadgen import health_probe
 from specload.loadgen.live import LiveRungs, is_writer
 from specload.loadgen.options import RunOptions
-from specload.report.table import LIVE_COLUMNS
+from specload.report.rung_columns import View, headings
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class TokensTab:
         web_ui.template_args["extended_tabs"] = [{"title": "Tokens", "key": TAB_KEY}]
         web_ui.template_args["extended_tables"] = [{
             "key": TAB_KEY,
-            "structure": [{"key": k, "title": t} for k, t in LIVE_COLUMNS.items()]}]
+            "structure": [{"key": k, "title": t} for k, t in headings(View.LIVE).items()]}]
         base = getattr(self.env.parsed_options, "web_base_path", None) or ""
         pages = Blueprint("specload", __name__, url_prefix=f"{base}/specload")
         guard = web_ui.auth_required_if_enabled

@@ -56,7 +56,7 @@ from specload.loadgen.chunk_json import DONE, MalformedChunk, error_message_from
 from specload.loadgen.context import ModelDiscoveryError, ProcessContext
 from specload.loadgen.inflight import IN_FLIGHT
 from specload.loadgen.measure import Measured, StreamTally
-from specload.loadgen.options import DEFAULT_REQUEST_TIMEOUT_S, RunOptions
+from specload.loadgen.options import RunOptions
 from specload.loadgen.reader import LineReader
 from specload.loadgen.recorder import Recorder
 from specload.loadgen.sse import SSEDecoder
@@ -129,9 +129,9 @@ class StreamingUser(FastHttpUser):
 
     def __init__(self, environment: Environment) -> None:
         opts = RunOptions.from_env(environment, check=False)
-        timeout = opts.request_timeout
+        timeout = opts.request_timeout_s
         if timeout <= 0:  # reported at test_start; the first task then stops this user
-            timeout = DEFAULT_REQUEST_TIMEOUT_S
+            timeout = RunOptions().request_timeout_s
         # FastHttpUser builds its connection pool from these in __init__: socket reads
         # (first byte, and between chunks) and connects time out after --request-timeout;
         # HTTPS verifies certificates unless --insecure (Locust's default is not to).
@@ -144,7 +144,7 @@ class StreamingUser(FastHttpUser):
         self.ctx: ProcessContext | None = None
         self.user_id = 0
         self._headers: dict[str, str] = {}
-        self._backoff = Backoff(opts.failure_backoff)
+        self._backoff = Backoff(opts.failure_backoff_s)
 
     def _setup(self) -> ProcessContext:
         """Join this test's process context (at the first task, so StopUser stays quiet)."""

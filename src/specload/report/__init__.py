@@ -6,9 +6,10 @@ of one repeat from its request records, `server_metrics` the server's from its /
 `load_health` the load processes' health, `clock_align` puts every load process's times
 on the master's clock; `aggregate` combines arms and repeats; `crossover` gives the
 speedup with its noise band, every crossing and C* (on SLO goodput too, with `slo`);
-`recommend` turns it into a batch-size policy, written by `engine_settings` in each
-engine's syntax with the method and draft model `spec_command` reads from the arm's
-command; `quality` collects data-quality warnings; `figures` draws them and `render`
-writes summary.csv, summary.json, report.html and the recommended settings' files. The
-package reads files only: it never imports Locust, the load generator or the runner.
+`recommend` turns it into a batch-size policy (a decision, as data), which
+`recommend_text` words and `engine_settings` writes in each engine's syntax with the
+method and draft model `spec_command` reads from the arm's command; `quality` collects
+data-quality warnings; `figures` draws them and `render` writes summary.csv,
+summary.json, report.html and the recommended settings' files. The package reads files
+only: it never imports Locust, the load generator or the runner.
 """

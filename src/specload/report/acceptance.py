@@ -2,7 +2,7 @@
 
 Under speculative decoding one engine step emits several tokens. An engine that sends
 them as one event shows them to the client as tokens per chunk, an estimate of the
-acceptance length; one that streams one event per token (`engines.PER_TOKEN_EVENTS`,
+acceptance length; one that streams one event per token (`Engine.per_token_events`,
 or any server whose tokens per chunk stays at 1 while its counters give more) shows
 1.00 whatever it accepted. `with_acceptance` adds `accept_len` with its source per rung:
 the server's figure where /metrics gave one, else the client's tokens per chunk, but
@@ -18,7 +18,7 @@ from collections.abc import Collection, Sequence
 import numpy as np
 import pandas as pd
 
-from specload.engines import PER_TOKEN_EVENTS
+from specload.engines import per_token_events
 from specload.report.run_files import ArmSource
 
 ONE_TOKEN_TOLERANCE = 0.01  # tokens per chunk within this of 1: one token per event
@@ -30,7 +30,7 @@ def _streams_per_token(part: pd.DataFrame, engine: str | None) -> bool:
     server = part.get("accept_len_mean", pd.Series(dtype=float)).to_numpy(dtype=float)
     one = np.isfinite(tpc) & (np.abs(tpc - 1.0) <= ONE_TOKEN_TOLERANCE)
     accepted = np.isfinite(server) & (server > SERVER_ABOVE_ONE)
-    return engine in PER_TOKEN_EVENTS or bool((one & accepted).any())
+    return per_token_events(engine) or bool((one & accepted).any())
 
 
 def per_token_arms(summary: pd.DataFrame, arms: Sequence[ArmSource]) -> list[str]:

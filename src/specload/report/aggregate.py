@@ -1,9 +1,9 @@
 """Per arm x rung metrics: measure every repeat, then combine repeats with their spread.
 
 `measure_rep` reads one repeat's files and returns one row per rung (client, server,
-client-process, workers' clocks and losses). Repeats
-are measured in parallel processes (reading and parsing dominate and are CPU-bound),
-then `combine_reps` averages them per arm and concurrency: rates and percentiles are
+client-process, workers' clocks and losses). Repeats are measured in parallel
+processes (reading and parsing dominate and are CPU-bound), then `combine_reps` combines
+them per arm and rung by each column's rule in `rung_columns`: rates and percentiles are
 means over repeats, counts are sums, and output tok/s also gets its min, max and
 standard deviation.
 """
@@ -14,33 +14,29 @@ import multiprocessing
 import multiprocessing.context
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from specload import records
 from specload.report import client_metrics, clock_align, ground_truth, load_health, server_metrics
 from specload.report.run_files import ArmSource, RepSource, RunSource, read_rep
+from specload.report.rung_columns import (
+    SPREAD_STATS,
+    Combine,
+    View,
+    combined_by,
+    names,
+    spread_names,
+)
 from specload.report.windows import rung_windows
 
-SUMMARY_COLUMNS = (
-    "arm", "concurrency", "output_tok_s", "decode_tok_s_per_user", "request_tok_s_p50",
-    "requests_per_s", "requests", "failures", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms",
-    "tpot_p99_ms",
-    "itl_chunk_p50_ms", "itl_token_p50_ms", "e2e_p50_ms", "tokens_per_chunk",
-    "achieved_concurrency", "server_output_tok_s", "accept_len_mean", "accept_rate",
-)
-SUM_COLUMNS = ("requests", "requests_started", "failures", "interrupted", "reconnects",
-               "timeouts", "workers_lost", "clock_problems")
-SPREAD_COLUMN = "output_tok_s"
 # Below this many bytes of request records, worker processes cost more than they save.
 PARALLEL_MIN_BYTES = 20_000_000
-# Columns kept per repeat only (they make no sense averaged).
-_REP_ONLY = ("rep", "window_start", "failures_by_kind", "window_source", "top_failure",
-             "lost_detail", "clock_detail")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,28 +95,38 @@ def _merge_kinds(dicts: Sequence[dict[str, int]]) -> dict[str, int]:
     return merged
 
 
+_COMBINERS: dict[Combine, Callable[[pd.Series], Any]] = {
+    Combine.MERGE: lambda s: _merge_kinds(list(s)),
+    Combine.FIRST: lambda s: next((x for x in s if x), ""),
+}
+
+
 def combine_reps(per_rep: pd.DataFrame, arms: Sequence[ArmSource]) -> pd.DataFrame:
-    """One row per arm and concurrency: repeats averaged (counts summed), with spread."""
+    """One row per arm and rung: repeats combined by each column's `rung_columns.Combine`
+    rule (a numeric column declared nowhere is averaged), with the spread."""
+    leading = names(View.SUMMARY)
     if per_rep.empty:
-        return pd.DataFrame(columns=list(SUMMARY_COLUMNS))
+        return pd.DataFrame(columns=list(leading))
     # an open-loop rung is its rate (its `concurrency` is the pool); NaN elsewhere
-    keys = [k for k in ("arm", "concurrency", "rate") if k in per_rep]
+    keys = [k for k in combined_by(Combine.KEY) if k in per_rep]
+    not_averaged = combined_by(Combine.REP_ONLY, *_COMBINERS)
+    summed = [c for c in combined_by(Combine.SUM) if c in per_rep]
     numeric = [c for c in per_rep.columns
-               if c not in (*keys, *_REP_ONLY) and pd.api.types.is_numeric_dtype(per_rep[c])]
+               if c not in (*keys, *not_averaged) and pd.api.types.is_numeric_dtype(per_rep[c])]
     grouped = per_rep.groupby(keys, sort=False, dropna=False)
-    means = grouped[[c for c in numeric if c not in SUM_COLUMNS]].mean()
-    sums = grouped[[c for c in SUM_COLUMNS if c in per_rep]].sum()
-    spread = grouped[SPREAD_COLUMN].agg(["min", "max", "std", "count"])
-    spread.columns = [f"{SPREAD_COLUMN}_{c}" for c in ("min", "max", "std")] + ["reps"]
-    kinds = grouped["failures_by_kind"].agg(lambda s: _merge_kinds(list(s)))
-    top = grouped["top_failure"].agg(lambda s: next((x for x in s if x), ""))
-    out = pd.concat([means, sums, spread, kinds, top], axis=1).reset_index()
+    means = grouped[[c for c in numeric if c not in summed]].mean()
+    (spread_column,) = combined_by(Combine.MEAN_SPREAD)
+    spread = grouped[spread_column].agg([*SPREAD_STATS, "count"])
+    spread.columns = [*spread_names(spread_column), "reps"]
+    others = [grouped[c].agg(_COMBINERS[rule]) for rule in _COMBINERS
+              for c in combined_by(rule)]
+    out = pd.concat([means, grouped[summed].sum(), spread, *others], axis=1).reset_index()
     out["failure_rate"] = out["failures"] / (out["requests"] + out["failures"]).where(
         lambda x: x > 0)
     order = {a.name: i for i, a in enumerate(arms)}
     out["_order"] = out["arm"].map(order)
     out = out.sort_values(["_order", *keys[1:]]).drop(columns="_order")
-    first = [c for c in SUMMARY_COLUMNS if c in out.columns]
+    first = [c for c in leading if c in out.columns]
     rest = [c for c in out.columns if c not in first]
     out = out[first + rest].reset_index(drop=True)
     out["rung"] = out["rung"].round().astype(int)

@@ -42,6 +42,7 @@ from specload.report.crossover import (
 from specload.report.html_page import TABLE_CLASS, figures_html
 from specload.report.render import Report, build
 from specload.report.run_files import ArmSource
+from specload.report.rung_columns import BY_NAME, View, names, spread_names
 from specload.report.table import text
 
 COMPARE_HTML = "compare.html"
@@ -50,6 +51,8 @@ CSV_COLUMNS = ("run", "baseline", "metric", "subject", "concurrency", "baseline_
                "value", "ratio", "band_lo", "band_hi", "band", "verdict", "note")
 VERDICTS = {ON: "up", OFF: "down"}  # anything else: "within noise"
 WITHIN = "within noise"
+# the figures compared per rung: system tok/s per arm (the summary's), speedup per pair
+TOK_S, SPEEDUP = names(View.COMPARE)
 
 
 @dataclass(slots=True)
@@ -89,12 +92,12 @@ def _keys(runs: Sequence[Run]) -> dict[str, dict[str, str]]:
 
 def _tok_s(run: Run, keys: dict[str, str]) -> dict[tuple[str, int], Measure]:
     out = {}
+    low, high, _ = spread_names(TOK_S)
     for row in run.report.summary.itertuples(index=False):
         reps = int(getattr(row, "reps", 1))
-        value = float(row.output_tok_s)
+        value = float(getattr(row, TOK_S))
         out[(keys[row.arm], int(row.concurrency))] = Measure(
-            value, float(getattr(row, "output_tok_s_min", value)),
-            float(getattr(row, "output_tok_s_max", value)), reps)
+            value, float(getattr(row, low, value)), float(getattr(row, high, value)), reps)
     return out
 
 
@@ -176,8 +179,8 @@ def differences(runs: Sequence[Run]) -> pd.DataFrame:
     base_tok, base_speedup = _tok_s(base, keys[base.label]), _speedups(base, keys[base.label])
     rows: list[dict[str, object]] = []
     for run in runs[1:]:
-        rows += _rung_rows(run, base, "output_tok_s", _tok_s(run, keys[run.label]), base_tok)
-        rows += _rung_rows(run, base, "speedup", _speedups(run, keys[run.label]), base_speedup)
+        rows += _rung_rows(run, base, TOK_S, _tok_s(run, keys[run.label]), base_tok)
+        rows += _rung_rows(run, base, SPEEDUP, _speedups(run, keys[run.label]), base_speedup)
         rows += _c_star_rows(run, base, keys)
     return pd.DataFrame(rows, columns=list(CSV_COLUMNS))
 
@@ -203,9 +206,9 @@ def change_figure(diffs: pd.DataFrame) -> go.Figure:
         pct = 100 * (part["ratio"] - 1)
         fig.add_trace(go.Scatter(
             x=part["concurrency"], y=pct, mode="lines+markers",
-            name=f"{run}: {subject} {'tok/s' if metric == 'output_tok_s' else 'speedup'}",
+            name=f"{run}: {subject} {BY_NAME[metric].heading}",
             line={"color": figures.PALETTE[i % len(figures.PALETTE)],
-                  "dash": "solid" if metric == "output_tok_s" else "dash"},
+                  "dash": "solid" if metric == TOK_S else "dash"},
             error_y={"type": "data", "symmetric": False,
                      "array": 100 * (part["band_hi"] - part["ratio"]),
                      "arrayminus": 100 * (part["ratio"] - part["band_lo"])},

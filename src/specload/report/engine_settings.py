@@ -4,8 +4,11 @@ A schedule is a tuple of `Tier`s covering batch sizes from 1 up: each tier's las
 size (None: no upper bound) and its draft length k (0: no speculation). One pure
 function per engine turns it into that engine's setting, keeping the method and draft
 model the spec-on arm ran with (`SpecSettings`) and leaving a visible placeholder for
-what the run does not tell. Each function cites where its format and the rules it
-must pass come from; `tests/support/engine_rules.py` re-implements those rules.
+what the run does not tell, and one `Writer` per engine bundles them (the setting as
+data, its files, the line that applies them, the README's use of each file, what a
+verification arm's start line gets in the engine's placeholder) for the engine's entry
+in the registry (`specload.engines`). Each function cites where its format and the
+rules it must pass come from; `tests/support/engine_rules.py` re-implements those rules.
 
 - vLLM: the whole `--speculative-config` JSON with
   `num_speculative_tokens_per_batch_size` as inclusive `[start, end, k]` ranges.
@@ -18,8 +21,11 @@ must pass come from; `tests/support/engine_rules.py` re-implements those rules.
 from __future__ import annotations
 
 import json
+import re
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from specload.report.spec_command import SpecSettings
@@ -39,7 +45,10 @@ _SGLANG_ALGORITHMS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN",
 _TRTLLM_DECODING_TYPES = {"eagle": "Eagle3", "eagle3": "Eagle3", "mtp": "MTP",
                           "ngram": "NGram", "draft_model": "DraftTarget"}
 TRTLLM_UPPER_BOUNDS_SINCE = "1.3.0rc8"  # first release notes listing PR #10860
+VLLM_FILE = "vllm-speculative-config.json"
 SGLANG_ADAPTIVE_CONFIG = "sglang-adaptive.json"
+SGLANG_FLAGS_FILE = "sglang-flags.txt"
+TRTLLM_FILE = "trtllm.yaml"
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +225,7 @@ def trtllm_yaml(tiers: Sequence[Tier], spec: SpecSettings) -> str:
              f"# TensorRT-LLM >= {TRTLLM_UPPER_BOUNDS_SINCE} (PR #10860): draft_len_schedule "
              "keys are inclusive upper bounds;",
              "# batch sizes above the largest key draft 0 tokens.",
-             "# Run: trtllm-serve <model> --config trtllm.yaml",
+             f"# Run: trtllm-serve <model> --config {TRTLLM_FILE}",
              "speculative_config:",
              f"  decoding_type: {_yaml_scalar(decoding)}",
              f"  max_draft_len: {_yaml_scalar(k)}"]
@@ -248,3 +257,106 @@ def trtllm_yaml(tiers: Sequence[Tier], spec: SpecSettings) -> str:
                   "# one-engine modes (min_runtime_draft_len): check your build if off "
                   "must mean 0."]
     return "\n".join(lines) + "\n"
+
+
+def as_json(data: Any) -> str:
+    """Indented JSON with each innermost list on one line ([1, 15, 3], not five lines)."""
+    text = json.dumps(data, indent=2)
+    return re.sub(r"\[[^\[\]{}]*\]", lambda m: json.dumps(json.loads(m.group(0))), text) + "\n"
+
+
+class Writer(ABC):
+    """One engine's setting of a schedule, for an engine that switches by batch size."""
+
+    names: tuple[str, ...] = ()  # the files it writes, the first the one a placeholder names
+    summary_key: str | None = None  # summary.json's field holding `setting`
+
+    @abstractmethod
+    def setting(self, tiers: Sequence[Tier], spec: SpecSettings) -> Any:
+        """The setting as data."""
+
+    @abstractmethod
+    def files(self, tiers: Sequence[Tier], spec: SpecSettings, folder: str) -> dict[str, str]:
+        """Each file's name and text, `folder` being where they are written."""
+
+    @abstractmethod
+    def apply(self, tiers: Sequence[Tier], spec: SpecSettings, folder: str) -> str:
+        """How to apply the setting, the words after the engine's name."""
+
+    @abstractmethod
+    def uses(self, folder: str) -> dict[str, str]:
+        """How each file is used, for the README's table."""
+
+    def fill(self, tiers: Sequence[Tier], spec: SpecSettings, folder: Path) -> str:
+        """What the engine's placeholder in `command.verify_command` becomes; `folder`
+        is the absolute path of the files."""
+        return str(folder / self.names[0])
+
+
+class VllmWriter(Writer):
+    """vLLM: the whole `--speculative-config`, a file and the placeholder's JSON."""
+
+    names = (VLLM_FILE,)
+    summary_key = "vllm_speculative_config"
+
+    def setting(self, tiers: Sequence[Tier], spec: SpecSettings) -> dict[str, Any]:
+        return vllm_speculative_config(tiers, spec)
+
+    def files(self, tiers: Sequence[Tier], spec: SpecSettings, folder: str) -> dict[str, str]:
+        return {VLLM_FILE: as_json(self.setting(tiers, spec))}
+
+    def apply(self, tiers: Sequence[Tier], spec: SpecSettings, folder: str) -> str:
+        return (f"--speculative-config (file {folder}/{VLLM_FILE}): "
+                f"{json.dumps(self.setting(tiers, spec))}")
+
+    def uses(self, folder: str) -> dict[str, str]:
+        return {VLLM_FILE: f"`vllm serve <model> --speculative-config \"$(cat {folder}/"
+                           f"{VLLM_FILE})\"`"}
+
+    def fill(self, tiers: Sequence[Tier], spec: SpecSettings, folder: Path) -> str:
+        """The whole config, compact and without single quotes (it goes inside '...')."""
+        return json.dumps(self.setting(tiers, spec), separators=(",", ":"))
+
+
+class SglangWriter(Writer):
+    """SGLang: the `--speculative-adaptive-config` file and the flags that use it."""
+
+    names = (SGLANG_ADAPTIVE_CONFIG, SGLANG_FLAGS_FILE)
+    summary_key = "sglang_adaptive_config"
+
+    def setting(self, tiers: Sequence[Tier], spec: SpecSettings) -> dict[str, Any]:
+        return sglang_adaptive_config(tiers)
+
+    def _flags(self, tiers: Sequence[Tier], spec: SpecSettings, folder: str) -> str:
+        return sglang_flags(tiers, spec, f"{folder}/{SGLANG_ADAPTIVE_CONFIG}")
+
+    def files(self, tiers: Sequence[Tier], spec: SpecSettings, folder: str) -> dict[str, str]:
+        return {SGLANG_ADAPTIVE_CONFIG: as_json(self.setting(tiers, spec)),
+                SGLANG_FLAGS_FILE: self._flags(tiers, spec, folder) + "\n"}
+
+    def apply(self, tiers: Sequence[Tier], spec: SpecSettings, folder: str) -> str:
+        return f"(with {folder}/{SGLANG_ADAPTIVE_CONFIG}): {self._flags(tiers, spec, folder)}"
+
+    def uses(self, folder: str) -> dict[str, str]:
+        return {SGLANG_ADAPTIVE_CONFIG: f"`--speculative-adaptive-config {folder}/"
+                                        f"{SGLANG_ADAPTIVE_CONFIG}`",
+                SGLANG_FLAGS_FILE: "the `sglang.launch_server` speculative flags"}
+
+
+class TrtllmWriter(Writer):
+    """TensorRT-LLM: the `--config` YAML, older forms as comments."""
+
+    names = (TRTLLM_FILE,)
+
+    def setting(self, tiers: Sequence[Tier], spec: SpecSettings) -> dict[int, Draft]:
+        return trtllm_upper_bound_schedule(tiers)
+
+    def files(self, tiers: Sequence[Tier], spec: SpecSettings, folder: str) -> dict[str, str]:
+        return {TRTLLM_FILE: trtllm_yaml(tiers, spec)}
+
+    def apply(self, tiers: Sequence[Tier], spec: SpecSettings, folder: str) -> str:
+        return (f">= {TRTLLM_UPPER_BOUNDS_SINCE} (file {folder}/{TRTLLM_FILE}): "
+                f"draft_len_schedule {self.setting(tiers, spec)}")
+
+    def uses(self, folder: str) -> dict[str, str]:
+        return {TRTLLM_FILE: f"`trtllm-serve <model> --config {folder}/{TRTLLM_FILE}`"}

@@ -2,13 +2,17 @@
 
 Every figure takes the summary table (one row per arm and concurrency) or the pair
 results, puts concurrency (for open-loop runs, the arrival rate) on a log axis where it
-is the x axis, labels both axes with
-units, gives each arm the same colour in every figure, and shows the numbers on hover.
+is the x axis, labels both axes with units, gives each arm the same colour in every
+figure, and shows the numbers on hover. `FIGURES` registers each by the name a workload
+kind lists (`workload_kinds.py`), with what it draws from; `all_figures` draws a kind's
+figures in its order, each where the run has something to show in it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,10 +22,11 @@ from plotly.colors import qualitative
 from specload.report.crossover import PairResult
 from specload.report.envelope import EFFICIENCY_GOAL, Envelope
 from specload.report.rate_axis import RatePair
+from specload.workload_kinds import LADDER, RATES, USERS, WorkloadKind
 
 PALETTE = qualitative.Plotly
-C_AXIS = "concurrency C (concurrent users, log scale)"
-RATE_AXIS = "arrival rate (per second, log scale)"
+C_AXIS = LADDER.title
+RATE_AXIS = RATES.title
 DASHES = ("solid", "dash", "dot", "dashdot")
 
 
@@ -341,26 +346,46 @@ def envelope(found: Sequence[Envelope]) -> go.Figure:
     return fig
 
 
+@dataclass(frozen=True, slots=True)
+class Registered:
+    """One registered figure: what it draws from, and when it has something to show."""
+
+    draw: Callable[[Any], go.Figure]
+    source: str = "summary"  # or "pairs", "rate_pairs", "envelopes": what `draw` takes
+    needs: str | None = None  # a summary column it is drawn only where measured
+
+    def shown(self, sources: dict[str, Any]) -> bool:
+        data = sources[self.source]
+        if self.needs is not None:
+            return bool(data.get(self.needs, pd.Series(dtype=float)).notna().any())
+        return self.source == "summary" or len(data) > 0
+
+
+FIGURES: dict[str, Registered] = {
+    "system_throughput": Registered(system_throughput),
+    "speedup": Registered(speedup, "pairs"),
+    "envelope": Registered(envelope, "envelopes"),
+    "batch_size": Registered(batch_size, needs="server_running_mean"),
+    "per_user_throughput": Registered(per_user_throughput),
+    "frontier": Registered(frontier),
+    "ttft": Registered(ttft),
+    "inter_token": Registered(inter_token),
+    "tokens_per_chunk": Registered(tokens_per_chunk),
+    "token_lengths": Registered(token_lengths, needs="prompt_tokens_p50"),
+    "in_flight": Registered(in_flight),
+    "failures": Registered(failures),
+    "rate_throughput": Registered(rate_throughput),
+    "rate_speedup": Registered(rate_speedup, "rate_pairs"),
+    "rate_latency": Registered(rate_latency),
+    "rate_achieved": Registered(rate_achieved),
+}
+
+
 def all_figures(summary: pd.DataFrame, pairs: Sequence[PairResult],
-                rate_pairs: Sequence[RatePair] = (),
-                envelopes: Sequence[Envelope] = ()) -> list[go.Figure]:
-    """Every figure of the report, in reading order."""
-    if "rate" in summary and summary["rate"].notna().any():
-        figs = [rate_throughput(summary)]
-        if rate_pairs:
-            figs.append(rate_speedup(rate_pairs))
-        return [*figs, rate_latency(summary), rate_achieved(summary)]
-    figs = [system_throughput(summary)]
-    if pairs:
-        figs.append(speedup(pairs))
-    if any(len(e.table) for e in envelopes):
-        figs.append(envelope([e for e in envelopes if len(e.table)]))
-    if summary.get("server_running_mean", pd.Series(dtype=float)).notna().any():
-        figs.append(batch_size(summary))
-    figs += [per_user_throughput(summary), frontier(summary), ttft(summary),
-             inter_token(summary), tokens_per_chunk(summary)]
-    if summary.get("prompt_tokens_p50", pd.Series(dtype=float)).notna().any():
-        figs.append(token_lengths(summary))
-    if (summary.get("sessions", pd.Series(dtype=float)).fillna(0) > 0).any():
-        figs.append(in_flight(summary))
-    return [*figs, failures(summary)]
+                rate_pairs: Sequence[RatePair] = (), envelopes: Sequence[Envelope] = (),
+                kind: WorkloadKind = USERS) -> list[go.Figure]:
+    """Every figure the kind shows, in its order (envelopes: those with rungs)."""
+    sources = {"summary": summary, "pairs": list(pairs), "rate_pairs": list(rate_pairs),
+               "envelopes": [e for e in envelopes if len(e.table)]}
+    shown = [FIGURES[name] for name in kind.figures if FIGURES[name].shown(sources)]
+    return [f.draw(sources[f.source]) for f in shown]

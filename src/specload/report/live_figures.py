@@ -39,7 +39,8 @@ from specload.report.client_metrics import measure
 from specload.report.load_health import client_row
 from specload.report.quality import CLIENT_CPU_LIMIT
 from specload.report.run_files import clock_from_rows, frame_from_rows
-from specload.report.table import LIVE_COLUMNS, text
+from specload.report.rung_columns import View, headings, names
+from specload.report.table import text
 from specload.report.windows import Window
 
 BIN_S = 2.0  # the charts' time step
@@ -47,9 +48,6 @@ LOAD_WINDOW_S = 5.0  # the saturation indicator judges the load processes' last 
 NICENESS = 10  # below the load processes: on a busy machine they keep their cores
 LIVE_TAG, TABLE_TAG = b"live", b"table"
 LOAD_LIMITS = {"cpu_limit": CLIENT_CPU_LIMIT, "lag_limit_ms": CLIENT_LAG_LIMIT_MS}
-SERIES = ("output_tok_s", "decode_tok_s_per_user", "request_tok_s_p50", "tokens_per_chunk",
-          "ttft_p50_ms", "ttft_p99_ms", "achieved_concurrency")
-RUNG_FIGURES = (*LIVE_COLUMNS, "rung", "timeouts", "top_failure", "estimated_token_share")
 _END = REQUEST_COLUMNS.index("end")
 _TS, _CLIENT, _CPU, _LAG_P99, _IN_FLIGHT = (CLIENT_STATS_COLUMNS.index(c) for c in (
     "ts", "client_id", "cpu_percent", "lag_p99_ms", "in_flight"))
@@ -90,7 +88,7 @@ class LiveFigures:
         """A new test started at `t0` (None: no test yet)."""
         self.t0 = t0
         self.rows: list[list[Any]] = []  # request rows that can still count somewhere
-        self.series: dict[str, list[float]] = {k: [] for k in ("t", *SERIES)}
+        self.series: dict[str, list[float]] = {k: [] for k in ("t", *names(View.SERIES))}
         self.next_bin = t0 or 0.0
         self.pending: list[Window] = []  # complete rungs not measured yet
         self.rungs: list[dict[str, Any]] = []
@@ -186,7 +184,7 @@ class LiveFigures:
                 got = measure(frame, bins)
                 assert self.t0 is not None
                 self.series["t"] += [w.end - self.t0 for w in bins]
-                for name in SERIES:
+                for name in names(View.SERIES):
                     self.series[name] += [_number(v) for v in got[name]]
             if self.pending:
                 client = clock_align.align(pd.DataFrame(self.client,
@@ -202,7 +200,7 @@ class LiveFigures:
         row |= client_row(client, window)
         assert self.t0 is not None
         return {"measure_start": window.start - self.t0, "measure_end": window.end - self.t0,
-                **{k: _number(row[k]) for k in RUNG_FIGURES if k in row}}
+                **{k: _number(row[k]) for k in names(View.LIVE_RUNG) if k in row}}
 
     def _forget_rows(self) -> None:
         """Keep the rows that end at or after the earliest bin or rung still to measure."""
@@ -250,13 +248,13 @@ class LiveFigures:
                        for p in self.phases],
             "rungs": self.rungs,
             "load": self.load(),
-            "columns": LIVE_COLUMNS,
+            "columns": headings(View.LIVE),
         }
 
     def table_rows(self) -> list[dict[str, str]]:
         """The tab's per-rung table as Locust's extended table shows it: text cells."""
-        return [{k: text(float("inf") if r.get(k) == "inf" else r.get(k)) for k in LIVE_COLUMNS}
-                for r in self.rungs]
+        return [{k: text(float("inf") if r.get(k) == "inf" else r.get(k))
+                 for k in names(View.LIVE)} for r in self.rungs]
 
 
 def _lines(stdin: IO[bytes]) -> list[bytes] | None:

@@ -9,7 +9,8 @@ ratio ± 2% without repeats (`crossover.NOISE_BAND`, the same band as the verdic
 Consecutive rungs with the same best k form a band; a band ends where the two curves
 cross (interpolated in log C, as C*), mapped to batch size through the lower band's
 arm's running-requests gauge (`recommend.batch_at`), or in C without the gauge. The
-schedule is written in all three engines' syntax by `recommend.add_schedule`.
+schedule is a `recommend.study_decision`, written in every load switch's syntax by
+`recommend_text.study_recommendation`.
 """
 
 from __future__ import annotations
@@ -23,15 +24,8 @@ import pandas as pd
 
 from specload.report import engine_settings as es
 from specload.report.crossover import NOISE_BAND, log_crossing
-from specload.report.recommend import (
-    README_FILE,
-    RECOMMENDED_DIR,
-    Recommendation,
-    add_schedule,
-    arm_setup,
-    batch_at,
-    readme,
-)
+from specload.report.recommend import RECOMMENDED_DIR, arm_setup, batch_at, study_decision
+from specload.report.recommend_text import Recommendation, study_recommendation
 from specload.report.run_files import ArmSource
 
 MULTI_K_FOLDER = f"{RECOMMENDED_DIR}/multi-k"
@@ -160,16 +154,9 @@ def analyse_study(arms: Sequence[ArmSource], per_rep: pd.DataFrame,
         return None
     tiers, axis = tiers_from_picks(table)
     first = next(iter(by_k.values()))
-    setup = arm_setup(first)
-    rec = Recommendation("multi-k", "system tok/s",
-                         f"Best draft length per {axis} band: {es.describe(tiers)}.",
-                         engine=setup.engine, engine_source=setup.engine_source)
-    if tiers == (es.Tier(None, 0),):
-        rec.lines.append("Serve without speculation: k = 0 (spec-off) is best or tied at "
-                         "every rung.")
-    else:
-        add_schedule(rec, tiers, setup.spec, MULTI_K_FOLDER)
-    rec.files[README_FILE] = readme(rec, f"multi-k study ({first.name.rsplit('-k', 1)[0]} "
-                                    f"k = {', '.join(map(str, by_k))} vs {off.name})",
-                                    MULTI_K_FOLDER)
+    rec = study_recommendation(study_decision(tiers, arm_setup(first)),
+                               f"Best draft length per {axis} band: {es.describe(tiers)}.",
+                               f"multi-k study ({first.name.rsplit('-k', 1)[0]} "
+                               f"k = {', '.join(map(str, by_k))} vs {off.name})",
+                               MULTI_K_FOLDER)
     return KStudy(off, by_k, table, tiers, axis, rec)

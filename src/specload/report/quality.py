@@ -1,7 +1,8 @@
 """Data-quality warnings: reasons not to trust a rung, an arm or a comparison.
 
 Each warning names its arm, concurrency and repeat where it has them, a short kind and
-a one-sentence message. Per rung: failures above 1% (with their top reason);
+a one-sentence message. Per rung, the checks its workload kind lists (`CHECKS`, by the
+names in `workload_kinds.py`): failures above 1% (with their top reason);
 achieved concurrency more than 10% under target (saying when backoff after failures
 held it down; not for chat sessions, whose think time keeps requests in flight below
 the sessions, nor open-loop rungs, whose load is their rate); an open-loop rate more
@@ -29,6 +30,7 @@ import pandas as pd
 from specload.manifest import Manifest
 from specload.records import CLIENT_LAG_LIMIT_MS
 from specload.report.crossover import PairResult
+from specload.workload_kinds import USERS, WorkloadKind
 
 CONCURRENCY_SHORTFALL = 0.10
 RATE_SHORTFALL = 0.02
@@ -76,13 +78,7 @@ def _failures(row: Any, where: str) -> Iterator[tuple[str, str]]:
                            + (f"; most often: {top}" if top else ""))
 
 
-def _open_loop(row: Any) -> bool:
-    return bool(np.isfinite(_get(row, "rate")))
-
-
 def _concurrency(row: Any, where: str) -> Iterator[tuple[str, str]]:
-    if _open_loop(row) or _get(row, "sessions", 0.0) > 0:
-        return
     if row.achieved_concurrency >= (1 - CONCURRENCY_SHORTFALL) * row.concurrency:
         return
     backoff = _get(row, "backoff_share", 0.0)
@@ -94,8 +90,6 @@ def _concurrency(row: Any, where: str) -> Iterator[tuple[str, str]]:
 
 
 def _rate(row: Any, where: str) -> Iterator[tuple[str, str]]:
-    if not _open_loop(row):
-        return
     planned = row.arrivals_planned / row.window_s  # the target rate, rounded to arrivals
     if row.achieved_rate >= (1 - RATE_SHORTFALL) * planned:
         return
@@ -129,6 +123,20 @@ def _client(row: Any, where: str) -> Iterator[tuple[str, str]]:
 
 
 def _latency_samples(row: Any, where: str) -> Iterator[tuple[str, str]]:
+    """Too few requests in a window that waits for `min_requests` (at most max_measure_s)."""
+    if row.requests == row.requests_started:
+        fix = ("every request that started completed, the window was short for their "
+               f"length: raise min_requests to {MIN_REQUESTS} (with max_measure_s room)")
+    else:
+        fix = "requests queue longer than the window may last: raise max_measure_s"
+    yield from _too_few(row, where, fix)
+
+
+def _latency_samples_fixed_window(row: Any, where: str) -> Iterator[tuple[str, str]]:
+    yield from _too_few(row, where, "an open-loop window is fixed: raise measure_s")
+
+
+def _too_few(row: Any, where: str, fix: str) -> Iterator[tuple[str, str]]:
     if row.requests >= MIN_REQUESTS:
         return
     running = (f", {row.interrupted} still running when the run ended"
@@ -137,13 +145,6 @@ def _latency_samples(row: Any, where: str) -> Iterator[tuple[str, str]]:
                "and TPOT the pace of the streams in the window (\"~x\")"
                if row.requests == 0 else
                "its TTFT, TPOT and E2E percentiles rest on few requests and are measured")
-    if _open_loop(row):
-        fix = "an open-loop window is fixed: raise measure_s"
-    elif row.requests == row.requests_started:
-        fix = ("every request that started completed, the window was short for their "
-               f"length: raise min_requests to {MIN_REQUESTS} (with max_measure_s room)")
-    else:
-        fix = "requests queue longer than the window may last: raise max_measure_s"
     yield "too_few_requests", (f"{where}: only {row.requests} of {row.requests_started} "
                                f"requests that started in the measure window completed"
                                f"{running}; {missing} ({fix})")
@@ -188,31 +189,40 @@ def _clock(row: Any, where: str) -> Iterator[tuple[str, str]]:
                         "master's clock as well as it was measured")
 
 
+# Each rung check by the name a workload kind lists.
+CHECKS: dict[str, Check] = {
+    "failures": _failures, "concurrency": _concurrency, "rate": _rate, "client": _client,
+    "latency_samples": _latency_samples,
+    "latency_samples_fixed_window": _latency_samples_fixed_window, "tokens": _tokens,
+    "trace": _trace, "workers": _workers, "clock": _clock,
+}
 # Checks that stay quiet when most of a rung's requests failed (failures explain it).
-_QUIET_WHEN_FAILING: tuple[Check, ...] = (_concurrency, _rate, _client, _latency_samples)
-_ALWAYS: tuple[Check, ...] = (_failures, _tokens, _trace, _workers, _clock)
+QUIET_WHEN_FAILING = frozenset({"concurrency", "rate", "client", "latency_samples",
+                                "latency_samples_fixed_window"})
 
 
-def _rung_warnings(row: Any, multi_rep: bool) -> Iterator[dict[str, Any]]:
-    at = f"rate={row.rate:g}/s" if _open_loop(row) else f"C={row.concurrency}"
-    where = f"{row.arm} at {at}" + (f" (rep {row.rep})" if multi_rep else "")
+def _rung_warnings(row: Any, multi_rep: bool, kind: WorkloadKind
+                   ) -> Iterator[dict[str, Any]]:
+    level = getattr(row, kind.axis.column)
+    where = f"{row.arm} at {kind.axis.rung(level)}" + (f" (rep {row.rep})" if multi_rep else "")
     ctx = {"arm": row.arm, "concurrency": int(row.concurrency), "rep": int(row.rep)}
-    if _open_loop(row):
-        ctx["rate"] = float(row.rate)
+    ctx.setdefault(kind.axis.column, float(level))  # an open-loop rung's rate
     total = row.requests + row.failures
     failing = bool(total) and row.failures / total > FAILURES_EXPLAIN
-    checks = _ALWAYS if failing else (_failures, *_QUIET_WHEN_FAILING, *_ALWAYS[1:])
-    for check in checks:
-        for kind, message in check(row, where):
-            yield _warning(kind, message, **ctx)
+    for name in kind.checks:
+        if failing and name in QUIET_WHEN_FAILING:
+            continue
+        for warning, message in CHECKS[name](row, where):
+            yield _warning(warning, message, **ctx)
 
 
-def rung_warnings(per_rep: pd.DataFrame) -> list[dict[str, Any]]:
-    """Warnings about single rungs of single repeats."""
+def rung_warnings(per_rep: pd.DataFrame, kind: WorkloadKind = USERS) -> list[dict[str, Any]]:
+    """Warnings about single rungs of single repeats, by the kind's checks."""
     if per_rep.empty:
         return []
     multi_rep = per_rep["rep"].nunique() > 1
-    return [w for row in per_rep.itertuples(index=False) for w in _rung_warnings(row, multi_rep)]
+    return [w for row in per_rep.itertuples(index=False)
+            for w in _rung_warnings(row, multi_rep, kind)]
 
 
 def _any_key_true(obj: Any, key: str) -> bool:
@@ -272,13 +282,14 @@ def source_warnings(per_rep: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def all_warnings(per_rep: pd.DataFrame, summary: pd.DataFrame, pairs: Sequence[PairResult],
-                 manifest: Manifest | None, notes: Sequence[str]) -> list[dict[str, Any]]:
+                 manifest: Manifest | None, notes: Sequence[str],
+                 kind: WorkloadKind = USERS) -> list[dict[str, Any]]:
     found = [_warning("missing_data", n) for n in notes]
     if manifest is not None:
         found += [_warning("arm_note", f"{arm.name}: {note}", arm=arm.name)
                   for arm in manifest.arms for note in arm.notes]
     found += source_warnings(per_rep)
-    found += rung_warnings(per_rep)
+    found += rung_warnings(per_rep, kind)
     found += token_mismatch_warnings(pairs, summary, ignore_eos_in(manifest))
     return found
 

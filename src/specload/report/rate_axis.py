@@ -8,7 +8,8 @@ that held starts back is not flattered): by Little's law, the ratio of requests 
 flight too. Its noise band, decisions and crossings come from `crossover.find_crossover`
 on the rate axis; the rate where speculation stops paying off is rate*, given with the
 requests in flight and the server's batch size there. `workload_kind` tells which
-kind of run a summary holds.
+kind of run (`workload_kinds.py`) a report reads: the one its manifest names, guessed
+from the summary's columns only where no manifest says.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from specload.manifest import Manifest
 from specload.report.crossover import NOISE_BAND, Crossover, find_crossover, rung_decisions
 from specload.report.run_files import ArmSource
+from specload.workload_kinds import KINDS, OPEN, SESSIONS, USERS, WorkloadKind
 
 RATE_COLUMNS = ("rate", "speedup", "band_lo", "band_hi", "decision", "e2e_sched_mean_ms_on",
                 "e2e_sched_mean_ms_off", "output_tok_s_on", "output_tok_s_off",
@@ -31,13 +34,25 @@ _ARM = {"e2e_sched_mean_ms": "e2e_sched_mean_ms", "output_tok_s": "output_tok_s"
         "server_running_mean": "batch"}
 
 
-def workload_kind(summary: pd.DataFrame) -> str:
-    """"open" (rungs are arrival rates), "sessions" (chat sessions) or "users"."""
+def workload_kind(manifest: Manifest | None, summary: pd.DataFrame) -> WorkloadKind:
+    """The run's kind: its manifest's `workload.kind` (a scenario without `workload:` ran
+    users); `guessed_kind` for a folder without a manifest, a Locust prefix, or a kind
+    this version does not know."""
+    if manifest is None:
+        return guessed_kind(summary)
+    workload = manifest.scenario.get("workload")
+    name = workload.get("kind", USERS.name) if isinstance(workload, dict) else USERS.name
+    return KINDS.get(str(name)) or guessed_kind(summary)
+
+
+def guessed_kind(summary: pd.DataFrame) -> WorkloadKind:
+    """The kind a summary's columns suggest: rates make an open-loop run, rungs with
+    sessions a sessions run."""
     if "rate" in summary and summary["rate"].notna().any():
-        return "open"
+        return OPEN
     if "sessions" in summary and (summary["sessions"].fillna(0) > 0).any():
-        return "sessions"
-    return "users"
+        return SESSIONS
+    return USERS
 
 
 @dataclass(slots=True)

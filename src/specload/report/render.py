@@ -36,16 +36,19 @@ from specload.report.html_page import TABLE_CLASS, figures_html, page
 from specload.report.multik import MULTI_K_FOLDER, KStudy, analyse_study
 from specload.report.rate_axis import RatePair, analyse_rates, rate_lines, workload_kind
 from specload.report.recommend import (
-    ENGINE_FILES,
     RECOMMENDED_DIR,
-    Recommendation,
+    Schedule,
     arm_setup,
     bound_at,
+    engine_files,
     recommend,
 )
+from specload.report.recommend_text import Recommendation, recommendation
 from specload.report.run_files import RunSource, discover
+from specload.report.rung_columns import View, headings
 from specload.report.slo import SloTarget, arm_goodput, slo_from_scenario
-from specload.report.table import OPEN_COLUMNS, SESSION_COLUMNS, TABLE_COLUMNS, cell
+from specload.report.table import cell
+from specload.workload_kinds import KINDS, RATES, USERS, WorkloadKind
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_JSON = "summary.json"
@@ -61,21 +64,15 @@ class Report:
     warnings: list[dict[str, Any]]
     recommendations: list[Recommendation]
     slo: SloTarget | None = None
-    workload: str = "users"  # rates.workload_kind
+    kind: WorkloadKind = USERS  # rate_axis.workload_kind
     rate_pairs: list[RatePair] = field(default_factory=list)
     study: KStudy | None = None  # a multi-k study's best k per band
     envelopes: list[Envelope] = field(default_factory=list)  # verification arms
     per_token: list[str] = field(default_factory=list)  # arms streaming one event per token
 
-    def verified(self) -> tuple[Recommendation, str] | None:
-        """The recommendation a verification arm runs, and its folder: the multi-k
-        study's when there is one, else the first pair's; None without a schedule."""
-        if self.study is not None:
-            found = [(self.study.recommendation, MULTI_K_FOLDER)]
-        else:
-            found = [(r, recommended_folder(self.pairs, p))
-                     for p, r in zip(self.pairs, self.recommendations, strict=True)][:1]
-        return next(((r, f) for r, f in found if r.tiers), None)
+    @property
+    def workload(self) -> str:
+        return self.kind.name
 
 
 def recommended_folder(pairs: list[PairResult], pair: PairResult) -> str:
@@ -94,21 +91,39 @@ def build(path: str | Path, processes: int | None = None) -> Report:
     per_token = per_token_arms(summary, source.arms)
     summary = with_acceptance(summary, per_token)
     slo = slo_from_scenario(source.manifest.scenario if source.manifest else None)
-    kind = workload_kind(summary)
+    kind = workload_kind(source.manifest, summary)
     arm_pairs = pair_arms(source.arms)
-    if kind == "open":
+    if kind.axis == RATES:  # a latency speedup per rate, no engine setting
         rate_pairs = [analyse_rates(on, off, summary) for on, off in arm_pairs]
-        warnings = quality.all_warnings(per_rep, summary, [], source.manifest, source.notes)
+        warnings = quality.all_warnings(per_rep, summary, [], source.manifest, source.notes,
+                                        kind)
         return Report(source, per_rep, summary, [], warnings, [], slo, kind, rate_pairs,
                       per_token=per_token)
     pairs = [analyse_pair(on, off, summary, per_rep, slo) for on, off in arm_pairs]
-    warnings = quality.all_warnings(per_rep, summary, pairs, source.manifest, source.notes)
-    recs = [recommend(p, arm_setup(p.on), slo, recommended_folder(pairs, p)) for p in pairs]
+    warnings = quality.all_warnings(per_rep, summary, pairs, source.manifest, source.notes,
+                                    kind)
+    recs = [recommendation(recommend(p, arm_setup(p.on), slo), f"{p.on.name} vs {p.off.name}",
+                           recommended_folder(pairs, p)) for p in pairs]
     schedules = {a.name: a.schedule for a in source.manifest.arms} if source.manifest else {}
     found = envelopes(summary, source.arms, schedules)
     return Report(source, per_rep, with_efficiency(summary, found), pairs, warnings, recs, slo,
                   kind, study=analyse_study(source.arms, per_rep, summary), envelopes=found,
                   per_token=per_token)
+
+
+def schedule_to_verify(run_dir: Path) -> Schedule | None:
+    """The schedule a verification arm of this run runs, with its recommendation's files:
+    the multi-k study's when the run is one, else the first pair's; None when that
+    recommends no schedule. Raises UserError when the run has nothing to read."""
+    report = build(run_dir)
+    if report.study is not None:
+        folder, rec = MULTI_K_FOLDER, report.study.recommendation
+    elif report.pairs:
+        folder, rec = recommended_folder(report.pairs, report.pairs[0]), report.recommendations[0]
+    else:
+        return None
+    tiers = rec.decision.tiers
+    return Schedule(tiers, rec.decision.setup.spec, folder, dict(rec.files)) if tiers else None
 
 
 def _clean(value: Any) -> Any:
@@ -185,8 +200,7 @@ def summary_json(report: Report) -> dict[str, Any]:
 
 def _table(report: Report) -> pd.DataFrame:
     table = _bounds_and_paces(report.summary.assign(speedup=_speedup_column(report)))
-    columns = {"open": OPEN_COLUMNS, "sessions": SESSION_COLUMNS}.get(report.workload,
-                                                                       TABLE_COLUMNS)
+    columns = headings(View(report.kind.view))
     if table.get("prefix_hit_rate", pd.Series(dtype=float)).isna().all():
         columns = {k: v for k, v in columns.items() if k != "prefix_hit_rate"}
     return table[[c for c in columns if c in table]].rename(columns=columns)
@@ -254,12 +268,10 @@ def _curve_words(cross: Crossover) -> str | None:
 
 
 def _crossover_lines(report: Report, with_advice: bool = True) -> list[str]:
-    if report.workload == "open":
-        return [line for pair in report.rate_pairs for line in rate_lines(pair)] or [
-            "rate*: no spec-on/spec-off pair of arms (roles or names with on/off) to compare"]
-    if not report.pairs:
-        return ["C*: no spec-on/spec-off pair of arms (roles or names with on/off) to compare"]
-    lines = []
+    if not (report.pairs or report.rate_pairs):
+        return [f"{report.kind.axis.crossover}: no spec-on/spec-off pair of arms (roles or "
+                "names with on/off) to compare"]
+    lines = [line for pair in report.rate_pairs for line in rate_lines(pair)]
     for pair, rec in zip(report.pairs, report.recommendations, strict=True):
         head = f"{pair.on.name} vs {pair.off.name}: {_c_star_words(pair, pair.crossover)}"
         span = pair.c_star_range()
@@ -326,10 +338,12 @@ def _html_recommendation(report: Report, pair: PairResult | None, rec: Recommend
 
 
 def _no_recommendation(report: Report) -> str:
-    if report.workload == "open":
-        return ("<li>an open-loop run gives rate*, not an engine setting: a users or "
-                "sessions ladder gives one in batch size</li>")
-    return "<li>no spec-on/spec-off pair</li>"
+    kind = report.kind
+    if kind.gives_schedule:
+        return "<li>no spec-on/spec-off pair</li>"
+    ladders = " or ".join(k.name for k in KINDS.values() if k.gives_schedule)
+    return (f"<li>{kind.a_run} gives {kind.axis.crossover}, not an engine setting: a "
+            f"{ladders} ladder gives one in batch size</li>")
 
 
 def _html(report: Report) -> str:
@@ -351,7 +365,7 @@ def _html(report: Report) -> str:
     else:
         warns = "<li>none</li>"
     plots = figures_html(figures.all_figures(report.summary, report.pairs, report.rate_pairs,
-                                             report.envelopes))
+                                             report.envelopes, report.kind))
     frame = _table(report)
     note = table_note(frame, report.per_token)
     table = frame.to_html(index=False, na_rep="–", float_format=cell, border=0,
@@ -360,7 +374,7 @@ def _html(report: Report) -> str:
     return page(title, f"""<h1>{esc(title)}</h1>
 <p>Source: {esc(str(report.source.out_dir))} · arms: {esc(", ".join(
         f"{a.name} ({a.role}, {len(a.reps)} rep)" for a in report.source.arms))}</p>
-<h2>Crossover {"rate*" if report.workload == "open" else "C*"}</h2><ul>{crossover}</ul>
+<h2>Crossover {report.kind.axis.crossover}</h2><ul>{crossover}</ul>
 <h2>Recommended setting</h2><ul>{recs or _no_recommendation(report)}</ul>
 <h2>Data-quality warnings ({len(report.warnings)})</h2><ul class="warn">{warns}</ul>
 <h2>Figures</h2>{plots}
@@ -386,7 +400,7 @@ def write(report: Report) -> Path:
         found.append((MULTI_K_FOLDER, report.study.recommendation))
     for where, rec in found:
         folder = out / where
-        for name in ENGINE_FILES:  # a re-run must not leave an outdated setting behind
+        for name in engine_files():  # a re-run must not leave an outdated setting behind
             (folder / name).unlink(missing_ok=True)
         if rec.files:
             folder.mkdir(parents=True, exist_ok=True)

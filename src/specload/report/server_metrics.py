@@ -19,19 +19,6 @@ import pandas as pd
 from specload.engine_metrics import names
 from specload.report.windows import Window
 
-# Names as exposed, in order of preference (the shared table: vLLM first).
-GENERATED = names("generated")
-DRAFTS = names("drafts")
-DRAFT_TOKENS = names("draft_tokens")
-ACCEPTED = names("accepted")
-ACCEPT_LENGTH_GAUGE = names("accept_length")
-ACCEPT_RATE_GAUGE = names("accept_rate")
-RUNNING = names("running")
-WAITING = names("waiting")
-PREFIX_QUERIES = names("prefix_queries")
-PREFIX_HITS = names("prefix_hits")
-CACHE_HIT_RATE_GAUGE = names("cache_hit_rate")
-
 SERVER_COLUMNS = ("server_output_tok_s", "accept_rate", "accept_len_mean",
                   "server_running_mean", "server_waiting_mean", "prefix_hit_rate")
 
@@ -95,27 +82,28 @@ def _ratio(num: float, den: float) -> float:
 
 
 def server_row(server: Metrics, w: Window) -> dict[str, float]:
-    """Server-side columns for one window (NaN where the server exposes nothing)."""
-    generated, span = _delta(server, GENERATED, w)
-    accepted, _ = _delta(server, ACCEPTED, w)
-    draft_tokens, _ = _delta(server, DRAFT_TOKENS, w)
-    drafts, _ = _delta(server, DRAFTS, w)
+    """Server-side columns for one window (NaN where the server exposes nothing); each
+    figure's names are every registered engine's, in the registry's order of preference."""
+    generated, span = _delta(server, names("generated"), w)
+    accepted, _ = _delta(server, names("accepted"), w)
+    draft_tokens, _ = _delta(server, names("draft_tokens"), w)
+    drafts, _ = _delta(server, names("drafts"), w)
     accept_rate = _ratio(accepted, draft_tokens)
     accept_len = 1.0 + _ratio(accepted, drafts)
     if not np.isfinite(accept_rate):
-        accept_rate = _gauge_mean(server, ACCEPT_RATE_GAUGE, w)
+        accept_rate = _gauge_mean(server, names("accept_rate"), w)
     if not np.isfinite(accept_len):
-        accept_len = _gauge_mean(server, ACCEPT_LENGTH_GAUGE, w)
-    hits, _ = _delta(server, PREFIX_HITS, w)
-    queries, _ = _delta(server, PREFIX_QUERIES, w)
+        accept_len = _gauge_mean(server, names("accept_length"), w)
+    hits, _ = _delta(server, names("prefix_hits"), w)
+    queries, _ = _delta(server, names("prefix_queries"), w)
     hit_rate = _ratio(hits, queries)
     if not np.isfinite(hit_rate):
-        hit_rate = _gauge_mean(server, CACHE_HIT_RATE_GAUGE, w)
+        hit_rate = _gauge_mean(server, names("cache_hit_rate"), w)
     return {
         "server_output_tok_s": _ratio(generated, span),
         "accept_rate": accept_rate,
         "accept_len_mean": accept_len,
-        "server_running_mean": _gauge_mean(server, RUNNING, w),
-        "server_waiting_mean": _gauge_mean(server, WAITING, w),
+        "server_running_mean": _gauge_mean(server, names("running"), w),
+        "server_waiting_mean": _gauge_mean(server, names("waiting"), w),
         "prefix_hit_rate": hit_rate,
     }

@@ -244,7 +244,7 @@ def run_levels(sweep: Sweep, live: Serving, levels: list[float], announce: bool 
     if announce:
         resumed = live.prefix != run_prefix
         suffix = f" (resuming {len(levels)} missing rungs)" if resumed else ""
-        steps = "rates " if sweep.scenario.workload.kind == "open" else "C="
+        steps = sweep.scenario.workload_kind.axis.run_words
         say(f"[{live.label}] {live.url} ready; running "
             f"{steps}{','.join(f'{m:g}' for m in levels)}{suffix}")
         if sweep.mode.workers:

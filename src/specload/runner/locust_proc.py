@@ -2,12 +2,12 @@
 
 The runner never imports Locust (it monkey-patches the interpreter with gevent); it
 runs `python -m locust -f <packaged locustfile> --headless --csv PREFIX
---csv-full-history --host URL` with the ladder (or, for an open workload, the rates),
-the request and workload settings and the load mode (the locustfile follows the
-workload: users, sessions or open-loop arrivals): one process, `--processes N` on this
-machine, or a master (`--master --expect-workers N --master-bind-host H`) that workers
-started elsewhere connect to; with workers, the users of a lost one restart on the
-others (`--enable-rebalancing`).
+--csv-full-history --host URL` with the rungs (the ladder, or an open workload's rates),
+the request and workload settings and the load mode (the locustfile and the option
+passing the rungs are the workload kind's, `workload_kinds.py`): one process,
+`--processes N` on this machine, or a master (`--master --expect-workers N
+--master-bind-host H`) that workers started elsewhere connect to; with workers, the
+users of a lost one restart on the others (`--enable-rebalancing`).
 Locust's exit status is made independent of request failures (`--exit-code-on-error
 0`), so a non-zero status means Locust itself failed. Its log goes to a file in the arm
 folder; stopping sends SIGINT to Locust (it then stops the users, collects the workers'
@@ -32,11 +32,13 @@ from pathlib import Path
 import specload
 from specload.runner.processes import free_port, stop_process_group
 from specload.scenario import RequestSettings, Scenario, Workload
+from specload.settings import Request, Windows, to_args
+from specload.settings import Workload as SettingsWorkload
+from specload.workload_kinds import KINDS, USERS
 
 _LOADGEN = Path(specload.__file__).resolve().parent / "loadgen"
-LOCUSTFILE = _LOADGEN / "locustfile_ladder.py"
-LOCUSTFILES = {"users": LOCUSTFILE, "sessions": _LOADGEN / "locustfile_sessions.py",
-               "open": _LOADGEN / "locustfile_open.py"}
+LOCUSTFILES = {kind.name: _LOADGEN / kind.locustfile for kind in KINDS.values()}
+LOCUSTFILE = LOCUSTFILES[USERS.name]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,31 +62,7 @@ class LoadMode:
 
 def request_args(req: RequestSettings) -> list[str]:
     """The users' Locust options for a scenario's request settings."""
-    args = ["--max-tokens", str(req.max_tokens), "--temperature", repr(req.temperature),
-            "--seed", str(req.seed)]
-    optional = {
-        "--model": req.model,
-        "--min-tokens": req.min_tokens,
-        "--prompts": req.prompts,
-        "--api-key-env": req.api_key_env,
-        "--request-timeout": req.request_timeout_s,
-        "--failure-backoff": req.failure_backoff_s,
-        "--request-id-header": req.request_id_header,
-        "--ca-bundle": req.ca_bundle,
-        "--prompt-tokens": req.prompt_tokens,
-        "--output-tokens": req.output_tokens,
-        "--shared-prefix-tokens": req.shared_prefix_tokens or None,
-    }
-    for flag, value in optional.items():
-        if value is not None:
-            args += [flag, str(value)]
-    if req.ignore_eos:
-        args.append("--ignore-eos")
-    if req.insecure:
-        args.append("--insecure")
-    if not req.continuous_usage:
-        args.append("--no-continuous-usage")
-    return args
+    return to_args(req, Request)
 
 
 # A worker that stops sending heartbeats is marked missing after ~4 s; only with this
@@ -94,19 +72,9 @@ REBALANCE = "--enable-rebalancing"
 
 
 def workload_args(workload: Workload, levels: Sequence[float]) -> list[str]:
-    """The rungs (`--ladder` or `--rates`) and the workload's Locust options."""
-    if workload.kind == "open":
-        args = ["--rates", ",".join(f"{r:g}" for r in levels)]
-    else:
-        args = ["--ladder", ",".join(str(int(u)) for u in levels)]
-    optional = {
-        "--conversations": workload.conversations, "--turns": workload.turns,
-        "--think-time": workload.think_time, "--arrivals": workload.arrivals,
-        "--arrival-cv": workload.cv, "--max-in-flight": workload.max_in_flight,
-        "--arrival-unit": workload.unit,
-    }
-    return args + [a for flag, value in optional.items() if value is not None
-                   for a in (flag, str(value))]
+    """The rungs (the kind's `--ladder` or `--rates`) and the workload's Locust options."""
+    return [*KINDS[workload.kind].axis.arg(levels),
+            *to_args(workload, SettingsWorkload)]
 
 
 def load_mode_args(mode: LoadMode) -> list[str]:
@@ -134,9 +102,7 @@ def locust_command(
         "--headless", "--only-summary", "--exit-code-on-error", "0",
         "--csv", str(prefix), "--csv-full-history", "--host", host,
         *workload_args(scenario.workload, levels),
-        "--warmup", repr(scenario.warmup_s), "--measure", repr(scenario.measure_s),
-        "--min-requests", str(scenario.min_requests),
-        "--max-measure", repr(scenario.max_measure_s or 0.0), "--drain", repr(scenario.drain_s),
+        *to_args(scenario, Windows),
         *request_args(scenario.request), *load_mode_args(mode),
     ]
 

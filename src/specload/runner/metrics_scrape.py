@@ -1,10 +1,10 @@
 """Sample a server's Prometheus `/metrics` every second into `<prefix>_server_metrics.csv`.
 
 A background thread of the runner GETs the metrics URL once per interval, parses the
-text with prometheus_client's reference parser, keeps the series of the shared table
-(`specload.engine_metrics`: vLLM, SGLang, TGI and llama.cpp names, plus latency
-histograms' `_sum` and `_count`) and appends long-format rows `ts, metric, value`.
-Each row's value combines the series' label sets as the table says: counters and queue
+text with prometheus_client's reference parser, keeps every registered engine's series
+(`specload.engine_metrics`, read at each sample, plus latency histograms' `_sum` and
+`_count`) and appends long-format rows `ts, metric, value`.
+Each row's value combines the series' label sets as its entry says: counters and queue
 sizes add up across data-parallel ranks, ratio gauges are averaged, weighted by the
 same rank's running requests where the engine exposes them. `ts` is the middle of the
 fetch (a slow /metrics would otherwise stamp every value early), and each sample adds
@@ -29,33 +29,40 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from specload import engine_metrics
 from specload.api_key import bearer
-from specload.engine_metrics import BY_NAME, HISTOGRAMS, names
+from specload.engine_metrics import Series
 from specload.records import FETCH_METRIC, SERVER_METRICS_COLUMNS
 
-GENERATED_TOKENS = names("generated")
-_HISTOGRAM_PARTS = frozenset(f"{h}_{part}" for h in HISTOGRAMS for part in ("sum", "count"))
+
+def _kept() -> tuple[dict[str, Series], frozenset[str]]:
+    """The series kept, by name, and the histograms' `_sum` and `_count` names."""
+    parts = frozenset(f"{h}_{part}" for h in engine_metrics.histograms()
+                      for part in ("sum", "count"))
+    return engine_metrics.by_name(), parts
 
 
 def wanted(sample_name: str) -> bool:
     """Whether a sample name (as exposed, e.g. `..._total`, `..._sum`) is kept."""
-    return sample_name in BY_NAME or sample_name in _HISTOGRAM_PARTS
+    table, parts = _kept()
+    return sample_name in table or sample_name in parts
 
 
 Labels = tuple[tuple[str, str], ...]
 
 
 def parse_metrics(text: str) -> dict[str, float]:
-    """Kept samples of a Prometheus text exposition, label sets combined per the table."""
+    """Kept samples of a Prometheus text exposition, label sets combined per their entry."""
+    table, parts = _kept()
     by_name: dict[str, dict[Labels, float]] = defaultdict(dict)
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            if wanted(sample.name):
+            if sample.name in table or sample.name in parts:
                 labels = tuple(sorted(sample.labels.items()))
                 by_name[sample.name][labels] = float(sample.value)
     out: dict[str, float] = {}
     for name, values in by_name.items():
-        series = BY_NAME.get(name)
+        series = table.get(name)
         if series is not None and series.only:
             values = {ls: v for ls, v in values.items() if set(series.only) <= set(ls)}
             if not values:
@@ -122,7 +129,7 @@ class MetricsSampler:
                 writer.writerow(SERVER_METRICS_COLUMNS)
             writer.writerows([f"{ts:.3f}", name, repr(v)] for name, v in values.items())
             writer.writerow([f"{ts:.3f}", FETCH_METRIC, f"{after - before:.4f}"])
-        generated = [values[n] for n in GENERATED_TOKENS if n in values]
+        generated = [values[n] for n in engine_metrics.names("generated") if n in values]
         if generated:
             self._generated.append((ts, sum(generated)))
         self.samples_ok += 1

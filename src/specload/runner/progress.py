@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from specload.records import EVENTS_SUFFIX, LIVE_SUFFIX, LOCUST_FAILURES_SUFFIX
+from specload.report.rung_columns import View, names
 
 # An arm where more than this share of requests failed is marked failed.
 FAILED_ARM_SHARE = 0.5
@@ -69,9 +70,7 @@ class WorkerEvents:
         return out
 
 
-FIGURES = ("output_tok_s", "requests", "requests_started", "failures", "top_failure",
-           "timeouts", "interrupted", "ttft_p50_ms", "ttft_p50_lb_ms", "ttft_p99_ms", "tpot_p50_ms",
-           "achieved_concurrency", "estimated_token_share")
+FIGURES = names(View.PROGRESS)
 
 
 def rung_figures(prefix: Path, line: dict[str, Any]) -> dict[str, Any]:

@@ -41,7 +41,14 @@ from specload.runner.progress import (
     fmt_s,
 )
 from specload.runner.rounds import run_arm, run_rounds
-from specload.runner.verify import VERIFY_ARM, add_arm, hand_steps, has_verify_arm, verify_arm
+from specload.runner.verify import (
+    VERIFY_ARM,
+    add_arm,
+    hand_steps,
+    has_verify_arm,
+    verify_arm,
+    write_files,
+)
 from specload.scenario import Scenario, load_scenario, parse_scenario
 
 # --- setup ------------------------------------------------------------------------------
@@ -95,7 +102,7 @@ def _api_key(scenario: Scenario) -> str | None:
     """The key every request of the sweep carries (`api_key.resolve`)."""
     name = scenario.request.api_key_env
     key = api_key.resolve(name)
-    if name and key is None:
+    if key is None and name != api_key.DEFAULT_ENV:
         say(f"warning: request.api_key_env names {name}, which is not set")
     return key
 
@@ -103,7 +110,7 @@ def _api_key(scenario: Scenario) -> str | None:
 def print_plan(scenario: Scenario, mode: LoadMode, out: Path) -> None:
     per_rep = len(scenario.levels) * (scenario.warmup_s + scenario.measure_s)
     total = per_rep * scenario.repeats * len(scenario.arms)
-    steps = "rates (per second)" if scenario.workload.kind == "open" else "ladder"
+    steps = scenario.workload_kind.axis.plan_words
     say(f"scenario {scenario.name}, workload {scenario.workload.kind}: {steps} "
         f"{','.join(f'{x:g}' for x in scenario.levels)}, "
         f"{scenario.warmup_s:g} s warmup + {scenario.measure_s:g} s measure per rung, "
@@ -139,29 +146,24 @@ def run_verify(sweep: Sweep) -> None:
     if not _pair_done(sweep):
         say("verify: skipped, the spec-on and spec-off arms did not all finish")
         return
-    from specload.report import render  # only now: pandas and plotly load slowly
-    from specload.report.engine_settings import vllm_ranges
+    from specload.report.render import schedule_to_verify  # only now: pandas loads slowly
 
     try:
-        report = render.build(sweep.run_dir)
-        render.write(report)
+        found = schedule_to_verify(sweep.run_dir)
     except UserError as exc:
-        say(f"verify: skipped, the report cannot be built ({exc})")
+        say(f"verify: skipped, the run cannot be analysed ({exc})")
         return
-    found = report.verified()
     if found is None:
-        summary = report.recommendations[0].summary if report.recommendations else ""
-        say(f"verify: no schedule to verify ({summary or 'no spec-on/spec-off pair'})")
+        say("verify: no schedule to verify (the recommendation below says why)")
         return
-    rec, where = found
-    ranges = vllm_ranges(rec.tiers or ())
+    ranges = found.ranges()
     if not all(isinstance(k, int) for _, _, k in ranges):
         say("verify: the schedule's draft length is unknown (set the arm's `k`)")
         return
     schedule = [[int(v) for v in r] for r in ranges]
-    folder = (sweep.run_dir / where).resolve()
+    folder = write_files(sweep.run_dir, found)
     on = next(a for a in sweep.scenario.arms if a.arm_role == "spec_on")
-    arm = verify_arm(on, schedule, rec.vllm_config, folder)
+    arm = verify_arm(on, found, folder)
     sweep.scenario, entry = add_arm(sweep.scenario, sweep.manifest.scenario, arm, schedule)
     sweep.manifest.arms.append(entry)
     if entry.by_hand:
@@ -170,7 +172,7 @@ def run_verify(sweep: Sweep) -> None:
             say(line)
         return
     sweep.selected.append(VERIFY_ARM)
-    say(f"[{VERIFY_ARM}] the recommended schedule ({where}): {schedule}")
+    say(f"[{VERIFY_ARM}] the recommended schedule ({found.folder}): {schedule}")
     run_arm(sweep, entry)
 
 

@@ -135,8 +135,8 @@ class SimApi:
     async def health(self, request: web.Request) -> web.Response:
         if self.flavor.health_generates and not await self._generate_one_token():
             return json_response({"error": "health check timed out"}, 503)
-        if self.flavor.name == "llamacpp":
-            return json_response({"status": "ok"})
+        if self.flavor.health_json is not None:
+            return json_response(dict(self.flavor.health_json))
         return web.Response(status=200)
 
     async def _generate_one_token(self) -> bool:
@@ -164,22 +164,22 @@ class SimApi:
                 "root": self.limits.model_name, "max_model_len": self.limits.max_model_len}]})
 
     async def metrics(self, request: web.Request) -> web.Response:
-        kind = self.flavor.metrics
+        exposition = self.flavor.metrics
         if not self.metrics_on:  # llama.cpp without --metrics
             return json_response({"error": {
                 "code": 501, "message": "This server does not support metrics endpoint. "
                 "Start it with `--metrics`", "type": "not_supported_error"}}, 501)
-        if kind == "none":
+        if exposition is None:
             raise web.HTTPNotFound()
-        text = metrics.render(kind, [e.stats() for e in self.engines], self.limits.model_name)
-        if kind == "llamacpp":
-            for engine in self.engines:  # the rate gauges average since the last scrape
+        text = metrics.render(exposition, [e.stats() for e in self.engines],
+                              self.limits.model_name)
+        if exposition.rates_since_scrape:
+            for engine in self.engines:
                 engine.reset_buckets()
-            return web.Response(body=text.encode(), headers={
-                "Content-Type": "text/plain; version=0.0.4",
-                "Process-Start-Time-Unix": self._start_us})
-        return web.Response(text=text, content_type="text/plain", charset="utf-8",
-                            headers={"X-Prometheus-Format": "0.0.4"})
+        headers = {"Content-Type": exposition.content_type, **dict(exposition.headers)}
+        if exposition.start_time_header:
+            headers["Process-Start-Time-Unix"] = self._start_us
+        return web.Response(body=text.encode(), headers=headers)
 
     # -- generation --------------------------------------------------------------------
 

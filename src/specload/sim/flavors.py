@@ -5,9 +5,10 @@ so the load generator meets each engine's quirks in tests instead of in producti
 what the role chunk looks like and when it comes, where `finish_reason` rides, whether
 usage comes per chunk, at the end or never (and how its chunk is shaped), the reasoning
 field, one chunk per engine step or one per token, health routes, the running-request
-cap, `X-Request-Id` handling, `ignore_eos`, the `/metrics` names, which routes an API
-key guards, and when the connection closes. Pure data; the API (`api.py`), the chunk
-writer (`sse.py`) and the metrics text (`metrics.py`) read it.
+cap, `X-Request-Id` handling, `ignore_eos`, the `/metrics` layout (an `Exposition` of
+`metrics.py`), which routes an API key guards, and when the connection closes. Pure
+data; the API (`api.py`) and the chunk writer (`sse.py`) read it. `FLAVORS` is the one
+table of flavours: a new engine's conventions are one entry in it.
 
 Facts were read from each engine's source (versions and paths below; line numbers of
 those versions in the project notes). They change between releases: re-check them
@@ -64,12 +65,15 @@ against the engine version you compare with.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from specload.sim import metrics
+from specload.sim.metrics import Exposition
+
 RoleChunk = Literal["empty", "null", "absent", "every", "first"]
 Usage = Literal["continuous", "final", "never"]
-Metrics = Literal["vllm", "sglang", "tgi", "llamacpp", "none"]
 ChunkId = Literal["request", "hex", "empty", "small_int", "uuid"]
 
 
@@ -102,13 +106,14 @@ class Flavor:
     eos_text_empty: bool = False  # the EOS token is counted but its text is stripped
     health_paths: tuple[str, ...] = ("/health",)
     health_generates: bool = False  # /health runs a one-token generation first
+    health_json: Mapping[str, Any] | None = None  # /health's JSON body (None: empty)
     root_text: str | None = None  # GET / answers this text (200)
     one_at_a_time_lock: bool = False  # every route queues on one lock (llama-cpp-python)
     interrupt_default: bool = False  # a waiting request ends the running stream
     request_id: Literal["any", "uuid", "ignored"] = "ignored"
     honours_ignore_eos: bool = True
     honours_min_tokens: bool = True
-    metrics: Metrics = "none"
+    metrics: Exposition | None = None  # None: no /metrics
     metrics_flag: bool = False  # /metrics answers 501 unless started with `--metrics`
     slots: int | None = None  # running-request cap of the engine (None: the profile's)
     headers_when_scheduled: bool = False  # HTTP headers only once the request runs
@@ -136,7 +141,7 @@ class Flavor:
 VLLM = Flavor(
     name="vllm", role="empty", finish_separate=False, usage="continuous",
     reasoning_key="reasoning", per_token_chunks=False, eos_text_empty=True,
-    health_paths=("/health", "/ping"), request_id="any", metrics="vllm",
+    health_paths=("/health", "/ping"), request_id="any", metrics=metrics.VLLM,
     api_key=ApiKeyRule(guarded_prefix="/v1", public=(),
                        error=("application/json", b'{"error":"Unauthorized"}')),
 )
@@ -144,7 +149,8 @@ _LLAMACPP_JSON = "application/json; charset=utf-8"
 LLAMACPP = Flavor(
     name="llamacpp", role="null", finish_separate=True, usage="final",
     reasoning_key="reasoning_content", per_token_chunks=True,
-    health_paths=("/health", "/v1/health"), metrics="llamacpp", metrics_flag=True, slots=4,
+    health_paths=("/health", "/v1/health"), health_json={"status": "ok"},
+    metrics=metrics.LLAMACPP, metrics_flag=True, slots=4,
     headers_when_scheduled=True, honours_min_tokens=False,
     extra_chunk={"system_fingerprint": "b6000-0c1e5709"},
     not_found=(_LLAMACPP_JSON,
@@ -163,7 +169,7 @@ FLAVORS: dict[str, Flavor] = {f.name: f for f in (
         reasoning_key="reasoning_content", per_token_chunks=False,
         continuous_needs_include_usage=False,
         health_paths=("/health", "/health_generate", "/ready"), health_generates=True,
-        metrics="sglang", chunk_id="hex",
+        metrics=metrics.SGLANG, chunk_id="hex",
         extra_delta={"reasoning_content": None}, extra_choice={"matched_stop": None},
     ),
     LLAMACPP,
@@ -177,7 +183,7 @@ FLAVORS: dict[str, Flavor] = {f.name: f for f in (
     Flavor(
         name="tgi", role="every", finish_separate=False, usage="final", reasoning_key=None,
         per_token_chunks=True, health_paths=("/health", "/ping"), root_text="",
-        honours_ignore_eos=False, honours_min_tokens=False, metrics="tgi",
+        honours_ignore_eos=False, honours_min_tokens=False, metrics=metrics.TGI,
         max_concurrent=128, chunk_id="empty",
         extra_chunk={"system_fingerprint": "3.3.6-dev0-native", "usage": None},
     ),

@@ -10,8 +10,10 @@ as histograms of finished requests; llama.cpp `llamacpp:*` without labels, token
 draft counters advanced only when a request leaves its slot, values printed as C++
 prints a double. Histograms use vLLM's buckets. `specload_sim_*`
 series (engine steps, busy and lag seconds) come with every flavour that has a
-/metrics. Rendering is hand-written (a few dozen series) so the engine keeps plain
-ints on its hot path.
+/metrics. Each layout is an `Exposition` (its lines and the response around them) that
+the flavour names (`Flavor.metrics`), so a new engine's flavour brings its own; `render`
+writes any of them. Rendering is hand-written (a few dozen series) so the engine keeps
+plain ints on its hot path.
 """
 
 from __future__ import annotations
@@ -105,8 +107,9 @@ def label_value(text: str) -> str:
 Series = tuple[str, str, str, Callable[[RankStats], float]]  # name, kind, help, value
 
 
-def _family(lines: list[str], series: Series, ranks: Sequence[RankStats],
-            labels: Sequence[str]) -> None:
+def family(lines: list[str], series: Series, ranks: Sequence[RankStats],
+           labels: Sequence[str]) -> None:
+    """One series' HELP, TYPE and a sample per rank, with that rank's labels."""
     name, kind, help_text, value = series
     lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
     suffix = "_total" if kind == "counter" else ""
@@ -277,53 +280,83 @@ def _sum_ranks(ranks: Sequence[RankStats]) -> RankStats:
     return total
 
 
-def render(kind: str, ranks: Sequence[RankStats], model_name: str) -> str:
-    """Prometheus text format 0.0.4 for the ranks, in the named flavour's metric names."""
+@dataclass(frozen=True, slots=True)
+class Exposition:
+    """One engine's /metrics: the lines for its ranks, and the response around them."""
+
+    lines: Callable[[Sequence[RankStats], str], list[str]]  # ranks, escaped model name
+    content_type: str = "text/plain; charset=utf-8"
+    headers: tuple[tuple[str, str], ...] = (("X-Prometheus-Format", "0.0.4"),)
+    start_time_header: bool = False  # llama.cpp's `Process-Start-Time-Unix`
+    rates_since_scrape: bool = False  # its rate gauges average since the last scrape
+
+
+def _vllm(ranks: Sequence[RankStats], model: str) -> list[str]:
     lines: list[str] = []
-    model = label_value(model_name)
-    if kind == "vllm":
-        labels = [f'engine="{i}",model_name="{model}"' for i in range(len(ranks))]
-        for series in (*VLLM_SERIES, *SIM_SERIES):
-            _family(lines, series, ranks, labels)
-        _histograms(lines, (
-            ("vllm:time_to_first_token_seconds", "Time to first token (server side).",
-             lambda r: r.ttft),
-            ("vllm:e2e_request_latency_seconds", "End-to-end request latency.",
-             lambda r: r.e2e)), ranks, labels)
-    elif kind == "sglang":
-        base = f'model_name="{model}",engine_type="unified"'
-        rank_part = ',tp_rank="0",pp_rank="0",moe_ep_rank="0"'
-        labels = [base + rank_part + (f',dp_rank="{i}"' if len(ranks) > 1 else "")
-                  for i in range(len(ranks))]
-        for series in (*SGLANG_RANK_SERIES, *SIM_SERIES):
-            _family(lines, series, ranks, labels)
-        total = [_sum_ranks(ranks)]
-        for series in SGLANG_TOKENIZER_SERIES:
-            _family(lines, series, total, [base])
-        _histograms(lines, (
-            ("sglang:time_to_first_token_seconds", "Histogram of time to first token in "
-             "seconds.", lambda r: r.ttft),
-            ("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency "
-             "in seconds", lambda r: r.e2e)), total, [base])
-    elif kind == "tgi":
-        total = [_sum_ranks(ranks)]
-        for series in TGI_SERIES:
-            _family(lines, series, total, [""])
-        # metrics-exporter-prometheus names counters as declared: no `_total` suffix
-        lines = [ln.replace("tgi_request_success_total", "tgi_request_success")
-                 for ln in lines]
-        _histograms(lines, (
-            ("tgi_request_generated_tokens", "Generated tokens per request",
-             lambda r: r.output_len),
-            ("tgi_request_input_length", "Input tokens per request", lambda r: r.prompt_len),
-            ("tgi_request_duration", "Request duration", lambda r: r.e2e)), total, [""])
-        for series in SIM_SERIES:
-            _family(lines, series, total, [""])
-    elif kind == "llamacpp":  # one server, no labels: ranks are summed
-        total = [_sum_ranks(ranks)]
-        _llamacpp(lines, total[0])
-        for series in SIM_SERIES:
-            _family(lines, series, total, [""])
-    else:
-        raise ValueError(f"no metrics in flavour kind {kind!r}")
-    return "\n".join(lines) + "\n"
+    labels = [f'engine="{i}",model_name="{model}"' for i in range(len(ranks))]
+    for series in (*VLLM_SERIES, *SIM_SERIES):
+        family(lines, series, ranks, labels)
+    _histograms(lines, (
+        ("vllm:time_to_first_token_seconds", "Time to first token (server side).",
+         lambda r: r.ttft),
+        ("vllm:e2e_request_latency_seconds", "End-to-end request latency.",
+         lambda r: r.e2e)), ranks, labels)
+    return lines
+
+
+def _sglang(ranks: Sequence[RankStats], model: str) -> list[str]:
+    lines: list[str] = []
+    base = f'model_name="{model}",engine_type="unified"'
+    rank_part = ',tp_rank="0",pp_rank="0",moe_ep_rank="0"'
+    labels = [base + rank_part + (f',dp_rank="{i}"' if len(ranks) > 1 else "")
+              for i in range(len(ranks))]
+    for series in (*SGLANG_RANK_SERIES, *SIM_SERIES):
+        family(lines, series, ranks, labels)
+    total = [_sum_ranks(ranks)]
+    for series in SGLANG_TOKENIZER_SERIES:
+        family(lines, series, total, [base])
+    _histograms(lines, (
+        ("sglang:time_to_first_token_seconds", "Histogram of time to first token in "
+         "seconds.", lambda r: r.ttft),
+        ("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency "
+         "in seconds", lambda r: r.e2e)), total, [base])
+    return lines
+
+
+def _tgi(ranks: Sequence[RankStats], model: str) -> list[str]:
+    lines: list[str] = []
+    total = [_sum_ranks(ranks)]
+    for series in TGI_SERIES:
+        family(lines, series, total, [""])
+    # metrics-exporter-prometheus names counters as declared: no `_total` suffix
+    lines = [ln.replace("tgi_request_success_total", "tgi_request_success") for ln in lines]
+    _histograms(lines, (
+        ("tgi_request_generated_tokens", "Generated tokens per request",
+         lambda r: r.output_len),
+        ("tgi_request_input_length", "Input tokens per request", lambda r: r.prompt_len),
+        ("tgi_request_duration", "Request duration", lambda r: r.e2e)), total, [""])
+    for series in SIM_SERIES:
+        family(lines, series, total, [""])
+    return lines
+
+
+def _llamacpp_text(ranks: Sequence[RankStats], model: str) -> list[str]:
+    """One server, no labels: the ranks are summed."""
+    lines: list[str] = []
+    total = [_sum_ranks(ranks)]
+    _llamacpp(lines, total[0])
+    for series in SIM_SERIES:
+        family(lines, series, total, [""])
+    return lines
+
+
+VLLM = Exposition(_vllm)
+SGLANG = Exposition(_sglang)
+TGI = Exposition(_tgi)
+LLAMACPP = Exposition(_llamacpp_text, content_type="text/plain; version=0.0.4", headers=(),
+                      start_time_header=True, rates_since_scrape=True)
+
+
+def render(exposition: Exposition, ranks: Sequence[RankStats], model_name: str) -> str:
+    """Prometheus text format 0.0.4 for the ranks, in an engine's layout and names."""
+    return "\n".join(exposition.lines(ranks, label_value(model_name))) + "\n"

@@ -65,7 +65,7 @@ def build_api(args: argparse.Namespace, profile: Profile) -> SimApi:
         reasoning_tokens=getattr(args, "reasoning_tokens", 0) or 0,
         connection_close=bool(getattr(args, "connection_close", False)))
     metrics_on = bool(getattr(args, "metrics", False))
-    if metrics_on and flavor.metrics == "none":
+    if metrics_on and flavor.metrics is None:
         raise SimConfigError(f"--metrics: the {flavor.name} flavor has no /metrics")
     key = api_key(args)
     if key is not None and flavor.api_key is None:

@@ -16,7 +16,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from specload.report.table import LIVE_COLUMNS, text
+from specload.report.rung_columns import View, names
+from specload.report.table import text
 from specload.runner.processes import free_port
 from tests.support import REPO
 
@@ -72,7 +73,7 @@ def test_web_ui_serves_the_tokens_tab(fake_stream_server: Any, tmp_path: Path) -
         (table,) = [t for t in stats["extended_stats"] if t["key"] == "tokens"]
         got = live(base)
         assert table["data"] == [
-            {k: text(float("inf") if r[k] == "inf" else r[k]) for k in LIVE_COLUMNS}
+            {k: text(float("inf") if r[k] == "inf" else r[k]) for k in names(View.LIVE)}
             for r in got["rungs"]]
     finally:
         proc.terminate()

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from specload.report import render
-from specload.report.table import LIVE_COLUMNS, text
+from specload.report.rung_columns import View, names
+from specload.report.table import text
 from specload.runner.processes import free_port
 from tests.support import REPO
 from tests.support.browser import Browser
@@ -108,7 +109,7 @@ def test_tokens_tab_in_a_browser(sim_server: Any, tmp_path: Path, processes: int
             rows = browser.evaluate(TABLE_ROWS)
             first = got["live"]["rungs"][0]
             assert rows[0] == [text(float("inf") if first[k] == "inf" else first[k])
-                               for k in LIVE_COLUMNS]
+                               for k in names(View.LIVE)]
             browser.screenshot(tmp_path / "tokens-tab.png")
             assert browser.errors == []
             browser.wait_for(f"{PAYLOAD}.state === 'stopped' && {PAYLOAD}.rungs.length === 2",
@@ -126,9 +127,9 @@ def test_tokens_tab_in_a_browser(sim_server: Any, tmp_path: Path, processes: int
     # within that of a window edge may fall on the other side (seen: 0.08% of tok/s).
     rel = 0 if processes == 1 else 5e-3
     for rung, (_, expected) in zip(live["rungs"], report.iterrows(), strict=True):
-        assert {k: rung[k] for k in LIVE_COLUMNS} == {
+        assert {k: rung[k] for k in names(View.LIVE)} == {
             k: "inf" if expected[k] == float("inf") else pytest.approx(expected[k], rel=rel)
-            for k in LIVE_COLUMNS}
+            for k in names(View.LIVE)}
     # (until the SIGTERM above: Locust 2.47 may then close its CSV files under the greenlet
     # that writes them, an error of its own)
     output = log.read_text().split("Got SIGTERM signal")[0]

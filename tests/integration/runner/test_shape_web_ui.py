@@ -48,10 +48,10 @@ def test_web_ui_runs_the_ladder_from_its_form_fields(tmp_path: Path, sim_server)
     base = f"http://127.0.0.1:{port}"
     try:
         page = wait_for_ui(base + "/", proc)
-        for field in ("ladder", "warmup", "measure"):
+        for field in ("ladder", "warmup_s", "measure_s"):
             assert f'"{field}"' in page  # shown among the UI's custom parameters
         form = {"user_count": "1", "spawn_rate": "1", "host": sim.url,
-                "ladder": "2,3", "warmup": "1", "measure": "1.5"}
+                "ladder": "2,3", "warmup_s": "1", "measure_s": "1.5"}
         req = urllib.request.Request(base + "/swarm",
                                      data=urllib.parse.urlencode(form).encode())
         with urllib.request.urlopen(req, timeout=10) as resp:

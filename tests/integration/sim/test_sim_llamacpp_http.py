@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from specload import engine_metrics
+from specload import engines
 from specload.runner.metrics_scrape import parse_metrics
 from specload.sim.metrics import LLAMACPP_SERIES
 
@@ -141,7 +141,9 @@ def test_metrics_flag_serves_llamacpps_names(sim_server) -> None:
     for name, kind, help_text, _ in LLAMACPP_SERIES:
         assert f"# HELP llamacpp:{name} {help_text}\n# TYPE llamacpp:{name} {kind}\n" in text
     kept = parse_metrics(text)  # what the sampler keeps
-    read = [s.key for s in engine_metrics.SERIES if s.name.startswith("llamacpp:")]
+    llamacpp = engines.get("llamacpp")
+    assert llamacpp is not None
+    read = [s.key for s in llamacpp.series]
     assert read and all(name in kept for name in read), set(read) - set(kept)
     assert 'position="0"' in text  # accepted tokens per draft position
 

@@ -50,8 +50,8 @@ def make_shape(tmp_path: Path | None, ladder: str = "1,2,5", warmup: float = 2.0
                drain: float = 30.0) -> tuple[LadderShape, FakeClock, FakeLive]:
     clock, live = FakeClock(), FakeLive()
     shape = LadderShape(clock=clock, live=live)  # type: ignore[arg-type]
-    opts = SimpleNamespace(ladder=ladder, warmup=warmup, measure=measure,
-                           min_requests=min_requests, max_measure=max_measure, drain=drain,
+    opts = SimpleNamespace(ladder=ladder, warmup_s=warmup, measure_s=measure,
+                           min_requests=min_requests, max_measure_s=max_measure, drain_s=drain,
                            csv_prefix=str(tmp_path / "run") if tmp_path else None)
     shape.runner = SimpleNamespace(environment=SimpleNamespace(parsed_options=opts))
     shape.reset_time()

@@ -12,7 +12,7 @@ from specload.loadgen.options import RunOptions
 plugin.install()  # as a locustfile does: specload's arguments and listeners
 
 NAMES = ("model", "max_tokens", "ignore_eos", "min_tokens", "temperature", "prompts", "seed",
-         "api_key_env", "request_timeout", "continuous_usage", "records")
+         "api_key_env", "request_timeout_s", "continuous_usage", "records")
 
 
 def env_for(*args: str) -> Environment:
@@ -35,8 +35,8 @@ def test_values_are_parsed() -> None:
     ))
     assert opts == RunOptions(
         model="m", max_tokens=64, ignore_eos=True, min_tokens=64, temperature=0.7,
-        prompts="p.jsonl", seed=9, api_key_env="MY_KEY", request_timeout=12.5,
-        failure_backoff=0.0, request_id_header="off", ca_bundle="", insecure=True,
+        prompts="p.jsonl", seed=9, api_key_env="MY_KEY", request_timeout_s=12.5,
+        failure_backoff_s=0.0, request_id_header="off", ca_bundle="", insecure=True,
         continuous_usage=False, records=False)
 
 

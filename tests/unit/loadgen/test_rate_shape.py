@@ -26,8 +26,8 @@ def _clean() -> None:
 def make(tmp_path: Path, **opts: object) -> tuple[RateShape, FakeClock, FakeLive]:
     clock, live = FakeClock(), FakeLive()
     shape = RateShape(clock=clock, live=live)  # type: ignore[arg-type]
-    values = {"rates": "2,5", "warmup": 1.0, "measure": 4.0, "drain": 10.0, "seed": 3,
-              "arrivals": "poisson", "arrival_cv": 1.0, "max_in_flight": 16,
+    values = {"rates": "2,5", "warmup_s": 1.0, "measure_s": 4.0, "drain_s": 10.0, "seed": 3,
+              "arrivals": "poisson", "cv": 1.0, "max_in_flight": 16,
               "csv_prefix": str(tmp_path / "run"), **opts}
     shape.runner = SimpleNamespace(environment=SimpleNamespace(
         parsed_options=SimpleNamespace(**values)))

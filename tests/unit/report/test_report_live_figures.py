@@ -21,7 +21,7 @@ from specload.records import CLIENT_LAG_LIMIT_MS, CLIENT_STATS_COLUMNS, RequestR
 from specload.report import aggregate, client_metrics, run_files
 from specload.report.live_figures import BIN_S, LiveFigures, load_status, serve
 from specload.report.run_files import RepSource
-from specload.report.table import LIVE_COLUMNS
+from specload.report.rung_columns import View, names
 from specload.report.windows import Window
 from tests.support import run_files as make
 
@@ -83,11 +83,11 @@ def test_each_rung_has_the_reports_numbers(tmp_path: Path) -> None:
     report = aggregate.measure_rep(aggregate.RepJob("arm", RepSource(1, prefix)))
     assert [r["concurrency"] for r in figures.rungs] == [1, 4]
     for live, (_, expected) in zip(figures.rungs, report.iterrows(), strict=True):
-        for column in LIVE_COLUMNS:
+        for column in names(View.LIVE):
             assert live[column] == expected[column], column
     assert figures.rungs[0]["output_tok_s"] == pytest.approx(15.0)  # 30 tokens / 2 s
     table = figures.table_rows()
-    assert list(table[1]) == list(LIVE_COLUMNS)
+    assert list(table[1]) == list(names(View.LIVE))
     assert table[1]["concurrency"] == "4" and table[0]["output_tok_s"] == "15"
 
 

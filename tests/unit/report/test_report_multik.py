@@ -110,8 +110,9 @@ def test_the_study_recovers_the_simulators_picks_from_its_curves() -> None:
     assert study.table["best_k"].tolist() == [5, 5, 3, 0]
     assert [t.k for t in study.tiers] == [5, 3, 0] and study.axis == "batch size"
     rec = study.recommendation
-    assert rec.vllm_config is not None
-    assert rec.vllm_config["num_speculative_tokens"] == 5
-    assert rec.vllm_config["method"] == "eagle3"
+    vllm_config = rec.decision.settings.get("vllm")
+    assert vllm_config is not None
+    assert vllm_config["num_speculative_tokens"] == 5
+    assert vllm_config["method"] == "eagle3"
     assert set(rec.files) >= {"vllm-speculative-config.json", "sglang-adaptive.json",
                               "trtllm.yaml", "README.md"}

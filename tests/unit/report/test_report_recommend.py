@@ -11,7 +11,8 @@ import pytest
 
 from specload.report import crossover as cx
 from specload.report import recommend as rec
-from specload.report.engine_settings import BATCH_SIZE_CEILING, K_PLACEHOLDER, Tier
+from specload.report import recommend_text as rt
+from specload.report.engine_settings import BATCH_SIZE_CEILING, K_PLACEHOLDER, VLLM_FILE, Tier
 from specload.report.run_files import ArmSource
 from specload.report.slo import SloTarget
 from specload.report.spec_command import parse_command
@@ -41,24 +42,27 @@ def _pair(speedups: Sequence[float], batches: Sequence[float] | None = None,
 
 
 def _recommend(pair: cx.PairResult, engine: str | None = None,
-               command: str | None = VLLM_CMD) -> rec.Recommendation:
-    return rec.recommend(pair, rec.ArmSetup(engine, "command", parse_command(command)))
+               command: str | None = VLLM_CMD) -> rt.Recommendation:
+    decision = rec.recommend(pair, rec.ArmSetup(engine, "command", parse_command(command)))
+    return rt.recommendation(decision, "on vs off")
 
 
 def test_bound_is_a_batch_size_mapped_through_the_spec_on_server() -> None:
     got = _recommend(_pair([1.5, 1.2, 0.8, 0.6], batches=[1, 10, 25, 30]))
     c_star = math.sqrt(10 * 30)  # halfway between 10 and 30 in log C
-    assert got.bound is not None and got.bound.concurrency == pytest.approx(c_star)
+    bound = got.decision.bound
+    assert bound is not None and bound.concurrency == pytest.approx(c_star)
     # log-log interpolation: sqrt(10 * 25) running requests, not capped at C* (>= 0.9 C*)
-    assert got.bound.batch == pytest.approx(math.sqrt(10 * 25)) and got.bound.last_on == 15
-    assert got.bound.through == "spec-on" and got.bound.spec_on_batch is None
-    assert got.tiers == (Tier(15, 3), Tier(None, 0))
-    assert got.vllm_config == {"method": "eagle3", "model": "d", "num_speculative_tokens": 3,
-                               "num_speculative_tokens_per_batch_size": [
-                                   [1, 15, 3], [16, BATCH_SIZE_CEILING, 0]]}
+    assert bound.batch == pytest.approx(math.sqrt(10 * 25)) and bound.last_on == 15
+    assert bound.through == "spec-on" and bound.spec_on_batch is None
+    assert got.decision.tiers == (Tier(15, 3), Tier(None, 0))
+    vllm_config = got.decision.settings.get("vllm")
+    assert vllm_config == {"method": "eagle3", "model": "d", "num_speculative_tokens": 3,
+                           "num_speculative_tokens_per_batch_size": [
+                               [1, 15, 3], [16, BATCH_SIZE_CEILING, 0]]}
     assert "batch size 15.8" in got.summary and "up to batch size 15" in got.summary
-    assert set(got.files) == set(rec.ENGINE_FILES)
-    assert got.bound.capped == 30  # 25 running requests of 30 at C = 30: queueing starts
+    assert set(got.files) == set(rec.engine_files())
+    assert bound.capped == 30  # 25 running requests of 30 at C = 30: queueing starts
     assert any("at most about 30 requests" in n for n in got.notes)
 
 
@@ -67,32 +71,36 @@ def test_a_spec_on_server_capped_at_c_star_maps_through_the_spec_off_server() ->
     verification arm measured this on the quickstart)."""
     got = _recommend(_pair([1.5, 1.2, 0.8, 0.6], batches=[1, 9, 20, 20]))
     c_star = math.sqrt(10 * 30)
-    assert got.bound is not None and got.bound.through == "spec-off"
-    assert got.bound.batch == pytest.approx(c_star) and got.bound.last_on == 17
-    assert got.bound.spec_on_batch == pytest.approx(math.sqrt(9 * 20))
-    assert got.tiers == (Tier(17, 3), Tier(None, 0))
+    bound = got.decision.bound
+    assert bound is not None and bound.through == "spec-off"
+    assert bound.batch == pytest.approx(c_star) and bound.last_on == 17
+    assert bound.spec_on_batch == pytest.approx(math.sqrt(9 * 20))
+    assert got.decision.tiers == (Tier(17, 3), Tier(None, 0))
     assert any("the bound is the spec-off server's batch size at C*" in n for n in got.notes)
 
 
 def test_without_the_gauge_the_bound_stays_in_concurrency_and_says_so() -> None:
     got = _recommend(_pair([1.5, 1.2, 0.8, 0.6]))
-    assert got.bound is not None and got.bound.batch is None and got.bound.last_on == 17
-    assert got.bound.axis == "concurrency" and "no running-requests gauge" in got.summary
+    bound = got.decision.bound
+    assert bound is not None and bound.batch is None and bound.last_on == 17
+    assert bound.axis == "concurrency" and "no running-requests gauge" in got.summary
 
 
 def test_a_bound_at_or_above_the_running_cap_is_kept_below_it() -> None:
     # both servers capped at 16 (the same max_num_seqs): the spec-off batch cannot help
     got = _recommend(_pair([1.5, 1.3, 1.1, 0.8], batches=[1, 10, 16, 16],
                            batches_off=[1, 10, 16, 16]))
-    assert got.bound is not None and got.bound.batch == pytest.approx(16)
-    assert got.bound.last_on == 15 and got.bound.capped == 16
+    bound = got.decision.bound
+    assert bound is not None and bound.batch == pytest.approx(16)
+    assert bound.last_on == 15 and bound.capped == 16
 
 
 @pytest.mark.parametrize("engine", ["llamacpp", "ollama", "tgi"])
 def test_engines_without_load_control_get_the_deployment_alternative(engine: str) -> None:
     got = _recommend(_pair([1.5, 1.2, 0.8, 0.6], batches=[1, 9, 20, 20]), engine,
                      "llama-server -m t.gguf -md d.gguf")
-    assert not got.load_aware and got.tiers is None and list(got.files) == [rec.README_FILE]
+    assert not got.decision.load_aware and got.decision.tiers is None
+    assert list(got.files) == [rec.README_FILE]
     (line,) = got.lines
     assert "no setting that turns speculation off by load" in line
     assert "two deployments" in line and "route by load" in line
@@ -107,12 +115,12 @@ def test_load_aware_engines_lead_with_their_own_setting(engine: str | None,
                                                         starts: list[str]) -> None:
     got = _recommend(_pair([1.5, 1.2, 0.8, 0.6], batches=[1, 9, 20, 20]), engine)
     assert [line.split(" ")[0] for line in got.lines] == starts
-    assert set(got.files) == set(rec.ENGINE_FILES)  # every engine's file is written
+    assert set(got.files) == set(rec.engine_files())  # every engine's file is written
 
 
 def test_the_issue_curve_never_reads_every_concurrency() -> None:
     got = _recommend(_pair([1.6, 1.2, 0.97, 0.99, 1.01], cs=(1, 5, 10, 30, 100)))
-    assert got.verdict == cx.CROSSES
+    assert got.decision.verdict == cx.CROSSES
     words = got.summary.lower()
     assert "every concurrency" not in words and "always" not in words and "never" not in words
     assert "within the noise band (±2%) at c = 30, 100" in words
@@ -120,18 +128,19 @@ def test_the_issue_curve_never_reads_every_concurrency() -> None:
 
 def test_always_and_never() -> None:
     always = _recommend(_pair([1.8, 1.5, 1.3, 1.1], batches=[1, 10, 30, 95]))
-    assert always.verdict == cx.ALWAYS and "keep it on" in always.summary
-    assert "batch size 95.0" in always.summary and always.tiers is None
-    assert rec.VLLM_FILE not in always.files
+    assert always.decision.verdict == cx.ALWAYS and "keep it on" in always.summary
+    assert "batch size 95.0" in always.summary and always.decision.tiers is None
+    assert VLLM_FILE not in always.files
     never = _recommend(_pair([0.9, 0.8, 0.7, 0.6]))
-    assert never.verdict == cx.NEVER and "turn it off" in never.summary
+    assert never.decision.verdict == cx.NEVER and "turn it off" in never.summary
     assert "Serve without speculation" in never.lines[0]
 
 
 def test_unknown_k_and_method_are_placeholders() -> None:
     got = _recommend(_pair([1.5, 1.2, 0.8, 0.6], k=None), command=None)
-    assert got.vllm_config is not None
-    assert got.vllm_config["num_speculative_tokens_per_batch_size"][0] == [1, 17, K_PLACEHOLDER]
+    vllm_config = got.decision.settings.get("vllm")
+    assert vllm_config is not None
+    assert vllm_config["num_speculative_tokens_per_batch_size"][0] == [1, 17, K_PLACEHOLDER]
     assert any(K_PLACEHOLDER in note for note in got.notes)
     assert any("with your draft model" in note for note in got.notes)
     known = _recommend(_pair([1.5, 1.2, 0.8, 0.6]))
@@ -141,11 +150,13 @@ def test_unknown_k_and_method_are_placeholders() -> None:
 def test_slo_goodput_decides_when_given() -> None:
     slo = SloTarget(ttft_p99_ms=500)
     pair = _pair([1.5, 1.3, 1.2, 1.1], slo=slo, ttft_on=[100, 200, 900, 2000])
-    got = rec.recommend(pair, rec.ArmSetup("vllm", "command", parse_command(VLLM_CMD)), slo)
+    got = rt.recommendation(rec.recommend(
+        pair, rec.ArmSetup("vllm", "command", parse_command(VLLM_CMD)), slo), "on vs off")
     assert got.basis == "SLO goodput (TTFT p99 ≤ 500 ms)"
     assert got.summary.startswith("On SLO goodput (TTFT p99 ≤ 500 ms): Speculation pays off "
                                   "up to C* = 10")
-    assert got.bound is not None and got.bound.last_on == 10
+    bound = got.decision.bound
+    assert bound is not None and bound.last_on == 10
 
 
 def test_as_dict_is_json_with_folder_paths() -> None:

@@ -17,6 +17,7 @@ import pytest
 
 from specload.cli import main as cli_main
 from specload.report import aggregate, render, run_files
+from specload.report.rung_columns import View, names
 from tests.support import run_files as make
 
 STEPS = [(0, 1, 95.0, 100.05, 130.05), (1, 4, 135.0, 140.05, 170.05)]
@@ -43,8 +44,8 @@ def test_sweep_summary_speedup_and_c_star(sweep: Path, capsys: Any) -> None:
     out = capsys.readouterr().out
     assert f"report: {sweep / 'report.html'}" in out and "C* = 2.3" in out
     summary = pd.read_csv(sweep / "summary.csv")
-    assert list(summary.columns[: len(aggregate.SUMMARY_COLUMNS)]) == list(
-        aggregate.SUMMARY_COLUMNS)
+    leading = names(View.SUMMARY)
+    assert list(summary.columns[: len(leading)]) == list(leading)
     tok = summary.set_index(["arm", "concurrency"])["output_tok_s"]
     assert tok[("on", 1)] == pytest.approx(30.0)
     assert tok[("on", 4)] == pytest.approx(54.0)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from specload.report import render
+from tests.support import run_files as make
 from tests.support.run_files import request, write_prefix
 
 T0 = 1_700_000_000.0
@@ -40,6 +41,21 @@ def test_sessions_report_sessions_in_flight_and_context(tmp_path: Path) -> None:
     assert {"sessions", "in flight", "context p50", "context p90"} <= set(table.columns)
     # in flight far below the sessions is what think time does, not a shortfall
     assert not [w for w in report.warnings if w["kind"] == "concurrency_shortfall"]
+
+
+@pytest.mark.parametrize("kind, table_has, shortfall", [
+    ("sessions", "sessions", False), ("users", "C", True)])
+def test_a_manifest_names_the_kind_the_report_reads(tmp_path: Path, kind: str,
+                                                    table_has: str, shortfall: bool) -> None:
+    run = _session_run(tmp_path)
+    make.write_manifest(run, [make.arm_entry("spec-on", "spec_on"),
+                              make.arm_entry("spec-off", "spec_off")], workload={"kind": kind})
+    report = render.build(run)
+    assert report.workload == kind and table_has in render._table(report).columns
+    held = [w for w in report.warnings if w["kind"] == "concurrency_shortfall"]
+    assert bool(held) is shortfall
+    assert ("Requests in flight per number of chat sessions" in render._html(report)) is (
+        kind == "sessions")
 
 
 def _open_run(tmp_path: Path) -> Path:

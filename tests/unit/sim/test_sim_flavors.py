@@ -136,7 +136,7 @@ def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 
 
 def test_vllm_metrics_label_each_data_parallel_rank() -> None:
-    got = _samples(metrics.render("vllm", [_rank(3, 2.8), _rank(5, 2.6)], 'm"x'))
+    got = _samples(metrics.render(metrics.VLLM, [_rank(3, 2.8), _rank(5, 2.6)], 'm"x'))
     for rank, running in (("0", 3), ("1", 5)):
         labels = (("engine", rank), ("model_name", 'm"x'))
         assert got[("vllm:num_requests_running", labels)] == running
@@ -145,18 +145,18 @@ def test_vllm_metrics_label_each_data_parallel_rank() -> None:
 
 
 def test_sglang_metrics_have_dp_rank_gauges_and_tokenizer_counters() -> None:
-    got = _samples(metrics.render("sglang", [_rank(3, 2.8), _rank(5, 2.6)], "m"))
+    got = _samples(metrics.render(metrics.SGLANG, [_rank(3, 2.8), _rank(5, 2.6)], "m"))
     lengths = {dict(k[1])["dp_rank"]: v for k, v in got.items()
                if k[0] == "sglang:spec_accept_length"}
     assert lengths == {"0": 2.8, "1": 2.6}
     totals = [v for k, v in got.items() if k[0] == "sglang:generation_tokens_total"]
     assert totals == [400]
-    single = _samples(metrics.render("sglang", [_rank(3, 2.8)], "m"))
+    single = _samples(metrics.render(metrics.SGLANG, [_rank(3, 2.8)], "m"))
     assert not any("dp_rank" in dict(k[1]) for k in single)
 
 
 def test_tgi_metrics_names_as_declared() -> None:
-    got = _samples(metrics.render("tgi", [_rank(3, 2.8), _rank(5, 2.6)], "m"))
+    got = _samples(metrics.render(metrics.TGI, [_rank(3, 2.8), _rank(5, 2.6)], "m"))
     assert got[("tgi_batch_current_size", ())] == 8
     assert got[("tgi_request_success_total", ())] == 6  # the parser adds the suffix
     assert ("tgi_request_generated_tokens_count", ()) in got

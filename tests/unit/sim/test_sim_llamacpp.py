@@ -56,7 +56,7 @@ def _rank(**fields: object) -> RankStats:
 
 
 def test_llamacpp_text_as_the_server_prints_it() -> None:
-    text = metrics.render("llamacpp", [_rank()], "m")
+    text = metrics.render(metrics.LLAMACPP, [_rank()], "m")
     assert "llamacpp:prompt_tokens_total 1.23457e+06\n" in text  # C++'s `<< double`
     assert "# TYPE llamacpp:n_tokens_max counter\nllamacpp:n_tokens_max 29\n" in text
     assert "llamacpp:n_busy_slots_per_decode 2\n" in text  # 80 busy slots / 40 decodes
@@ -70,7 +70,7 @@ def test_llamacpp_text_as_the_server_prints_it() -> None:
 
 
 def test_llamacpp_text_sums_data_parallel_ranks_without_labels() -> None:
-    text = metrics.render("llamacpp", [_rank(), _rank(running=1)], "m")
+    text = metrics.render(metrics.LLAMACPP, [_rank(), _rank(running=1)], "m")
     got = {(s.name, tuple(s.labels.items())): s.value
            for fam in text_string_to_metric_families(text) for s in fam.samples}
     assert got[("llamacpp:tokens_predicted_total", ())] == 18
@@ -80,7 +80,7 @@ def test_llamacpp_text_sums_data_parallel_ranks_without_labels() -> None:
 
 
 def test_the_sampler_keeps_the_first_draft_positions_acceptance() -> None:
-    kept = parse_metrics(metrics.render("llamacpp", [_rank()], "m"))
+    kept = parse_metrics(metrics.render(metrics.LLAMACPP, [_rank()], "m"))
     first = 'llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position="0"}'
     assert (kept[first], kept["llamacpp:spec_decode_num_drafts_total"]) == (3, 4)
 

@@ -1,0 +1,280 @@
+"""Every request and load setting, declared once: its name, type, default, help and unit.
+
+A setting is a field of `Request`, `Windows` or `Workload`, made with `setting()`. Its
+name is the scenario key (`request.max_tokens`, `warmup_s`, `workload.think_time`) and
+the Locust option's destination; the option is `--` and the name with dashes unless
+the setting gives its own `flag`. Everything else is derived from these fields: the
+scenario's pydantic models (`scenario.py`), the Locust options that the command line,
+`--help` and the web UI's form show (`loadgen/options.py`), the runner's `locust`
+command line (`to_args`) and the checks the load generator runs on what it was given
+(`problems`, every problem at once). Pure: neither Locust nor pydantic is imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, get_args, get_type_hints
+
+from specload.api_key import DEFAULT_ENV
+from specload.arrival_plan import ARRIVAL_KINDS, DEFAULT_MAX_IN_FLIGHT
+from specload.ladder import (
+    DEFAULT_DRAIN_S,
+    DEFAULT_MEASURE_S,
+    DEFAULT_MIN_REQUESTS,
+    DEFAULT_WARMUP_S,
+)
+from specload.workload import Distribution, LengthError, LengthSpec, ThinkTime
+
+ARRIVAL_UNITS: tuple[str, ...] = ("requests", "sessions")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """What a setting says about itself beyond its name, type and default."""
+
+    help: str
+    unit: str = ""  # "s", "tokens", ...: shown after the help
+    flag: str = ""  # the Locust option when it is not the name with dashes
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    aliases: tuple[str, ...] = ()  # more option names for it
+    choices: tuple[str, ...] = ()
+    # the text is a distribution (a length or a think time) that this class parses
+    distribution: type[Distribution] | None = None
+    scenario: bool = True  # False: a Locust option only, not a scenario key
+
+
+def setting(default: Any, help: str, **rule: Any) -> Any:
+    """A declared field: its default, and its `Rule` (help, unit, flag, bounds...)."""
+    return field(default=default, metadata={"rule": Rule(help, **rule)})
+
+
+@dataclass(frozen=True, slots=True)
+class Declared:
+    """One setting as the derivations see it."""
+
+    name: str
+    type: type
+    default: Any
+    rule: Rule
+
+    @property
+    def flag(self) -> str:
+        return self.rule.flag or "--" + self.name.replace("_", "-")
+
+    @property
+    def base(self) -> type:
+        """The type without its None: `int` for `int | None` (None: not given)."""
+        args = [a for a in get_args(self.type) if a is not type(None)]
+        return args[0] if args else self.type
+
+    @property
+    def help(self) -> str:
+        return f"{self.rule.help} ({self.rule.unit})" if self.rule.unit else self.rule.help
+
+    def problem(self, value: Any) -> str | None:
+        """Why `value` cannot be this setting's, in one line; None when it can."""
+        r = self.rule
+        if value is None:
+            return None
+        if r.ge is not None and value < r.ge:
+            return f"{self.flag} must be >= {r.ge:g}, got {value}"
+        if r.gt is not None and value <= r.gt:
+            return f"{self.flag} must be > {r.gt:g}, got {value}"
+        if r.le is not None and value > r.le:
+            return f"{self.flag} must be <= {r.le:g}, got {value}"
+        if r.choices and value not in r.choices:
+            return f"{self.flag} must be one of {', '.join(r.choices)}, got {value!r}"
+        if r.distribution is not None and value:
+            try:
+                r.distribution.parse(value)
+            except LengthError as exc:
+                return f"{self.flag} {exc}"
+        return None
+
+
+def declared(cls: type) -> tuple[Declared, ...]:
+    """The settings a declaring class holds, in their order."""
+    hints = get_type_hints(cls)
+    return tuple(Declared(f.name, hints[f.name], f.default, f.metadata["rule"])
+                 for f in dataclasses.fields(cls) if "rule" in f.metadata)
+
+
+def _values(values: Any, cls: type) -> Iterator[tuple[Declared, Any]]:
+    for d in declared(cls):
+        yield d, getattr(values, d.name, d.default)
+
+
+def problems(values: Any, cls: type | None = None) -> list[str]:
+    """Every setting of `values` (an instance of `cls`) that no server would accept."""
+    return [p for d, v in _values(values, cls or type(values)) if (p := d.problem(v))]
+
+
+def _arg_text(value: Any) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def to_args(values: Any, cls: type) -> list[str]:
+    """The Locust options that give `values` (any object with `cls`'s settings as
+    attributes) to the load generator: those not at their default, which is the load
+    generator's too (a manifest's scenario holds every key, so "given" cannot count)."""
+    args: list[str] = []
+    for d, value in _values(values, cls):
+        if value == d.default:
+            continue
+        if d.base is bool:
+            args.append(d.flag if value else "--no-" + d.flag.removeprefix("--"))
+        else:
+            args += [d.flag, _arg_text(value)]
+    return args
+
+
+def add_options(parser: argparse.ArgumentParser, cls: type, **extra: Any) -> None:
+    """Add the settings `cls` declares to `parser` as options (with `extra` keywords for
+    each, such as Locust's include_in_web_ui)."""
+    for d in declared(cls):
+        names = (d.flag, *d.rule.aliases)
+        shared = {"dest": d.name, "default": d.default, "help": d.help, **extra}
+        if d.base is bool:
+            # off by default: a plain switch; else (on, or None: not given) --X and --no-X
+            action = "store_true" if d.default is False else argparse.BooleanOptionalAction
+            parser.add_argument(*names, action=action, **shared)
+        else:
+            parser.add_argument(*names, type=d.base, choices=d.rule.choices or None,
+                                metavar="N" if d.base is int else None, **shared)
+
+
+def reference(sections: tuple[tuple[str, type], ...] | None = None) -> str:
+    """A Markdown table per declaring class: key, option, default, unit and meaning
+    (docs/settings.md is this text; a test keeps it so)."""
+    out: list[str] = []
+    for title, cls in sections or SECTIONS:
+        out += [f"## {title}", "", "| key | option | default | unit | meaning |",
+                "|---|---|---|---|---|"]
+        for d in declared(cls):
+            key = f"`{d.name}`" if d.rule.scenario else "(option only)"
+            shown = str(d.default).lower() if isinstance(d.default, bool) else d.default
+            default = "none" if d.default in (None, "") else f"`{shown}`"
+            out.append(f"| {key} | `{d.flag}` | {default} | {d.rule.unit} | {d.rule.help} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def from_attributes(cls: type[T], source: Any) -> T:
+    """A `cls` from the attributes of `source` (Locust's parsed options, say) that it has
+    (the rest take their defaults); a None `source` gives the defaults."""
+    names = (f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+    return cls(**{n: getattr(source, n) for n in names if hasattr(source, n)})
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What every simulated user sends, and how it waits for the answer."""
+
+    model: str = setting("", "model id to request (default: first id from /v1/models)")
+    max_tokens: int = setting(256, "max_tokens per request unless the prompt file sets one",
+                              unit="tokens", ge=1)
+    min_tokens: int = setting(0, "min_tokens to request (0: not sent)", unit="tokens", ge=0)
+    ignore_eos: bool = setting(False, "ask the server to ignore EOS so every request runs "
+                               "to max_tokens")
+    temperature: float = setting(0.0, "sampling temperature", ge=0)
+    prompts: str = setting("", "prompt file: ShareGPT .json or .jsonl (default: built-in "
+                           "set)")
+    prompt_tokens: str = setting(
+        "", "synthetic prompts of this many tokens: N, uniform:LO:HI, normal:MEAN:SD or "
+        "lognormal:MEAN:SIGMA (default: the prompt set's)", distribution=LengthSpec)
+    output_tokens: str = setting(
+        "", "max_tokens per request drawn like --prompt-tokens (default: --max-tokens)",
+        distribution=LengthSpec)
+    shared_prefix_tokens: int = setting(
+        0, "synthetic prompts: a system prompt of this many tokens, the same for every "
+        "request (prefix caching)", unit="tokens", ge=0)
+    seed: int = setting(0, "seed for the prompt order and the request `seed` field")
+    api_key_env: str = setting(DEFAULT_ENV, "environment variable holding the API key "
+                               "(sent as Bearer)")
+    request_timeout_s: float = setting(300.0, "time to wait for the first byte and between "
+                                       "chunks", unit="s", flag="--request-timeout", gt=0)
+    failure_backoff_s: float = setting(
+        2.0, "after a failed request a user waits 0.1 s, doubling up to this, until a "
+        "request succeeds (0: no waiting)", unit="s", flag="--failure-backoff", ge=0)
+    request_id_header: str = setting("X-Request-Id", "header carrying each request's UUID "
+                                     "('off': send none)")
+    ca_bundle: str = setting("", "HTTPS: CA certificates to trust (default: the system's, "
+                             "SSL_CERT_FILE honoured)")
+    insecure: bool = setting(False, "HTTPS: do not verify the server's certificate")
+    continuous_usage: bool = setting(True, "ask for per-chunk usage (continuous_usage_stats) "
+                                     "so token ITL is exact")
+    records: bool = setting(True, "write one row per request to <csv prefix>_requests.csv",
+                            scenario=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Windows:
+    """How long each rung warms up and is measured, and the drain after the last."""
+
+    warmup_s: float = setting(DEFAULT_WARMUP_S, "ladder: warmup per rung at most (not "
+                              "measured; it ends earlier once every user has completed a "
+                              "request)", unit="s", flag="--warmup", ge=0)
+    measure_s: float = setting(DEFAULT_MEASURE_S, "ladder: measured time per rung at least",
+                               unit="s", flag="--measure", gt=0)
+    min_requests: int = setting(DEFAULT_MIN_REQUESTS, "ladder: a measure window lasts until "
+                                "this many requests that started in it have completed", ge=0)
+    max_measure_s: float = setting(0.0, "ladder: measured time per rung at most (0: four "
+                                   "times --measure)", unit="s", flag="--max-measure", ge=0)
+    drain_s: float = setting(DEFAULT_DRAIN_S, "ladder: after the last rung, time to let "
+                             "requests in flight finish", unit="s", flag="--drain", ge=0)
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """What chat sessions and open-loop arrivals do (docs/workloads.md)."""
+
+    conversations: str = setting("builtin", "sessions: multi-turn conversations, a ShareGPT "
+                                 ".json or .jsonl file (default: the built-in set)")
+    turns: str = setting("", "sessions: at most this many turns per session, N or drawn like "
+                         "uniform:LO:HI (default: every human turn of the conversation)",
+                         distribution=LengthSpec)
+    think_time: str = setting(
+        "lognormal:5:0.8", "sessions: time a user waits after each reply: N, uniform:LO:HI, "
+        "normal:MEAN:SD, lognormal:MEAN:SIGMA or exponential:MEAN", unit="s",
+        distribution=ThinkTime)
+    arrivals: str = setting("poisson", "open loop: the arrival process, poisson or gamma",
+                            choices=ARRIVAL_KINDS)
+    cv: float = setting(1.0, "open loop, gamma arrivals: coefficient of variation of the gaps "
+                        "between arrivals (1: as bursty as Poisson; above 1: burstier)",
+                        flag="--arrival-cv", gt=0)
+    max_in_flight: int = setting(DEFAULT_MAX_IN_FLIGHT, "open loop: at most this many "
+                                 "requests (or sessions) in flight; an arrival due while all "
+                                 "are busy starts late", ge=1)
+    unit: str = setting("requests", "open loop: each arrival is one request, or a whole chat "
+                        "session", flag="--arrival-unit", choices=ARRIVAL_UNITS)
+
+
+@dataclass(frozen=True, slots=True)
+class Simulator:
+    """How a built-in simulated server (`specload sim`, a `sim:` arm) behaves beyond its
+    profile, speculation and faults."""
+
+    data_parallel: int = setting(1, "engine ranks behind the API, each with the profile's "
+                                 "resources", ge=1, le=64)
+    slots: int | None = setting(None, "running-request cap, like llama.cpp's -np (default: "
+                                "the flavor's, else the profile's)", ge=1)
+    interrupt: bool | None = setting(None, "llama-cpp-python: a waiting request ends the "
+                                     "running stream (its interrupt_requests; on by "
+                                     "default there)")
+    reasoning_tokens: int = setting(0, "stream each request's first N tokens in the "
+                                    "flavor's reasoning field", unit="tokens", ge=0)
+    prefix_caching: bool | None = setting(
+        None, "reuse the KV of cached prompt blocks (default: the profile's, on as in vLLM "
+        "V1 and SGLang)", aliases=("--enable-prefix-caching",))
+
+
+# The reference's sections: where in a scenario each class's keys go.
+SECTIONS: tuple[tuple[str, type], ...] = (
+    ("Requests: `request:`", Request), ("Rung windows: the scenario's top level", Windows),
+    ("Workload: `workload:`", Workload), ("Simulated servers: an arm's `sim:`", Simulator))

@@ -1,0 +1,164 @@
+"""Every declared setting round-trips: scenario key -> `locust` flag -> parsed value.
+
+Each setting of `settings.Request`, `Windows` and `Workload` is given a value that is
+not its default in a scenario; the runner's command line for it is parsed by a Locust
+parser holding the options derived from the same declarations, and every value must
+come back as the scenario held it. With no keys given, the Locust defaults are the
+scenario's. A setting added to a declaration is covered here without a new line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from locust.argument_parser import LocustArgumentParser
+
+from specload.cli import build_parser
+from specload.loadgen import shape, workload_options
+from specload.loadgen.options import RunOptions, add_arguments
+from specload.loadgen.workload_options import WorkloadOptions
+from specload.runner.locust_proc import LoadMode, locust_command, request_args, workload_args
+from specload.scenario import parse_scenario
+from specload.settings import (
+    Declared,
+    Request,
+    Simulator,
+    Windows,
+    Workload,
+    declared,
+    from_attributes,
+    reference,
+)
+from specload.settings import to_args as settings_args
+from specload.workload import LengthSpec
+
+# settings whose value names a file the scenario checks
+SHAREGPT = '[{"conversations": [{"from": "human", "value": "hi"}]}]'
+FILES = {"prompts": SHAREGPT, "conversations": SHAREGPT, "ca_bundle": "not parsed here\n"}
+
+
+def other_value(d: Declared, tmp_path: Path) -> Any:
+    """A value for `d` that is not its default and that the scenario accepts."""
+    if d.name in FILES:
+        path = tmp_path / f"{d.name}.json"
+        path.write_text(FILES[d.name])
+        return str(path)
+    if d.rule.choices:
+        return next(c for c in d.rule.choices if c != d.default)
+    if d.rule.distribution is not None:
+        return "uniform:2:9" if d.rule.distribution is LengthSpec else "exponential:3"
+    if d.base is bool:
+        return not d.default
+    if d.base is int:
+        return (d.default or 0) + 3
+    if d.base is float:
+        return d.default + 1.5
+    return "MY_KEY" if d.name == "api_key_env" else f"x-{d.name}"
+
+
+def scenario_with(tmp_path: Path, **keys: Any):
+    raw = {"name": "s", "arms": [{"name": "a", "url": "http://127.0.0.1:1"}], **keys}
+    return parse_scenario(raw, tmp_path)
+
+
+def given(cls: type, tmp_path: Path) -> dict[str, Any]:
+    return {d.name: other_value(d, tmp_path) for d in declared(cls) if d.rule.scenario}
+
+
+def parser() -> LocustArgumentParser:
+    """A parser with specload's options as the locustfiles register them."""
+    p = LocustArgumentParser()
+    add_arguments(p, Request)
+    workload_options.add_workload_arguments(p)
+    shape.add_ladder_arguments(p)
+    return p
+
+
+def test_every_setting_round_trips(tmp_path: Path) -> None:
+    windows = given(Windows, tmp_path)
+    windows["max_measure_s"] = windows["measure_s"] + 5
+    # an open workload of sessions takes every workload key
+    workload = {**given(Workload, tmp_path), "kind": "open", "rates": [1.0]}
+    sc = scenario_with(tmp_path, request=given(Request, tmp_path), workload=workload,
+                       **windows)
+    argv = [*request_args(sc.request), *workload_args(sc.workload, sc.levels),
+            *settings_args(sc, Windows)]
+    parsed = parser().parse_args(argv)
+    for cls, values in ((Request, sc.request), (Windows, sc), (Workload, sc.workload)):
+        back = from_attributes(cls, parsed)
+        for d in declared(cls):
+            if d.rule.scenario:
+                assert getattr(back, d.name) == getattr(values, d.name), (d.name, d.flag)
+                assert getattr(back, d.name) != d.default, d.name
+    assert WorkloadOptions.from_env(SimpleNamespace(parsed_options=parsed)).rates == "1"
+
+
+def test_every_simulator_setting_round_trips(tmp_path: Path) -> None:
+    sim = {"spec": "on", **given(Simulator, tmp_path)}
+    sc = scenario_with(tmp_path, arms=[{"name": "a", "sim": sim}])
+    arm = sc.arms[0].sim
+    assert arm is not None
+    parsed = build_parser().parse_args(["sim", *arm.extra_args()])
+    for d in declared(Simulator):
+        assert getattr(parsed, d.name) == getattr(arm, d.name) != d.default, d.name
+    defaults = build_parser().parse_args(["sim"])
+    assert from_attributes(Simulator, defaults) == Simulator()
+
+
+def test_defaults_agree_on_both_sides(tmp_path: Path) -> None:
+    sc = scenario_with(tmp_path)
+    parsed = parser().parse_args([*request_args(sc.request), *workload_args(sc.workload,
+                                                                            sc.levels)])
+    assert from_attributes(RunOptions, parsed) == RunOptions()
+    assert RunOptions() == RunOptions(**{d.name: getattr(sc.request, d.name)
+                                         for d in declared(Request) if d.rule.scenario})
+    assert from_attributes(Workload, parsed) == Workload(
+        **{d.name: getattr(sc.workload, d.name) for d in declared(Workload)})
+    assert Windows() == Windows(**{d.name: getattr(sc, d.name) for d in declared(Windows)})
+
+
+@pytest.mark.parametrize("cls", [Request, Windows, Workload, Simulator])
+def test_every_setting_has_help_and_a_flag(cls: type) -> None:
+    flags = [d.flag for d in declared(cls)]
+    assert len(set(flags)) == len(flags)
+    for d in declared(cls):
+        assert d.help and d.flag.startswith("--") and "_" not in d.flag, d.name
+        assert d.default is None or isinstance(d.default, d.base), d.name
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("max_tokens", 0, "request.max_tokens: must be at least 1, got 0"),
+    ("request_timeout_s", 0, "request.request_timeout_s: must be more than 0, got 0"),
+    ("prompt_tokens", "uniform:9:2", "request.prompt_tokens: uniform:9:2"),
+])
+def test_a_bound_is_declared_once_and_holds_on_both_sides(
+        tmp_path: Path, key: str, value: Any, message: str) -> None:
+    from specload.errors import UserError
+
+    with pytest.raises(UserError, match=message):
+        scenario_with(tmp_path, request={key: value})
+    flag = next(d.flag for d in declared(Request) if d.name == key)
+    with pytest.raises(ValueError, match=flag):
+        RunOptions(**{key: value}).validate()
+
+
+def test_the_settings_page_is_the_declaration() -> None:
+    page = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
+    assert page.read_text().endswith(reference()), "regenerate docs/settings.md's tables"
+
+
+def test_a_scenario_read_back_from_its_manifest_gives_the_same_command(tmp_path: Path) -> None:
+    # A resumed sweep validates the manifest's dump, which holds every key: the command
+    # lines must not grow options that a locustfile lacks (`--think-time` for users),
+    # switches it has no `--no-` form of, or a None (`--slots None`).
+    arms = [{"name": "a", "sim": {"spec": "on"}}, {"name": "b", "sim": {"spec": "off"}}]
+    sc = scenario_with(tmp_path, arms=arms)
+    again = parse_scenario(sc.public_dict(), tmp_path)
+    mode = LoadMode()
+    assert (locust_command(again, "URL", tmp_path, again.levels, mode)
+            == locust_command(sc, "URL", tmp_path, sc.levels, mode))
+    assert [a.sim.extra_args() for a in again.arms if a.sim] == [
+        a.sim.extra_args() for a in sc.arms if a.sim] == [["--flavor", "vllm"]] * 2
