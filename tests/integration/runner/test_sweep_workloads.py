@@ -51,10 +51,10 @@ def test_an_open_loop_sweep_of_chat_sessions(write_scenario, run_sweep, tmp_path
 
 def test_a_sessions_dry_run_prints_the_sessions_locustfile(write_scenario, run_sweep,
                                                            tmp_path: Path) -> None:
-    path = write_scenario(scenario({"kind": "sessions", "think_time": "lognormal:5:0.8"},
+    path = write_scenario(scenario({"kind": "sessions", "think_time": "lognormal:6:0.8"},
                                    ladder=[1, 10]))
     result = run_sweep(str(path), "--dry-run")
     assert result.returncode == 0, result.stderr
     assert "workload sessions: ladder 1,10" in result.stdout
     assert "locustfile_sessions.py" in result.stdout
-    assert "--think-time lognormal:5:0.8" in result.stdout
+    assert "--think-time lognormal:6:0.8" in result.stdout
