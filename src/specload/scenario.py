@@ -45,7 +45,7 @@ from specload.conversations import load_conversations
 from specload.errors import UserError
 from specload.ladder import DEFAULT_LADDER, parse_ladder, validate_ladder
 from specload.prompts import load_prompts
-from specload.settings import Request, Simulator, Windows, declared, to_args
+from specload.settings import Request, Simulator, Windows, declared, joint_problems, to_args
 from specload.settings import Workload as SettingsWorkload
 from specload.sim import SimConfigError
 from specload.sim.faults import DEFAULT_PARAMS as FAULT_KINDS
@@ -169,6 +169,14 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _jointly(model: Any, cls: type) -> Any:
+    """`model`, unless it breaks a rule that ties two settings together."""
+    found = joint_problems(model, cls)
+    if found:
+        raise ValueError("; ".join(found))
+    return model
+
+
 def _model_of(cls: type, base: type[BaseModel] | None = None) -> type[BaseModel]:
     """The pydantic model of the scenario keys a `settings` class declares: each key's
     type, default, bounds and choices as declared, distributions as canonical text."""
@@ -211,12 +219,8 @@ class RequestSettings(_model_of(Request)):  # type: ignore[misc]
         return v
 
     @model_validator(mode="after")
-    def _min_below_max(self) -> RequestSettings:
-        if self.min_tokens > self.max_tokens:
-            raise ValueError(
-                f"min_tokens ({self.min_tokens}) is larger than max_tokens ({self.max_tokens})"
-            )
-        return self
+    def _joint(self) -> RequestSettings:
+        return _jointly(self, Request)
 
 
 class SimArm(_model_of(Simulator)):  # type: ignore[misc]
@@ -463,14 +467,11 @@ class Workload(_model_of(SettingsWorkload)):  # type: ignore[misc]
         if axis.workload_key and not getattr(self, axis.workload_key):
             raise ValueError(f"kind: {self.kind} needs `{axis.workload_key}`, "
                              f"{axis.levels_help}")
-        if self.cv != 1.0 and self.arrivals != "gamma":
-            raise ValueError("cv needs arrivals: gamma (Poisson arrivals have cv 1)")
-        return self
+        return _jointly(self, SettingsWorkload)
 
     @property
     def holds_sessions(self) -> bool:
         return KINDS[self.kind].holds_sessions(self.unit)
-
 
 
 class _Ladder(_Strict):

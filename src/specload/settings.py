@@ -1,19 +1,22 @@
 """Every request and load setting, declared once: its name, type, default, help and unit.
 
-A setting is a field of `Request`, `Windows` or `Workload`, made with `setting()`. Its
+A setting is a field of `Request`, `Windows`, `Workload` or `Simulator`, made with
+`setting()`. Its
 name is the scenario key (`request.max_tokens`, `warmup_s`, `workload.think_time`) and
 the Locust option's destination; the option is `--` and the name with dashes unless
 the setting gives its own `flag`. Everything else is derived from these fields: the
 scenario's pydantic models (`scenario.py`), the Locust options that the command line,
 `--help` and the web UI's form show (`loadgen/options.py`), the runner's `locust`
 command line (`to_args`) and the checks the load generator runs on what it was given
-(`problems`, every problem at once). Pure: neither Locust nor pydantic is imported.
+(`problems`, every problem at once, with the rules that tie two settings together,
+`joint_problems`). Pure: neither Locust nor pydantic is imported.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_args, get_type_hints
@@ -98,6 +101,7 @@ class Declared:
         return None
 
 
+@functools.cache
 def declared(cls: type) -> tuple[Declared, ...]:
     """The settings a declaring class holds, in their order."""
     hints = get_type_hints(cls)
@@ -110,9 +114,23 @@ def _values(values: Any, cls: type) -> Iterator[tuple[Declared, Any]]:
         yield d, getattr(values, d.name, d.default)
 
 
+def joint_problems(values: Any, cls: type) -> list[str]:
+    """The rules that tie two of `cls`'s settings together, broken by `values` (any
+    object with them as attributes): the scenario and the load generator check these."""
+    if issubclass(cls, Request) and values.min_tokens > values.max_tokens:
+        return [f"min_tokens ({values.min_tokens}) is larger than max_tokens "
+                f"({values.max_tokens})"]
+    if issubclass(cls, Workload) and values.cv != 1.0 and values.arrivals != "gamma":
+        return ["cv needs arrivals: gamma (Poisson arrivals have cv 1)"]
+    return []
+
+
 def problems(values: Any, cls: type | None = None) -> list[str]:
-    """Every setting of `values` (an instance of `cls`) that no server would accept."""
-    return [p for d, v in _values(values, cls or type(values)) if (p := d.problem(v))]
+    """Every setting of `values` (an instance of `cls`) that no server would accept, one
+    at a time and jointly."""
+    cls = cls or type(values)
+    found = [p for d, v in _values(values, cls) if (p := d.problem(v))]
+    return found + joint_problems(values, cls)
 
 
 def _arg_text(value: Any) -> str:

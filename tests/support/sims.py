@@ -7,19 +7,15 @@ loop), for a flavour the test adds at run time, which a child process would not 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from aiohttp import web
-
 from specload.cli import build_parser
 from specload.runner.sim_launcher import SimOptions, SimProcess, launch
-from specload.sim.receive_stamps import listen_socket
-from specload.sim.server import build_api, engine_profile
+from specload.sim.server import build_api, engine_profile, serve
 
 READY_TIMEOUT_S = 30.0
 
@@ -71,22 +67,12 @@ def sim_factory(tmp_dir: Path) -> Iterator[SimFactory]:
 
 async def _serve(args: object, started: threading.Event, stop: asyncio.Event,
                  url: list[str]) -> None:
+    def ready(where: str) -> None:
+        url.append(where)
+        started.set()
+
     api = build_api(args, engine_profile(args))  # type: ignore[arg-type]
-    runner = web.AppRunner(api.app(), access_log=None, handle_signals=False,
-                           shutdown_timeout=1.0)
-    await runner.setup()
-    sock = listen_socket("127.0.0.1", 0)
-    await web.SockSite(runner, sock).start()
-    engines = asyncio.gather(*(engine.run() for engine in api.engines))
-    url.append(f"http://127.0.0.1:{sock.getsockname()[1]}")
-    started.set()
-    try:
-        await stop.wait()
-    finally:
-        engines.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await engines
-        await runner.cleanup()
+    await serve(api, "127.0.0.1", 0, stop=stop, ready=ready)
 
 
 @contextmanager

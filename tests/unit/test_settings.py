@@ -162,3 +162,13 @@ def test_a_scenario_read_back_from_its_manifest_gives_the_same_command(tmp_path:
             == locust_command(sc, "URL", tmp_path, sc.levels, mode))
     assert [a.sim.extra_args() for a in again.arms if a.sim] == [
         a.sim.extra_args() for a in sc.arms if a.sim] == [["--flavor", "vllm"]] * 2
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"cv": 2.0}, "cv needs arrivals: gamma (Poisson arrivals have cv 1)"),
+    ({"arrivals": "bursty"}, "--arrivals must be one of poisson, gamma, got 'bursty'"),
+])
+def test_each_workload_problem_is_reported_once(values: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError) as err:
+        WorkloadOptions(**values).validate()
+    assert str(err.value) == message

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from locust import events
 
-from specload.arrival_plan import RateError, parse_rates, validate_arrivals, validate_rates
+from specload.arrival_plan import RateError, parse_rates, validate_rates
 from specload.loadgen.options import FromLocust, add_arguments
 from specload.settings import Workload
 from specload.workload import LengthSpec, ThinkTime
@@ -36,13 +36,12 @@ class WorkloadOptions(FromLocust, Workload):
     rates: str = ""
 
     def more_problems(self) -> list[str]:
-        found = []
-        if self.rates:
-            try:
-                found += [f"--rates: {p}" for p in validate_rates(self.rate_list())]
-            except RateError as exc:
-                found.append(f"--{exc}")
-        return found + [f"--arrivals: {p}" for p in validate_arrivals(self.arrivals, self.cv)]
+        if not self.rates:
+            return []
+        try:
+            return [f"--rates: {p}" for p in validate_rates(self.rate_list())]
+        except RateError as exc:
+            return [f"--{exc}"]
 
     def think(self) -> ThinkTime:
         return ThinkTime.parse(self.think_time)

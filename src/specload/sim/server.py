@@ -21,6 +21,7 @@ import signal
 import ssl
 import sys
 import time
+from collections.abc import Callable
 
 from aiohttp import web
 
@@ -103,7 +104,11 @@ def tls_context(cert: str | None, key: str | None) -> ssl.SSLContext | None:
     return ctx
 
 
-async def _serve(api: SimApi, host: str, port: int, tls: ssl.SSLContext | None = None) -> int:
+async def serve(api: SimApi, host: str, port: int, tls: ssl.SSLContext | None = None,
+                stop: asyncio.Event | None = None,
+                ready: Callable[[str], None] | None = None) -> int:
+    """Serve until SIGINT/SIGTERM, or until `stop` is set when one is given (a server in
+    a thread of another program, which cannot take signals); `ready` gets the URL."""
     keepalive = api.flavor.keepalive_timeout_s
     runner = web.AppRunner(api.app(), access_log=None, handle_signals=False,
                            shutdown_timeout=1.0,
@@ -124,11 +129,15 @@ async def _serve(api: SimApi, host: str, port: int, tls: ssl.SSLContext | None =
           + f", flavor {api.flavor.name}, {len(api.engines)} rank(s)"
           + (", API key required" if api.api_key else ""),
           file=sys.stderr, flush=True)
-    print(f"specload-sim listening on {_url(host, bound, tls is not None)}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    url = _url(host, bound, tls is not None)
+    print(f"specload-sim listening on {url}", flush=True)
+    if stop is None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+    if ready is not None:
+        ready(url)
     engine_task = asyncio.gather(*(engine.run() for engine in api.engines))
     stop_task = asyncio.create_task(stop.wait())
     trim_task = asyncio.create_task(heap_trim.trim_forever())
@@ -159,4 +168,4 @@ def main(args: argparse.Namespace) -> int:
     except SimConfigError as exc:
         print(f"specload: error: {exc}", file=sys.stderr)
         return 2
-    return asyncio.run(_serve(api, args.host, args.port, tls))
+    return asyncio.run(serve(api, args.host, args.port, tls))

@@ -55,6 +55,7 @@ def test_bare_environment_uses_defaults() -> None:
     (["--temperature", "-0.5"], "--temperature"),
     (["--failure-backoff", "-1"], "--failure-backoff"),
     (["--ca-bundle", "/no/such/file.pem"], "--ca-bundle"),
+    (["--min-tokens", "300"], r"min_tokens \(300\) is larger than max_tokens \(256\)"),
 ])
 def test_invalid_values(args: list[str], fragment: str) -> None:
     with pytest.raises(ValueError, match=fragment):
