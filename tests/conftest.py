@@ -1,8 +1,10 @@
 """Test-wide setup: the fixtures of `tests.support` are available to every test.
 
-Tests are in two tiers: the default `pytest` run (unit tests and quick integration
-tests, about three minutes on two xdist workers) and `pytest -m slow` (long
-end-to-end runs; CI runs both).
+Tests are in three tiers: the default `pytest` run (unit tests and quick integration
+tests, about three minutes on two xdist workers), `pytest -m slow` (long end-to-end
+runs) and `pytest -m real` (real engines; CI runs all three). The real tier measures
+speed, so its modules run one at a time in one process, whatever `-n` says: two real
+engines on two cores at once would each measure the other.
 
 Locust monkey-patches the standard library when it is imported. pytest-xdist's workers
 talk to their controller through threads that a patched `threading` breaks, and no
@@ -19,5 +21,13 @@ try:
 finally:
     del os.environ["LOCUST_SKIP_MONKEY_PATCH"]
 
+import pytest
+
 pytest_plugins = ("tests.support.fixtures",)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # before xdist's own (trylast) hook, which starts the workers unless dist is "no"
+    if (config.option.markexpr or "").strip() == "real":
+        config.option.dist, config.option.numprocesses = "no", None
 

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 import yaml
 
 from specload.runner.processes import free_port
+from tests.support.setup_scripts import printed_path
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "scripts" / "build_llama_server.sh"
@@ -36,11 +35,7 @@ def binary() -> Path:
     given = os.environ.get("LLAMA_SERVER") or shutil.which("llama-server")
     if given:
         return Path(given)
-    done = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True,
-                          timeout=3000)
-    if done.returncode != 0:
-        pytest.fail(f"building llama-server failed: {done.stderr[-2000:]}")
-    return Path(done.stdout.strip().splitlines()[-1])
+    return printed_path(["bash", str(BUILD_SCRIPT)], "building llama-server")
 
 
 def model() -> Path:

@@ -290,7 +290,9 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
             "window_start": w.start,
             "window_s": w.length,
             "output_tok_s": tokens_by_w[i] / w.length,
-            "decode_tok_s_per_user": 1000.0 / tpot_p["tpot_p50_ms"],
+            # all of a request's tokens in one chunk: TPOT 0, no pace to speak of
+            "decode_tok_s_per_user": (1000.0 / tpot_p["tpot_p50_ms"]
+                                      if tpot_p["tpot_p50_ms"] > 0 else float("nan")),
             "request_tok_s_p50": _pcts(r.per_request_tok_s[sel], "x")["x_p50_ms"],
             "requests_per_s": float(np.count_nonzero(r.ok & (r.ended_in == i))) / w.length,
             "requests": int(np.count_nonzero(sel)),

