@@ -22,7 +22,6 @@ import shlex
 import signal
 import subprocess
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from specload.runner import health_checks
 from specload.runner.processes import free_port
 from tests.support.setup_scripts import printed_path
 
@@ -101,9 +101,9 @@ def scheduled_config(k: int, last_on: int) -> str:
     """The `--speculative-config` specload writes for "k draft tokens up to batch size
     `last_on`, none above" (the recommendation's writer, `engine_settings`), compact."""
     from specload.report import engine_settings as es
-    from specload.report.spec_command import parse_command
+    from specload.report.spec_command import SpecSettings
 
-    spec = parse_command(f"x --speculative-config '{ngram_config(k)}'")
+    spec = SpecSettings(method="ngram", k=k, config=json.loads(ngram_config(k)))
     config = es.vllm_speculative_config(es.threshold_schedule(last_on, k), spec)
     return json.dumps(config, separators=(",", ":"))
 
@@ -157,7 +157,7 @@ def running(log: Path, size: ModelSize, spec_config: str | None = None,
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + ready_timeout_s
-        while not _answers(url + "/health"):
+        while not health_checks.probe(url + "/health", 2).ok:
             if proc.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"vLLM did not start: {log.read_text()[-3000:]}")
             time.sleep(1)
@@ -171,10 +171,3 @@ def running(log: Path, size: ModelSize, spec_config: str | None = None,
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
 
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as reply:
-            return reply.status == 200
-    except OSError:
-        return False

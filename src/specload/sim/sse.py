@@ -72,9 +72,9 @@ def _tail(obj: dict[str, Any]) -> bytes:
 class ChunkWriter:
     """Byte templates for one streamed request in one flavour."""
 
-    __slots__ = ("_choice_tail", "_delta_extra", "_finish_tail", "_flavor", "_head",
-                 "_prompt", "_role_sent", "_role_top", "_token_tail", "_usage_chunk",
-                 "_usage_each", "_usage_in_final", "_usage_inner", "_usage_top",
+    __slots__ = ("_chunk_usage", "_delta_extra", "_flavor", "_head", "_prompt",
+                 "_role_sent", "_role_top", "_tail_finish", "_tail_role", "_tail_token",
+                 "_usage_chunk", "_usage_each", "_usage_in_final", "_usage_top",
                  "_zero_usage", "chat")
 
     def __init__(self, flavor: Flavor, chat: bool, response_id: str, created: int, model: str,
@@ -92,11 +92,15 @@ class ChunkWriter:
             base.pop("usage", None)
         self._head = b"data: " + orjson.dumps(base)[:-1] + b',"choices":[{"index":0,'
         self._delta_extra = flavor.extra_delta
-        self._choice_tail = _tail(flavor.extra_choice)
-        self._token_tail = _tail(flavor.token_choice_extra) if chat else b""
-        self._finish_tail = _tail(flavor.finish_choice_extra) if chat else b""
+        # the choice's closing fields for the role chunk, a token chunk and the finish
+        choice = _tail(flavor.extra_choice)
+        token = _tail(flavor.token_choice_extra) if chat else b""
+        self._tail_role, self._tail_token = choice, choice + token
+        self._tail_finish = choice + (_tail(flavor.finish_choice_extra) if chat else b"") + token
         self._role_top = _tail(flavor.role_chunk_extra)
-        self._usage_inner = _tail(flavor.chunk_usage_extra) if chat else b""
+        # the per-chunk usage template, with the flavour's extra usage fields
+        inner = _tail(flavor.chunk_usage_extra) if chat else b""
+        self._chunk_usage = _USAGE[:-1] + inner + b"}"
         self._usage_top = _tail(flavor.usage_chunk_extra) if chat else b""
         self._prompt = prompt_tokens
         self._usage_in_final = not chat and flavor.completions_final_chunk
@@ -112,8 +116,8 @@ class ChunkWriter:
         fields `top`, `}` and the blank line."""
         if self._usage_each and completion_tokens is not None:
             p = self._prompt
-            usage = _USAGE % (p, p + completion_tokens, completion_tokens)
-            return b"]," + usage[:-1] + self._usage_inner + b"}" + top + b"}\n\n"
+            usage = self._chunk_usage % (p, p + completion_tokens, completion_tokens)
+            return b"]," + usage + top + b"}\n\n"
         if self._zero_usage:
             return b"]" + _ZERO_USAGE + top + b"}\n\n"
         return b"]" + top + b"}\n\n"
@@ -122,9 +126,8 @@ class ChunkWriter:
                     completion_tokens: int | None, role: bool = False) -> bytes:
         delta = {**self._delta_extra, **delta}
         reason = b"null" if finish is None else b'"' + finish.encode() + b'"'
-        tail = self._choice_tail + (b"" if finish is None else self._finish_tail)
-        if not role:
-            tail += self._token_tail
+        tail = (self._tail_role if role else self._tail_token if finish is None
+                else self._tail_finish)
         return (self._head + b'"delta":' + orjson.dumps(delta) + b',"logprobs":null,'
                 b'"finish_reason":' + reason + tail + b"}"
                 + self._end(completion_tokens, self._role_top if role else b""))
