@@ -6,9 +6,14 @@ a Locust worker's life is tied to one master (Locust 2.47, `locust/runners.py`,
 ends it after 60 s without heartbeats (`MASTER_HEARTBEAT_TIMEOUT`); and a worker started
 while no master listens sends `client_ready` every 5 s (`CONNECT_TIMEOUT`) and gives up
 with a `ConnectionError` after 60 retries (`CONNECT_RETRY_COUNT`), about 5 minutes. So this
-command runs `python -m locust -f <packaged locustfile> --worker --processes N` in a loop,
-one console line per start, and the new workers wait for the next master. Locust's own
-output (at `--loglevel WARNING` unless asked otherwise) is passed through.
+command runs `python -m locust -f - --worker --processes N` in a loop, one console line
+per start, and the new workers wait for the next master. `-f -` has each start download
+the master's own locustfile (`argument_parser.download_locustfile_from_master`): an arm's
+workload kind decides the locustfile and its user classes (`workload_kinds.py`), and a
+worker with another one's fails every spawn (`KeyError: 'ChatSessionUser'`). Locust
+writes the download under the temporary directory, so each start gets its own
+(`TMPDIR`): two workers on one file system never import a file the other is writing.
+Locust's own output (at `--loglevel WARNING` unless asked otherwise) is passed through.
 
 SIGINT or SIGTERM stops it: SIGINT goes to the whole Locust process group, because the
 `--processes` parent ignores the first SIGINT and waits for its forked workers
@@ -26,6 +31,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -35,7 +41,6 @@ from types import FrameType
 from typing import IO
 
 from specload.errors import UserError
-from specload.runner.locust_proc import LOCUSTFILE
 from specload.runner.processes import stop_process_group
 from specload.runner.progress import fmt_s
 
@@ -83,7 +88,7 @@ class WorkerSettings:
         return out
 
     def locust_command(self) -> list[str]:
-        return [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--worker",
+        return [sys.executable, "-m", "locust", "-f", "-", "--worker",
                 "--master-host", self.master_host, "--master-port", str(self.port),
                 "--processes", str(self.processes), "--loglevel", self.loglevel]
 
@@ -138,10 +143,11 @@ class LocustWorkers:
     """One `locust --worker --processes N` in its own process group, output passed through."""
 
     def __init__(self, cmd: list[str], out: IO[str]) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="specload-worker-")
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
-            text=True, errors="replace",
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "TMPDIR": self._tmp.name},
+            start_new_session=True, text=True, errors="replace",
         )
         self.quiet = False
         self._pump = threading.Thread(target=self._copy, args=(out,), daemon=True)
@@ -172,6 +178,7 @@ class LocustWorkers:
         """Make sure no process of the group is left; the leader's exit status."""
         stop_process_group(self.proc, timeout=2.0)
         self._pump.join(timeout=2.0)
+        self._tmp.cleanup()
         return self.proc.returncode
 
 

@@ -77,3 +77,41 @@ def test_distributed_sweep_matches_single_process_files(tmp_path, run_sweep,
     metrics = read_csv(dist_dir / "spec-on" / "locust_server_metrics.csv")
     assert {"vllm:generation_tokens_total", "vllm:num_requests_running"} <= {
         r["metric"] for r in metrics}
+
+
+# The workload kinds whose locustfile is not the ladder's: the workers download the
+# master's (a worker that ran the ladder's failed every spawn with KeyError:
+# 'ChatSessionUser', and the arm measured nothing).
+OTHER_KINDS = {
+    "sessions": {"kind": "sessions", "conversations": "builtin", "think_time": 0.2},
+    "open": {"kind": "open", "rates": [5, 20], "max_in_flight": 64},
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(OTHER_KINDS))
+def test_workers_run_the_masters_workload_kind(tmp_path, run_sweep, specload_worker,
+                                               kind: str) -> None:
+    port = free_port()
+    data = scenario({"workers": 1, "master_bind_host": "127.0.0.1",
+                     "master_bind_port": port, "workers_wait_s": 60})
+    data["workload"] = OTHER_KINDS[kind]
+    if kind == "open":
+        del data["ladder"]
+    else:
+        data["ladder"] = [2, 6]
+    (tmp_path / "dist.yaml").write_text(yaml.safe_dump(data))
+    workers = specload_worker(port, processes=1)
+    res = run_sweep("dist.yaml", "--out", "out", timeout=240)
+    assert workers.signal(signal.SIGINT) == 130
+    assert res.returncode == 0, res.stdout + res.stderr
+    run_dir = tmp_path / run_dir_of(res.stdout)
+    assert read_manifest(run_dir)["status"] == "done"
+    rows = read_csv(run_dir / "spec-on" / "locust_requests.csv")
+    assert rows and {r["error_kind"] for r in rows} == {""}
+    if kind == "sessions":
+        # sessions of several turns, the think time between them the scenario's
+        assert max(int(r["turn"]) for r in rows) >= 2 and all(r["session_id"] for r in rows)
+    else:
+        # open-loop arrivals, each with its scheduled time
+        assert all(r["scheduled"] for r in rows)

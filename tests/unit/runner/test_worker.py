@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from specload.cli import build_parser, main
-from specload.runner.locust_proc import LOCUSTFILE
 from specload.runner.worker import (
     MAX_RESTART_DELAY_S,
     QUICK_FAILURE_S,
@@ -23,9 +22,9 @@ def test_cli_defaults_match_the_scenario_defaults() -> None:
     assert (args.port, args.processes) == (6000, 3)
 
 
-def test_locust_command_runs_the_packaged_locustfile_as_workers() -> None:
+def test_locust_command_runs_the_masters_locustfile_as_workers() -> None:
     cmd = WorkerSettings("10.0.0.7", 6000, 4).locust_command()
-    assert cmd[1:5] == ["-m", "locust", "-f", str(LOCUSTFILE)]
+    assert cmd[1:5] == ["-m", "locust", "-f", "-"]  # downloaded from the master
     joined = " ".join(cmd)
     assert "--worker --master-host 10.0.0.7 --master-port 6000 --processes 4" in joined
     assert cmd[-2:] == ["--loglevel", "WARNING"]
