@@ -189,7 +189,10 @@ def _build_report(run_dir: Path) -> int:
 
 @contextmanager
 def _interrupts(sweep: Sweep) -> Iterator[None]:
-    """First Ctrl-C/SIGTERM interrupts the sweep; later ones wait for the clean-up."""
+    """First Ctrl-C/SIGTERM interrupts the sweep; later ones wait for the clean-up. An
+    interrupted sweep keeps this handler until the process exits: it is on its way out,
+    and a late signal must not kill it with the default handler's KeyboardInterrupt (exit
+    status -2 instead of 130) while it saves the manifest or says how to resume."""
 
     def handler(signum: int, frame: Any) -> None:
         sweep.interrupts += 1
@@ -201,8 +204,9 @@ def _interrupts(sweep: Sweep) -> Iterator[None]:
     try:
         yield
     finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+        if not sweep.interrupts:
+            for s, h in old.items():
+                signal.signal(s, h)
 
 
 def _prepare(args: argparse.Namespace) -> tuple[Scenario, Path, Manifest | None]:
