@@ -8,7 +8,7 @@ back to back. Then times one in-process pass phase by phase (reading, chunk pars
 per-rung metrics), next to the previous reader (pandas, Python strings joined and parsed
 by numpy) on the same files, and runs `specload report` on it a few times.
 
-    python scripts/bench_report.py [--rows 100000] [--out DIR] [--runs 3] [--keep]
+    python scripts/bench_report.py [--rows 100000] [--out DIR] [--runs 3] [--keep] [--limit 5]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from specload import records
-from specload.report import chunk_arrays, client_metrics, load
+from specload.report import chunk_arrays, client_metrics, run_files
 from specload.report.windows import rung_windows
 
 LADDER = (1, 2, 5, 10, 30, 70, 100, 250)
@@ -116,7 +116,10 @@ def generate(out: Path, rows: int, seed: int = 0) -> int:
             server += [(ts, "vllm:generation_tokens_total", generated + rate * (ts - t))
                        for ts in ticks]
             generated += rate * (run_end - t)
-            client += [(ts, "bench", 40.0, 0.2, 1.0, c, 100, 0) for ts in ticks]
+            # by name: a column added to the file later is left empty, not misplaced
+            client += [{"ts": ts, "client_id": "bench", "cpu_percent": 40.0,
+                        "lag_p50_ms": 0.2, "lag_p99_ms": 1.0, "users": c,
+                        "lag_samples": 100, "lag_late": 0, "in_flight": c} for ts in ticks]
             history += _history(frame, ticks, c, done_n, done_tokens)
             done_n += len(frame)
             done_tokens += float(frame["output_tokens"].sum())
@@ -171,11 +174,11 @@ def _old_read_and_parse(prefix: Path) -> tuple[np.ndarray, np.ndarray]:
 def _pass(prefix: Path) -> tuple[list[float], bool]:
     """Wall seconds of read, parse, rung metrics and the old read+parse for one prefix."""
     t0 = time.perf_counter()
-    data = load.read_rep(prefix)
+    data = run_files.read_rep(prefix)
     t1 = time.perf_counter()
     ch = chunk_arrays.build(data.requests)
     t2 = time.perf_counter()
-    windows, _ = rung_windows(data.steps, data.history, data.requests)
+    windows, _ = rung_windows(data.rungs, data.history, data.requests)
     client_metrics.rung_metrics(data.requests, ch, windows)
     t3 = time.perf_counter()
     old_gaps, old_tokens = _old_read_and_parse(prefix)
@@ -208,6 +211,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None, help="folder (default: a temp dir)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the generated folder")
+    parser.add_argument("--limit", type=float, default=5.0,
+                        help="seconds `specload report` may take at best (0: no limit)")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="specload-bench-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -232,10 +237,10 @@ def main() -> int:
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         times.append(time.perf_counter() - t)
     print(f"specload report: {' '.join(f'{x:.2f}' for x in times)} s "
-          f"(best {min(times):.2f} s, limit 5 s)")
+          f"(best {min(times):.2f} s, limit {args.limit:g} s)")
     if not args.keep and args.out is None:
         shutil.rmtree(out)
-    return 0 if min(times) < 5.0 else 1
+    return 0 if not args.limit or min(times) < args.limit else 1
 
 
 if __name__ == "__main__":
