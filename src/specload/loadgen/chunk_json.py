@@ -6,17 +6,25 @@ carry generated content (`delta.content`, `delta.reasoning_content`/`reasoning`,
 or `text`: what a chat session sends back as the assistant's turn), the cumulative
 completion and prompt tokens from its `usage` (final usage chunk, or per-chunk
 `continuous_usage_stats`), whether it is the final usage-only chunk (`"choices": []`,
-or no `choices` key at all), its finish reason, and an error object if the server put
-one in the stream. Anything that is not the JSON we expect raises `MalformedChunk`.
+or no `choices` key at all), its finish reason, the request's own drafted and accepted
+tokens and verification steps where an engine sends them (the fields every registered
+engine declares, `engines.request_speculation`: llama.cpp's `timings`, vLLM's
+`metrics.speculative_decoding`), and an error object if the
+server put one in the stream. Anything that is not the JSON we expect raises
+`MalformedChunk`; speculation fields that are not counts are left out, not guessed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import orjson
 
+from specload.engines import RequestSpeculation, request_speculation
+
 DONE = b"[DONE]"
+SPECULATION: tuple[RequestSpeculation, ...] = request_speculation()
 
 
 class MalformedChunk(ValueError):
@@ -42,6 +50,9 @@ class Chunk:
     usage_only: bool = False  # no choices, only usage: the final `include_usage` chunk
     finish_reason: str | None = None
     error: str | None = None
+    drafted: int | None = None  # the request's draft tokens so far, where the engine says
+    accepted: int | None = None  # the request's accepted draft tokens so far
+    draft_steps: int | None = None  # its verification steps, where the engine counts them
 
 
 def parse_chunk(data: bytes) -> Chunk:
@@ -58,10 +69,11 @@ def parse_chunk(data: bytes) -> Chunk:
     chunk = Chunk()
     usage = obj.get("usage")
     if usage is not None:
-        if not isinstance(usage, dict):
-            raise MalformedChunk("`usage` is not an object")
-        chunk.completion_tokens = _count(usage, "completion_tokens")
-        chunk.prompt_tokens = _count(usage, "prompt_tokens")
+        _usage(chunk, usage)
+    for spec in SPECULATION:
+        section = obj.get(spec.section[0])
+        if section is not None:
+            _speculation(chunk, section, spec)
     choices = obj.get("choices")
     if choices is None and usage is not None:
         chunk.usage_only = True  # a usage chunk that leaves `choices` out
@@ -92,6 +104,29 @@ def _content(choice: dict) -> tuple[bool, str]:
         return bool(content or delta.get("reasoning_content") or delta.get("reasoning")), text
     text = choice.get("text")
     return (True, text) if isinstance(text, str) and text else (False, "")
+
+
+def _usage(chunk: Chunk, usage: object) -> None:
+    if not isinstance(usage, dict):
+        raise MalformedChunk("`usage` is not an object")
+    chunk.completion_tokens = _count(usage, "completion_tokens")
+    chunk.prompt_tokens = _count(usage, "prompt_tokens")
+
+
+def _speculation(chunk: Chunk, section: object, spec: RequestSpeculation) -> None:
+    for key in spec.section[1:]:
+        section = section.get(key) if isinstance(section, dict) else None
+    if not isinstance(section, dict):
+        return
+    drafted, accepted = section.get(spec.drafted), section.get(spec.accepted)
+    if _is_count(drafted) and _is_count(accepted) and accepted <= drafted:
+        chunk.drafted, chunk.accepted = drafted, accepted
+        steps = section.get(spec.steps) if spec.steps else None
+        chunk.draft_steps = steps if _is_count(steps) else None
+
+
+def _is_count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _count(usage: dict, key: str) -> int | None:

@@ -5,14 +5,16 @@ TTFT, E2E, TPOT, output tokens and their source. A *token chunk* is a chunk that
 generated text or, by the server's per-chunk usage, generated tokens (vLLM's last chunk
 often has empty text and the EOS token); TTFT is the first chunk with text, E2E the last
 token chunk. Token-source rules: the final `usage` chunk wins; otherwise the cumulative
-per-chunk usage (`continuous_usage_stats`); otherwise the number of content chunks
-(an undercount under speculative decoding). Per-chunk token counts come from
-differences of the cumulative usage; they are kept only when they add up to the total
-(a server whose per-chunk usage stays at zero, as Ollama's completions do, gets none),
-and tokens the final usage counts beyond them (an EOS the finish chunk never showed)
-are credited at the finish chunk's arrival. `chunk_itls` and `token_itls` give the
-inter-token latencies from the same data. A tally made with `keep_text` also keeps the
-reply's text (`reply`), which a chat session sends back in its next turn.
+per-chunk usage (`continuous_usage_stats`); otherwise the number of content chunks (an
+undercount under speculative decoding). Per-chunk token counts come from differences of
+the cumulative usage; they are kept only when they add up to the total (a server whose
+per-chunk usage stays at zero, as Ollama's completions do, gets none), and tokens the
+final usage counts beyond them (an EOS the finish chunk never showed) are credited at
+the finish chunk's arrival. `chunk_itls` and `token_itls` give the inter-token latencies
+from the same data. The request's drafted and accepted tokens (and verification steps)
+are the last counts its chunks gave (cumulative, as the engine keeps them). A tally made
+with `keep_text` also keeps the reply's text (`reply`), which a chat session sends back
+in its next turn.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ class Measured:
     arrivals: list[float]  # arrival time of each token chunk (epoch s)
     chunk_tokens: list[int] | None  # tokens per token chunk, None when not known
     finish_reason: str
+    drafted: int | None = None  # draft tokens, as the engine counted them for the request
+    accepted: int | None = None  # accepted draft tokens
+    draft_steps: int | None = None  # verification steps, where the engine counts them
 
 
 class StreamTally:
@@ -46,7 +51,10 @@ class StreamTally:
         "_cum_seen",
         "_final_tokens",
         "_per_chunk",
+        "accepted",
         "arrivals",
+        "draft_steps",
+        "drafted",
         "finish_arrival",
         "finish_reason",
         "first_text",
@@ -66,6 +74,9 @@ class StreamTally:
         self.prompt_tokens: int | None = None
         self.finish_reason = ""
         self.finish_arrival: float | None = None
+        self.drafted: int | None = None
+        self.accepted: int | None = None
+        self.draft_steps: int | None = None
 
     def add(self, now: float, chunk: Chunk) -> None:
         """Account for one parsed chunk that arrived at time `now`."""
@@ -76,6 +87,9 @@ class StreamTally:
         if chunk.finish_reason:
             self.finish_reason = chunk.finish_reason
             self.finish_arrival = now
+        if chunk.drafted is not None:
+            self.drafted, self.accepted = chunk.drafted, chunk.accepted
+            self.draft_steps = chunk.draft_steps
         cum = chunk.completion_tokens
         if chunk.usage_only:
             self._final_tokens = cum
@@ -137,6 +151,9 @@ class StreamTally:
             arrivals=arrivals,
             chunk_tokens=per_chunk,
             finish_reason=self.finish_reason,
+            drafted=self.drafted,
+            accepted=self.accepted,
+            draft_steps=self.draft_steps,
         )
 
 

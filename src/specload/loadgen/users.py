@@ -349,6 +349,8 @@ class StreamingUser(FastHttpUser):
             chunk_tokens=tokens, backoff_ms=sent.backoff_s * 1e3,
             session_id=tags.session_id, turn=tags.turn, scheduled=tags.scheduled,
             late_ms=late_ms, late_by=late_by, reconnects=sent.reconnects,
+            draft_tokens=measured.drafted, accepted_tokens=measured.accepted,
+            draft_steps=measured.draft_steps,
         ))
 
 

@@ -12,8 +12,12 @@ sessions with a turn started in the window. Open-loop rungs also get their achie
 arrival rate (requests sent per second), the arrivals their plan put in the window
 and how many of those were sent, the share that started late and why (`late_by`), and
 TTFT and E2E measured from the scheduled time as well, so coordinated omission shows.
-`measure` is the one entry point: the report and the live views during a run both call
-it, so their numbers cannot differ.
+Where the engine told each request's own drafted and accepted tokens, the successful
+requests that finished in the window give the rung's acceptance from the requests
+themselves: accepted / drafted, and tokens per target step (a step emits one token and
+the drafts it accepts: tokens / (tokens - accepted)), over the same requests an engine's
+counters add up when they end. `measure` is the one entry point: the report and the live
+views during a run both call it, so their numbers cannot differ.
 """
 
 from __future__ import annotations
@@ -171,6 +175,8 @@ class _Rows:
     late_ms: np.ndarray
     late_by: np.ndarray
     reconnects: np.ndarray
+    drafted: np.ndarray  # NaN where the engine did not say
+    accepted: np.ndarray
 
     @classmethod
     def of(cls, req: pd.DataFrame, windows: Sequence[Window]) -> _Rows:
@@ -201,7 +207,9 @@ class _Rows:
             scheduled=req["scheduled"].to_numpy(dtype=float),
             late_ms=req["late_ms"].to_numpy(dtype=float),
             late_by=req["late_by"].to_numpy(dtype=object),
-            reconnects=req["reconnects"].to_numpy())
+            reconnects=req["reconnects"].to_numpy(),
+            drafted=req["draft_tokens"].to_numpy(dtype=float),
+            accepted=req["accepted_tokens"].to_numpy(dtype=float))
 
 
 def _failure_columns(r: _Rows, in_w: np.ndarray) -> dict[str, object]:
@@ -226,6 +234,16 @@ def _lengths(values: np.ndarray, name: str) -> dict[str, float]:
         return {f"{name}_p{p}": float("nan") for p in LENGTH_PERCENTILES}
     got = np.percentile(finite, LENGTH_PERCENTILES)
     return {f"{name}_p{p}": float(v) for p, v in zip(LENGTH_PERCENTILES, got, strict=True)}
+
+
+def _request_acceptance(r: _Rows, ended: np.ndarray) -> dict[str, float]:
+    """Acceptance from the requests that finished in the window and said how they drafted."""
+    told = ended & np.isfinite(r.drafted)
+    drafted, accepted, tokens = r.drafted[told].sum(), r.accepted[told].sum(), r.tokens[told]
+    steps = (tokens - r.accepted[told]).sum()
+    return {"req_accept_rate": float(accepted / drafted) if drafted else float("nan"),
+            "req_accept_len": float(tokens.sum() / steps) if steps > 0 else float("nan"),
+            "req_spec_requests": int(np.count_nonzero(told))}
 
 
 def _share(mask: np.ndarray, of: np.ndarray) -> float:
@@ -322,6 +340,7 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
         row.update(_lengths(r.prompt_tokens[sel], "prompt_tokens"))
         row.update(_lengths(r.tokens[sel], "output_tokens"))
         row.update(_workload_columns(r, in_w, sel, w))
+        row.update(_request_acceptance(r, r.ok & (r.ended_in == i)))
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -10,7 +10,9 @@ than 2% under its target, saying whether the cap on requests in flight or the cl
 held it down; a saturated or starved load generator; too few completed requests for
 latencies (saying why: the window's cap, requests still running); tokens counted from
 chunks where that can undercount, or estimated for requests cut short; a client figure
-more than 1% away from the simulator's own trace; a load process lost during the window
+more than 1% away from the simulator's own trace; an acceptance rate from the requests
+themselves more than 3% away from the server counters' (one of the two miscounts); a
+load process lost during the window
 (its requests in flight and last rows are missing, and the rung ran short of users until
 Locust restarted them elsewhere); a worker's clock offset that was uncertain or jumped
 near the window (its rows may sit a few ms off). When most requests of a rung failed,
@@ -41,6 +43,7 @@ FAILURES_EXPLAIN = 0.5  # above this share of failed requests, other rung warnin
 BACKOFF_SHARE = 0.05  # users idle in backoff more than this share of the window
 MIN_REQUESTS = 10
 TRACE_LIMIT = 0.01
+ACCEPTANCE_LIMIT = 0.03
 TOKEN_MISMATCH_LIMIT = 0.02
 IGNORE_EOS_LENGTH_SHARE = 0.95
 
@@ -173,6 +176,17 @@ def _trace(row: Any, where: str) -> Iterator[tuple[str, str]]:
                                  "off (a busy load generator or machine)")
 
 
+def _acceptance(row: Any, where: str) -> Iterator[tuple[str, str]]:
+    own, counters = _get(row, "req_accept_rate"), _get(row, "accept_rate")
+    if np.isfinite(own) and np.isfinite(counters) and counters > 0 and (
+            abs(own / counters - 1.0) > ACCEPTANCE_LIMIT):
+        yield "acceptance_mismatch", (
+            f"{where}: the requests' own acceptance rate is {100 * own:.1f}%, the server "
+            f"counters' {100 * counters:.1f}% ({100 * (own / counters - 1):+.1f}%): one of "
+            "the two miscounts (requests the client did not see end, or counters that "
+            "other traffic moved)")
+
+
 def _workers(row: Any, where: str) -> Iterator[tuple[str, str]]:
     lost = int(_get(row, "workers_lost", 0))
     if lost:
@@ -194,7 +208,7 @@ CHECKS: dict[str, Check] = {
     "failures": _failures, "concurrency": _concurrency, "rate": _rate, "client": _client,
     "latency_samples": _latency_samples,
     "latency_samples_fixed_window": _latency_samples_fixed_window, "tokens": _tokens,
-    "trace": _trace, "workers": _workers, "clock": _clock,
+    "trace": _trace, "acceptance": _acceptance, "workers": _workers, "clock": _clock,
 }
 # Checks that stay quiet when most of a rung's requests failed (failures explain it).
 QUIET_WHEN_FAILING = frozenset({"concurrency", "rate", "client", "latency_samples",

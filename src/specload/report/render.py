@@ -198,11 +198,15 @@ def summary_json(report: Report) -> dict[str, Any]:
     })
 
 
+# Columns the table shows only when some rung has them (a prefix cache, per-request
+# acceptance: what few engines tell).
+SHOWN_WHERE_KNOWN = ("prefix_hit_rate", "req_accept_rate")
+
+
 def _table(report: Report) -> pd.DataFrame:
     table = _bounds_and_paces(report.summary.assign(speedup=_speedup_column(report)))
-    columns = headings(View(report.kind.view))
-    if table.get("prefix_hit_rate", pd.Series(dtype=float)).isna().all():
-        columns = {k: v for k, v in columns.items() if k != "prefix_hit_rate"}
+    columns = {k: v for k, v in headings(View(report.kind.view)).items()
+               if k not in SHOWN_WHERE_KNOWN or table.get(k, pd.Series(dtype=float)).notna().any()}
     return table[[c for c in columns if c in table]].rename(columns=columns)
 
 

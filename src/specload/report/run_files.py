@@ -34,7 +34,7 @@ _REP_DIR = re.compile(r"^rep-(\d+)$")
 
 # Columns of the requests file the report needs, with their types.
 _FLOAT_COLS = ("start", "end", "ttft_ms", "e2e_ms", "tpot_ms", "backoff_ms", "prompt_tokens",
-               "scheduled", "late_ms")
+               "scheduled", "late_ms", "draft_tokens", "accepted_tokens", "draft_steps")
 _INT_COLS = ("status", "output_tokens", "num_chunks", "interrupted", "turn", "reconnects")
 _CHUNK_COLS = ("chunk_gaps_us", "chunk_tokens")
 _STR_COLS = ("endpoint", "tokens_source", "finish_reason", "error_kind", "error", "session_id",

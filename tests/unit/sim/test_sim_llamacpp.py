@@ -94,8 +94,8 @@ def _events(raw: bytes) -> list[object]:
 def test_llamacpp_completions_end_in_a_finish_chunk_with_usage(include_usage: bool) -> None:
     w = sse.ChunkWriter(FLAVORS["llamacpp"], False, "cmpl-1", 7, "m", 5, include_usage,
                         continuous_usage=False)
-    raw = w.step([" a", " b"], 0, None) + w.step([" c"], 2, "stop", timings={"x": 1})
-    events = _events(raw + w.tail(3, {"y": 2}))
+    raw = w.step([" a", " b"], 0, None) + w.step([" c"], 2, "stop", final={"timings": {"x": 1}})
+    events = _events(raw + w.tail(3, {"timings": {"y": 2}}))
     assert [e["choices"][0]["text"] for e in events[:-1]] == [" a", " b", " c", ""]
     final = events[-2]
     assert final["choices"][0]["finish_reason"] == "stop"

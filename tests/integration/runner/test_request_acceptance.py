@@ -1,0 +1,108 @@
+"""Each request's own acceptance, as the engine's final chunk tells it, against the truth.
+
+Two simulated llama-servers (`--metrics`, speculation on and off) stream as llama-server
+does: one event per token, and the request's `timings` (`draft_n`, `draft_n_accepted`)
+in its last chunk when it drafted; a simulated vLLM with
+`--per-request-spec-decode-metrics summary` puts `metrics.speculative_decoding` on its
+usage chunk. Checked: every request of the spec-on arms records the draft and accepted
+tokens (and, from vLLM, the verification steps) the simulator's trace has for it; the
+spec-off arm's
+requests, which drafted nothing, leave both empty; at every /metrics sample the
+counters hold what the requests released before it recorded (llama-server adds a
+request's drafts when its slot is released); each rung's acceptance rate from the
+requests is the counters' to 1% (the rung's requests are those that ended in it, the
+counters are interpolated at its edges: some 30 requests a rung make the two agree),
+with no mismatch warning; and the report's table shows the column.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from specload.records import FETCH_METRIC
+from tests.support.sweeps import read_csv, run_dir_of
+
+PROFILE = "h100-llama8b-eagle3"
+LADDER = [2, 4, 8]
+ACCEPTED, DRAFTED = ("llamacpp:spec_decode_num_accepted_tokens_total",
+                     "llamacpp:spec_decode_num_draft_tokens_total")
+RELEASE_S = 0.05  # a request's trace ends once its response is written, after the release
+
+
+@pytest.fixture(scope="module")
+def run(module_sim_server, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    from tests.support.sweeps import run_sweep, write_scenario
+
+    on, off = (module_sim_server(profile=PROFILE, spec=spec, flavor="llamacpp",
+                                 extra_args=["--metrics"]) for spec in ("on", "off"))
+    vllm = module_sim_server(profile=PROFILE, spec="on", flavor="vllm",
+                             extra_args=["--per-request-spec-decode-metrics", "summary"])
+    folder = tmp_path_factory.mktemp("acceptance")
+    data = {"name": "acceptance", "ladder": LADDER, "warmup_s": 1, "measure_s": 6,
+            "min_requests": 0, "request": {"max_tokens": 64, "ignore_eos": True},
+            "arms": [{"name": "spec-on", "url": on.url, "spec": "on", "engine": "llamacpp"},
+                     {"name": "spec-off", "url": off.url, "spec": "off",
+                      "engine": "llamacpp"},
+                     {"name": "vllm-on", "url": vllm.url, "spec": "on", "engine": "vllm"}]}
+    res = run_sweep(folder, str(write_scenario(folder, data)), "--out", "out")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    traces = {"spec-on": on.read_trace(), "spec-off": off.read_trace(),
+              "vllm-on": vllm.read_trace()}
+    return folder / run_dir_of(res.stdout), traces
+
+
+@pytest.mark.slow
+def test_every_request_records_what_the_trace_has(run) -> None:
+    run_dir, traces = run
+    for arm, steps in (("spec-on", False), ("vllm-on", True)):
+        truth = {t["request_id"]: t for t in traces[arm]}
+        rows = read_csv(run_dir / arm / "locust_requests.csv")
+        assert rows and {r["error_kind"] for r in rows} == {""}
+        assert all(r["draft_tokens"] for r in rows)  # an EAGLE-3 profile drafts every step
+        for r in rows:
+            t = truth[r["request_id"]]
+            assert (int(r["draft_tokens"]), int(r["accepted_tokens"])) == (
+                t["draft_tokens"], t["accepted_tokens"]), (arm, r["request_id"])
+            # llama.cpp does not say how many steps verified them; vLLM does
+            assert r["draft_steps"] == (str(t["draft_steps"]) if steps else ""), arm
+        assert sum(int(r["accepted_tokens"]) for r in rows) > 0
+    off = read_csv(run_dir / "spec-off" / "locust_requests.csv")
+    assert off and {(r["draft_tokens"], r["accepted_tokens"]) for r in off} == {("", "")}
+    assert {t["draft_tokens"] for t in traces["spec-off"]} == {0}
+
+
+@pytest.mark.slow
+def test_the_counters_hold_what_the_released_requests_recorded(run) -> None:
+    run_dir, traces = run
+    ends = {t["request_id"]: t["end"] for t in traces["spec-on"]}
+    rows = [(ends[r["request_id"]], int(r["draft_tokens"]), int(r["accepted_tokens"]))
+            for r in read_csv(run_dir / "spec-on" / "locust_requests.csv")]
+    samples: dict[float, dict[str, float]] = {}
+    for s in read_csv(run_dir / "spec-on" / "locust_server_metrics.csv"):
+        samples.setdefault(float(s["ts"]), {})[s["metric"]] = float(s["value"])
+    assert len(samples) >= 10
+    for ts, got in samples.items():
+        half = got[FETCH_METRIC] / 2  # the server read its counters inside the fetch
+        for name, i in ((DRAFTED, 1), (ACCEPTED, 2)):
+            surely = sum(r[i] for r in rows if r[0] <= ts - half)
+            maybe = sum(r[i] for r in rows if r[0] <= ts + half + RELEASE_S)
+            assert surely <= got[name] <= maybe, (ts, name, surely, got[name], maybe)
+
+
+@pytest.mark.slow
+def test_each_rungs_rate_from_the_requests_is_the_counters(run) -> None:
+    run_dir, _ = run
+    summary = json.loads((run_dir / "summary.json").read_text())
+    on = [r for r in summary["summary"] if r["arm"] == "spec-on"]
+    assert [r["concurrency"] for r in on] == LADDER
+    for r in on:
+        assert r["req_spec_requests"] >= 30, r
+        assert r["req_accept_rate"] == pytest.approx(r["accept_rate"], rel=0.01), r
+        assert r["req_accept_len"] > 1.5, r
+    off = [r for r in summary["summary"] if r["arm"] == "spec-off"]
+    assert all(r["req_spec_requests"] == 0 for r in off), off
+    assert not [w for w in summary["warnings"] if w["kind"] == "acceptance_mismatch"]
+    assert "accept rate (requests)" in (run_dir / "report.html").read_text()
