@@ -51,14 +51,15 @@ class SpecloadWorker:
     def starts(self) -> int:
         return sum(line.startswith(START_LINE) for line in self.lines())
 
-    def wait_for_workers(self, processes: int, timeout: float = 30) -> list[psutil.Process]:
-        """The Locust processes of the current start (its parent and `processes` workers)."""
+    def wait_for_master_wait(self, timeout: float = 30) -> list[psutil.Process]:
+        """The current start's Locust process while no master answers: one, because `-f -`
+        downloads the master's locustfile before `--processes` forks the workers."""
 
-        def all_up() -> list[psutil.Process]:
+        def up() -> list[psutil.Process]:
             found = self.locust_processes()
-            return found if len(found) == processes + 1 else []
+            return found if len(found) == 1 else []
 
-        return wait_for(all_up, timeout, f"{processes} Locust workers of `specload worker`")
+        return wait_for(up, timeout, "the Locust process of `specload worker` to wait")
 
     def locust_processes(self) -> list[psutil.Process]:
         """Live Locust processes pointed at this worker's master port (zombies excluded)."""

@@ -57,7 +57,7 @@ def test_worker_serves_a_two_arm_sweep_then_ctrl_c_stops_it(
         assert len({r["client_id"] for r in rows}) == 2, arm
     # one start per arm, plus the one now waiting for a next master
     wait_for(lambda: worker.starts() == 3, 30, "the start after the last arm")
-    waiting = worker.wait_for_workers(processes=2)
+    waiting = worker.wait_for_master_wait()
     assert "ended after" in worker.lines()[-1] and "status 0" in worker.lines()[-1]
 
     assert worker.signal(signal.SIGINT) == 130
@@ -70,7 +70,7 @@ def test_worker_serves_a_two_arm_sweep_then_ctrl_c_stops_it(
 
 def test_sigterm_while_waiting_for_a_master_exits_0(specload_worker) -> None:
     worker = specload_worker(free_port(), processes=2)
-    waiting = worker.wait_for_workers(processes=2)
+    waiting = worker.wait_for_master_wait()
     assert worker.lines() == [
         f"specload worker: start 1: 2 Locust worker process(es) waiting for master "
         f"127.0.0.1:{worker.port} (Ctrl-C to stop)"]
