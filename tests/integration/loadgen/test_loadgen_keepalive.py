@@ -77,6 +77,9 @@ def test_the_llamacpp_flavour_closes_after_every_stream_and_nothing_fails(
     rows = _finished(run)
     assert len(rows) > 10, run.output[-2000:]
     assert {r["error_kind"] for r in rows} == {""}, [r["error"] for r in rows][:3]
-    assert 1 <= sum(int(r["reconnects"]) for r in rows) <= CLOSED_IN_A_ROW + 3
+    # The flavour closes 5 ms after a stream's last byte (flavors.close_after_stream_delay_s):
+    # a busy client sends its next request after the FIN and never meets the race, so only
+    # the bound is certain here (the fake server's 20 ms close makes the race certain above).
+    assert sum(int(r["reconnects"]) for r in rows) <= CLOSED_IN_A_ROW + 3
     served = {t["request_id"] for t in sim.read_trace() if t.get("status") == 200}
     assert {r["request_id"] for r in rows} <= served  # one server request per record
