@@ -17,7 +17,7 @@ server put one in the stream. Anything that is not the JSON we expect raises
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypeGuard
+from typing import NamedTuple, TypeGuard
 
 import orjson
 
@@ -25,6 +25,14 @@ from specload.engines import RequestSpeculation, request_speculation
 
 DONE = b"[DONE]"
 SPECULATION: tuple[RequestSpeculation, ...] = request_speculation()
+
+
+class DraftCounts(NamedTuple):
+    """A request's own speculation so far, as its engine counts it."""
+
+    drafted: int  # draft tokens proposed
+    accepted: int  # draft tokens the target accepted
+    steps: int | None  # verification steps, where the engine counts them
 
 
 class MalformedChunk(ValueError):
@@ -50,9 +58,7 @@ class Chunk:
     usage_only: bool = False  # no choices, only usage: the final `include_usage` chunk
     finish_reason: str | None = None
     error: str | None = None
-    drafted: int | None = None  # the request's draft tokens so far, where the engine says
-    accepted: int | None = None  # the request's accepted draft tokens so far
-    draft_steps: int | None = None  # its verification steps, where the engine counts them
+    speculation: DraftCounts | None = None  # where the engine says
 
 
 def parse_chunk(data: bytes) -> Chunk:
@@ -120,9 +126,8 @@ def _speculation(chunk: Chunk, section: object, spec: RequestSpeculation) -> Non
         return
     drafted, accepted = section.get(spec.drafted), section.get(spec.accepted)
     if _is_count(drafted) and _is_count(accepted) and accepted <= drafted:
-        chunk.drafted, chunk.accepted = drafted, accepted
         steps = section.get(spec.steps) if spec.steps else None
-        chunk.draft_steps = steps if _is_count(steps) else None
+        chunk.speculation = DraftCounts(drafted, accepted, steps if _is_count(steps) else None)
 
 
 def _is_count(value: object) -> TypeGuard[int]:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from specload.loadgen.chunk_json import Chunk
+from specload.loadgen.chunk_json import Chunk, DraftCounts
 
 
 @dataclass(slots=True, frozen=True)
@@ -39,9 +39,7 @@ class Measured:
     arrivals: list[float]  # arrival time of each token chunk (epoch s)
     chunk_tokens: list[int] | None  # tokens per token chunk, None when not known
     finish_reason: str
-    drafted: int | None = None  # draft tokens, as the engine counted them for the request
-    accepted: int | None = None  # accepted draft tokens
-    draft_steps: int | None = None  # verification steps, where the engine counts them
+    speculation: DraftCounts | None = None  # as the engine counted it for the request
 
 
 class StreamTally:
@@ -51,14 +49,12 @@ class StreamTally:
         "_cum_seen",
         "_final_tokens",
         "_per_chunk",
-        "accepted",
         "arrivals",
-        "draft_steps",
-        "drafted",
         "finish_arrival",
         "finish_reason",
         "first_text",
         "prompt_tokens",
+        "speculation",
         "t0",
         "texts",
     )
@@ -74,9 +70,7 @@ class StreamTally:
         self.prompt_tokens: int | None = None
         self.finish_reason = ""
         self.finish_arrival: float | None = None
-        self.drafted: int | None = None
-        self.accepted: int | None = None
-        self.draft_steps: int | None = None
+        self.speculation: DraftCounts | None = None
 
     def add(self, now: float, chunk: Chunk) -> None:
         """Account for one parsed chunk that arrived at time `now`."""
@@ -87,9 +81,8 @@ class StreamTally:
         if chunk.finish_reason:
             self.finish_reason = chunk.finish_reason
             self.finish_arrival = now
-        if chunk.drafted is not None:
-            self.drafted, self.accepted = chunk.drafted, chunk.accepted
-            self.draft_steps = chunk.draft_steps
+        if chunk.speculation is not None:
+            self.speculation = chunk.speculation
         cum = chunk.completion_tokens
         if chunk.usage_only:
             self._final_tokens = cum
@@ -151,9 +144,7 @@ class StreamTally:
             arrivals=arrivals,
             chunk_tokens=per_chunk,
             finish_reason=self.finish_reason,
-            drafted=self.drafted,
-            accepted=self.accepted,
-            draft_steps=self.draft_steps,
+            speculation=self.speculation,
         )
 
 

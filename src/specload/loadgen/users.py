@@ -52,7 +52,13 @@ from locust.exception import CatchResponseError, StopUser
 
 from specload.errors import UserError
 from specload.loadgen import keepalive, tls, wall_clock
-from specload.loadgen.chunk_json import DONE, MalformedChunk, error_message_from_body, parse_chunk
+from specload.loadgen.chunk_json import (
+    DONE,
+    DraftCounts,
+    MalformedChunk,
+    error_message_from_body,
+    parse_chunk,
+)
 from specload.loadgen.context import ModelDiscoveryError, ProcessContext
 from specload.loadgen.inflight import IN_FLIGHT
 from specload.loadgen.measure import Measured, StreamTally
@@ -349,8 +355,7 @@ class StreamingUser(FastHttpUser):
             chunk_tokens=tokens, backoff_ms=sent.backoff_s * 1e3,
             session_id=tags.session_id, turn=tags.turn, scheduled=tags.scheduled,
             late_ms=late_ms, late_by=late_by, reconnects=sent.reconnects,
-            draft_tokens=measured.drafted, accepted_tokens=measured.accepted,
-            draft_steps=measured.draft_steps,
+            **_speculation_columns(measured.speculation),
         ))
 
 
@@ -481,6 +486,14 @@ def _error_body(resp: Any) -> str:
         return error_message_from_body(resp.content or b"")
     except Exception:  # the body itself failed to arrive
         return "(no body)"
+
+
+def _speculation_columns(spec: DraftCounts | None) -> dict[str, int | None]:
+    """The record's columns of the request's own speculation (none: left empty)."""
+    if spec is None:
+        return {}
+    return {"draft_tokens": spec.drafted, "accepted_tokens": spec.accepted,
+            "draft_steps": spec.steps}
 
 
 def _elapsed_ms(tally: StreamTally) -> float:

