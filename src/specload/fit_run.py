@@ -9,7 +9,8 @@ mean output tokens they received (or the scenario's `request.max_tokens`). The b
 profile (`--base`) is fitted to that, the residual of every rung is printed, and the
 fitted profile is written as YAML in which each parameter names its origin (measured,
 fitted, or the base profile's value). Several run folders, repeats of one scenario on a
-noisy machine, are fitted by each rung's mean. `specload sim --profile my.yaml` then
+noisy machine, are fitted by each rung's mean; a rung whose repeats (within a run or
+across runs) disagree counts for less. `specload sim --profile my.yaml` then
 serves it.
 """
 
@@ -67,6 +68,7 @@ def observations(report: Report, prompt_tokens: int | None = None,
     # the arm's k, else the draft length its start command gives (`--spec-draft-n-max 4`)
     k = next((a.k or parse_command(a.command).k for a in report.source.arms
               if a.role == "spec_on" and (a.k or a.command)), None)
+    spreads = _repeat_spreads(report.per_rep)
     rungs: list[Rung] = []
     for row in report.summary.to_dict(orient="records"):
         mode = modes.get(str(row["arm"]))
@@ -78,8 +80,9 @@ def observations(report: Report, prompt_tokens: int | None = None,
             notes.append(f"arm {row['arm']} C={row['concurrency']}: no output tok/s, skipped")
             continue
         accept = _number(row.get("accept_len_mean")) if mode == "on" else None
-        rungs.append(Rung(mode, int(row["concurrency"]), tok_s,
-                          _number(row.get("server_running_mean")), accept))
+        users = int(row["concurrency"])
+        rungs.append(Rung(mode, users, tok_s, _number(row.get("server_running_mean")), accept,
+                          spreads.get((str(row["arm"]), users))))
     if not rungs:
         raise UserError("the run has no spec-on or spec-off rung with output tok/s to fit")
     request = (report.source.manifest.scenario.get("request", {})
@@ -118,9 +121,32 @@ def mean_observations(runs: Sequence[Observations]) -> Observations:
         for rung in obs.rungs:
             groups.setdefault((rung.mode, rung.users), []).append(rung)
     rungs = [Rung(same[0].mode, same[0].users, sum(r.output_tok_s for r in same) / len(same),
-                  _mean([r.running for r in same]), _mean([r.accept_len for r in same]))
+                  _mean([r.running for r in same]), _mean([r.accept_len for r in same]),
+                  _log_spread([r.output_tok_s for r in same]) if len(same) > 1
+                  else same[0].spread)
              for same in groups.values()]
     return dataclasses.replace(first, rungs=tuple(rungs))
+
+
+def _log_spread(values: Sequence[float]) -> float | None:
+    """The sample standard deviation of log(values); None for fewer than two."""
+    logs = [math.log(v) for v in values if v > 0]
+    if len(logs) < 2:
+        return None
+    mean = sum(logs) / len(logs)
+    return math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
+
+
+def _repeat_spreads(per_rep: pd.DataFrame) -> dict[tuple[str, int], float]:
+    """Each arm and rung's spread of output tok/s between the run's repeats."""
+    out: dict[tuple[str, int], float] = {}
+    if per_rep.empty:
+        return out
+    for (arm, users), rows in per_rep.groupby(["arm", "concurrency"]):
+        spread = _log_spread([float(v) for v in rows["output_tok_s"].dropna()])
+        if spread is not None:
+            out[(str(arm), int(users))] = spread
+    return out
 
 
 def _mean(values: Sequence[float | None]) -> float | None:

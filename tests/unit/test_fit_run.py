@@ -16,7 +16,8 @@ from specload.sim.fit import FitResult, Observations, Residual, Rung
 from specload.sim.profile import load_profile, parameter_paths
 
 
-def report_of(tmp_path: Path, rows: list[dict[str, object]], prompts: list[int]) -> Report:
+def report_of(tmp_path: Path, rows: list[dict[str, object]], prompts: list[int],
+              per_rep: pd.DataFrame | None = None) -> Report:
     arms = []
     for name, role, k in (("spec-on", "spec_on", 3), ("spec-off", "spec_off", None)):
         prefix = tmp_path / name / "locust"
@@ -24,7 +25,8 @@ def report_of(tmp_path: Path, rows: list[dict[str, object]], prompts: list[int])
         pd.DataFrame({"prompt_tokens": prompts}).to_csv(f"{prefix}_requests.csv", index=False)
         arms.append(ArmSource(name, role, k=k, reps=[RepSource(1, prefix)]))
     arms.append(ArmSource("adaptive", "other", reps=[]))
-    return Report(RunSource(tmp_path, arms), pd.DataFrame(), pd.DataFrame(rows), [], [], [])
+    return Report(RunSource(tmp_path, arms), pd.DataFrame() if per_rep is None else per_rep,
+                  pd.DataFrame(rows), [], [], [])
 
 
 ROWS = [
@@ -86,8 +88,23 @@ def test_repeated_runs_are_fitted_by_each_rungs_mean() -> None:
                       Rung("off", 8, 70.0, 8.0)), 32, 48, 4)
     b = Observations((Rung("on", 1, 60.0, 0.9, 4.7), Rung("off", 1, 34.0)), 32, 48, 4)
     mean = mean_observations([a, b])
-    assert mean.rungs == (Rung("on", 1, 55.0, 0.95, pytest.approx(4.6)),
-                          Rung("off", 1, 32.0), Rung("off", 8, 70.0, 8.0))
+    assert mean.rungs == (Rung("on", 1, 55.0, 0.95, pytest.approx(4.6),
+                               pytest.approx(math.log(60 / 50) / math.sqrt(2))),
+                          Rung("off", 1, 32.0, spread=pytest.approx(math.log(34 / 30)
+                                                                    / math.sqrt(2))),
+                          Rung("off", 8, 70.0, 8.0))
     assert (mean.prompt_tokens, mean.output_tokens, mean.k) == (32, 48, 4)
     with pytest.raises(UserError, match="differ in prompt or output length"):
         mean_observations([a, Observations(b.rungs, 128, 48, 4)])
+
+
+def test_a_rungs_repeats_give_it_a_spread(tmp_path: Path) -> None:
+    """Repeats within one run: the s.d. of log tok/s between them, for the fit's weights;
+    a rung measured once has none."""
+    per_rep = pd.DataFrame({"arm": ["spec-on", "spec-on", "spec-off"],
+                            "concurrency": [1, 1, 1], "rep": [1, 2, 1],
+                            "output_tok_s": [72.0, 88.0, 50.0]})
+    obs, _ = observations(report_of(tmp_path, ROWS, [100], per_rep))
+    on1, _, off1 = obs.rungs
+    assert on1.spread == pytest.approx(math.log(88 / 72) / math.sqrt(2))
+    assert off1.spread is None

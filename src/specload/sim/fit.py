@@ -7,7 +7,8 @@ acceptance length. Two things are read off the data directly: the acceptance rat
 measured acceptance length) and each arm's running-request cap (when the running count
 stays flat below C at the top rungs). The remaining free parameters
 (achieved bandwidth, host overheads, drafter costs by default) are fitted by
-Nelder-Mead on the mean squared log error of tok/s over every rung, each candidate
+Nelder-Mead on the mean squared log error of tok/s over every rung (weighted by how
+closely the rung's repeats agree, where the sweep repeated it), each candidate
 priced by the same virtual-time closed loop that `sim-curve` runs, with a weak pull
 towards the base profile's values so that parameters the data cannot see stay put.
 Each parameter moves log-uniformly inside physically plausible bounds. Pure: no files,
@@ -51,6 +52,9 @@ COMPUTE_PARAMS = ("hardware.eta_compute", "hardware.compute_ramp_tokens")
 SPEC_PARAMS = ("speculative.draft_step_s", "speculative.draft_per_seq_s",
                "speculative.cpu_per_seq_s")
 PULL = 0.02  # weight of the pull towards the base profile, per parameter
+# a rung counts in the fit by 1 / spread^2 (weighted least squares), its repeats' spread
+# taken as at least this: a rung measured once, or whose repeats agree more closely
+NOISE_FLOOR = 0.03
 CAP_FLAT = 0.1  # top rungs' running counts within 10% of each other ...
 CAP_BELOW = 0.9  # ... and below 90% of C: the server caps its running set
 
@@ -64,6 +68,7 @@ class Rung:
     output_tok_s: float
     running: float | None = None  # server's mean running requests
     accept_len: float | None = None  # server's mean E[accepted + 1] per verify step
+    spread: float | None = None  # s.d. of log tok/s between repeats, where repeated
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +260,7 @@ def fit(base: Profile, obs: Observations, free: Sequence[str] | None = None, *,
             origins[path] = "measured (server running requests)"
             notes.append(f"spec-{mode} arm caps its running set at {cap}")
     observed = [r.output_tok_s for r in obs.rungs]
+    weights = [1 / max(r.spread or 0.0, NOISE_FLOOR) ** 2 for r in obs.rungs]
     start = [_to_unit(p, float(get_param(data, p) or BOUNDS[p][0])) for p in free]
 
     def profile_at(u: Sequence[float]) -> Profile:
@@ -267,8 +273,8 @@ def fit(base: Profile, obs: Observations, free: Sequence[str] | None = None, *,
             predicted = predict_rungs(profile_at(u), obs, seed)
         except (ValueError, SimConfigError):
             return math.inf
-        err = sum(math.log(max(pr, 1e-9) / ob) ** 2
-                  for pr, ob in zip(predicted, observed, strict=True)) / len(observed)
+        err = sum(w * math.log(max(pr, 1e-9) / ob) ** 2
+                  for pr, ob, w in zip(predicted, observed, weights, strict=True)) / sum(weights)
         return err + PULL * sum((x - s) ** 2 for x, s in zip(u, start, strict=True))
 
     best, _, evals = nelder_mead(loss, start, 0.1, max_evals) if free else (start, 0.0, 0)

@@ -67,6 +67,24 @@ def test_fit_recovers_a_hidden_profiles_curve_within_5_percent() -> None:
     assert fitted_accept == pytest.approx(accept, abs=0.01)
 
 
+def test_a_rung_whose_repeats_disagree_counts_for_less() -> None:
+    """One rung measured far off (a busy moment in one repeat) pulls an unweighted fit off
+    the rungs whose repeats agree; weighted by the repeats' spread it hardly moves them."""
+    base = load_profile("cpu2-gemma3-270m-ngram")
+    true = sweep(base, [1, 4, 16])["off"]
+    measured = [true[0], true[1], true[2] * 0.7]
+
+    def clean_error(spreads: list[float | None]) -> float:
+        rungs = tuple(Rung("off", c, tok_s, spread=s) for c, tok_s, s in
+                      zip([1, 4, 16], measured, spreads, strict=True))
+        result = fit(base, Observations(rungs, PROMPT, OUTPUT), ["overheads.step_s"],
+                     max_evals=30)
+        return max(abs(r.rel) for r in result.residuals[:2])
+
+    unweighted, weighted = clean_error([None] * 3), clean_error([0.01, 0.01, 0.4])
+    assert weighted < 0.03 < unweighted, (weighted, unweighted)
+
+
 def test_acceptance_is_scaled_to_the_measured_length() -> None:
     rates = [0.8, 0.7, 0.6]
     scaled = scale_acceptance(rates, 2, 2.0)
