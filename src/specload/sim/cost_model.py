@@ -92,6 +92,7 @@ class CostModel:
         u = profile.unexplained
         self._u_step, self._u_seq = u.step_s, u.per_seq_s
         self._u_spec, self._u_wait = u.per_spec_seq_s, u.per_waiting_s
+        self._u_wait_share = u.waiting_share
 
     def weight_bytes(self, tokens: int) -> float:
         """Weights read for `tokens` tokens: dense always, experts by expected hit share."""
@@ -126,6 +127,7 @@ class CostModel:
         sync = self._sync * total if shape.k == 0 and shape.num_decode else 0.0
         unexplained = (self._u_step + self._u_seq * shape.num_seqs
                        + self._u_spec * shape.num_spec_seqs
-                       + self._u_wait * shape.num_waiting)
+                       + self._u_wait * shape.num_waiting
+                       + self._u_wait_share * shape.num_waiting * (total + sync))
         return StepCost(total + sync + unexplained, memory, compute, draft, host, comm, sync,
                         unexplained)

@@ -43,6 +43,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "unexplained.per_seq_s": (1e-7, 0.05),
     "unexplained.per_spec_seq_s": (1e-7, 0.05),
     "unexplained.per_waiting_s": (1e-7, 0.01),
+    "unexplained.waiting_share": (1e-4, 0.1),
     "speculative.draft_step_s": (1e-5, 0.02),
     "speculative.draft_per_seq_s": (1e-7, 1e-3),
     "speculative.cpu_per_seq_s": (1e-7, 1e-2),
@@ -51,6 +52,8 @@ HOST_PARAMS = ("hardware.eta_mem", "overheads.step_s", "overheads.per_seq_s")
 COMPUTE_PARAMS = ("hardware.eta_compute", "hardware.compute_ramp_tokens")
 SPEC_PARAMS = ("speculative.draft_step_s", "speculative.draft_per_seq_s",
                "speculative.cpu_per_seq_s")
+WAITING_PARAM = "unexplained.waiting_share"
+SCAN = (0.0, 0.25, 0.5, 0.75, 1.0)  # where a parameter the base lacks is tried first
 PULL = 0.02  # weight of the pull towards the base profile, per parameter
 # a rung counts in the fit by 1 / spread^2 (weighted least squares), its repeats' spread
 # taken as at least this: a rung measured once, or whose repeats agree more closely
@@ -207,12 +210,16 @@ def _from_unit(path: str, u: float) -> float:
 def default_free(base: Profile, obs: Observations) -> list[str]:
     """Host-side parameters always; the FLOP rate and its ramp where the base profile's
     verify step is compute-bound (a CPU); drafter costs when a speculating arm was
-    measured; queue-scan and unexplained time where the base profile has some."""
+    measured; the cost of a waiting request where requests waited for a slot (the server
+    ran fewer than 90% of C: only those rungs see it); queue-scan and unexplained time
+    where the base profile has some."""
     free = list(HOST_PARAMS)
     if verify_is_compute_bound(base, obs.k or base.speculative.k, obs.prompt_tokens):
         free += COMPUTE_PARAMS
     if any(r.mode != "off" for r in obs.rungs):
         free += SPEC_PARAMS
+    if any(r.running is not None and r.running < CAP_BELOW * r.users for r in obs.rungs):
+        free.append(WAITING_PARAM)
     data = base.model_dump()
     free += [p for p in BOUNDS if p not in free and p.startswith(("overheads.", "unexplained."))
              and get_param(data, p)]
@@ -262,22 +269,31 @@ def fit(base: Profile, obs: Observations, free: Sequence[str] | None = None, *,
     observed = [r.output_tok_s for r in obs.rungs]
     weights = [1 / max(r.spread or 0.0, NOISE_FLOOR) ** 2 for r in obs.rungs]
     start = [_to_unit(p, float(get_param(data, p) or BOUNDS[p][0])) for p in free]
+    lacking = [i for i, p in enumerate(free) if not get_param(data, p)]
 
     def profile_at(u: Sequence[float]) -> Profile:
         for p, x in zip(free, u, strict=True):
             set_param(data, p, float(f"{_from_unit(p, x):.4g}"))
         return Profile.model_validate(data)
 
-    def loss(u: list[float]) -> float:
+    def loss(u: list[float], pull: float = PULL) -> float:
         try:
             predicted = predict_rungs(profile_at(u), obs, seed)
         except (ValueError, SimConfigError):
             return math.inf
         err = sum(w * math.log(max(pr, 1e-9) / ob) ** 2
                   for pr, ob, w in zip(predicted, observed, weights, strict=True)) / sum(weights)
-        return err + PULL * sum((x - s) ** 2 for x, s in zip(u, start, strict=True))
+        return err + pull * sum((x - s) ** 2 for x, s in zip(u, start, strict=True))
 
-    best, _, evals = nelder_mead(loss, start, 0.1, max_evals) if free else (start, 0.0, 0)
+    for i in lacking:
+        # the base profile has none of it, so no value to pull towards, and at its lower
+        # bound neither the loss nor Nelder-Mead's first steps can feel it: it starts (and
+        # is pulled towards) where a coarse scan along its range does best
+        start[i] = min(SCAN, key=lambda u, i=i: loss([*start[:i], u, *start[i + 1:]], 0.0))
+    scanned = len(SCAN) * len(lacking)
+    best, _, evals = (nelder_mead(loss, start, 0.1, max_evals - scanned) if free
+                      else (start, 0.0, 0))
+    evals += scanned
     profile = profile_at(best)
     origins.update({p: "fitted" for p in free})
     predicted = predict_rungs(profile, obs, seed)

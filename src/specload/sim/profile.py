@@ -155,6 +155,10 @@ class Unexplained(_Strict):
     per_seq_s: NonNeg = 0.0  # per running request per step
     per_spec_seq_s: NonNeg = 0.0  # per speculating request per step, on top
     per_waiting_s: NonNeg = 0.0  # per waiting request per step
+    # per waiting request, the share of its own length a step grows by: llama-server's
+    # steps slow in proportion, spec-on and spec-off alike, while requests wait for a slot
+    # (docs/simulator.md)
+    waiting_share: NonNeg = 0.0
 
 
 class Workload(_Strict):

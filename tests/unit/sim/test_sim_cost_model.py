@@ -85,6 +85,15 @@ def test_waiting_requests_add_host_time() -> None:
     assert long_queue.memory == idle_queue.memory
 
 
+def test_waiting_requests_lengthen_the_step_by_a_share_of_itself() -> None:
+    plain = CostModel(load_profile("cpu2-gemma3-270m-ngram"))
+    slowed = CostModel(_variant("cpu2-gemma3-270m-ngram", unexplained={"waiting_share": 0.02}))
+    shape = dataclasses.replace(decode_shape(8, 0), num_waiting=8)
+    assert slowed.cost(shape).total == pytest.approx(plain.cost(shape).total * 1.16)
+    assert slowed.cost(decode_shape(8, 0)).total == pytest.approx(
+        plain.cost(decode_shape(8, 0)).total)
+
+
 def _variant(name: str, **sections: dict[str, object]) -> Profile:
     """A built-in profile with some parameters replaced, section by section."""
     data = load_profile(name).model_dump()

@@ -85,6 +85,25 @@ def test_a_rung_whose_repeats_disagree_counts_for_less() -> None:
     assert weighted < 0.03 < unweighted, (weighted, unweighted)
 
 
+def test_a_cost_the_base_lacks_is_found_where_requests_waited() -> None:
+    """A server whose steps slow while requests wait past its slots (llama-server's): the
+    base profile has no such cost, the fit frees it because the top rung ran fewer than C,
+    and its coarse scan finds it from zero."""
+    base = load_profile("cpu2-gemma3-270m-ngram")
+    data = base.model_dump()
+    data["unexplained"]["waiting_share"] = 0.02
+    hidden = Profile.model_validate(data)
+    ladder = [4, 8, 16]
+    measured = sweep(hidden, ladder)["off"]
+    rungs = tuple(Rung("off", c, tok_s, running=min(c, 8.0))
+                  for c, tok_s in zip(ladder, measured, strict=True))
+    obs = Observations(rungs, PROMPT, OUTPUT)
+    assert "unexplained.waiting_share" in default_free(base, obs)
+    result = fit(base, obs, ["unexplained.waiting_share"], max_evals=25)
+    assert max(abs(r.rel) for r in result.residuals) < 0.02, result.residuals
+    assert result.profile.unexplained.waiting_share == pytest.approx(0.02, rel=0.2)
+
+
 def test_acceptance_is_scaled_to_the_measured_length() -> None:
     rates = [0.8, 0.7, 0.6]
     scaled = scale_acceptance(rates, 2, 2.0)
