@@ -32,6 +32,9 @@ def tok_s(profile: str, spec: str, ladder: list[int]) -> dict[int, float]:
     return {p.users: p.output_tok_s for p in points}
 
 
+# the published measurements' reproductions price long ladders in virtual time (tens of
+# seconds together): they run in the slow tier
+@pytest.mark.slow
 def test_seed_glm_reproduces_the_measurement() -> None:
     on = tok_s("seed-glm", "on", SEED_LADDER)
     off = tok_s("seed-glm", "off", SEED_LADDER)
@@ -46,6 +49,7 @@ def test_seed_glm_reproduces_the_measurement() -> None:
             assert on[c] < off[c], f"spec-on should trail at C={c}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile", sorted(PAPER_RATIOS))
 def test_eagle_paper_throughput_ratios(profile: str) -> None:
     on = tok_s(profile, "on", PAPER_BATCHES)
@@ -80,6 +84,7 @@ def test_h100_spec_off_absolute_anchors(profile: str) -> None:
     assert off[64] == pytest.approx(estimate, rel=0.20)
 
 
+@pytest.mark.slow
 def test_long_context_keeps_speculation_paying_at_high_concurrency() -> None:
     on = tok_s("a100x8-llama8b-magicdec", "on", MAGICDEC_LADDER)
     off = tok_s("a100x8-llama8b-magicdec", "off", MAGICDEC_LADDER)
