@@ -96,7 +96,6 @@ def pair_scenario(folder: Path, name: str = "llamacpp-real", slots: int = 8,
     return Pair(path, slots, synth_len, draft_n_max, max_tokens)
 
 
-
 def synth_rate(draft_n_max: int, synth_len: float) -> float:
     """The conditional acceptance rate p of each draft position under `--spec-synth-len`:
     p + p^2 + ... + p^n = L - 1 (common_speculative_synth_rates_resolve in
