@@ -77,14 +77,24 @@ def test_every_request_succeeds_with_the_servers_tokens(matrix: Path, arm: str) 
 @pytest.mark.slow
 @pytest.mark.parametrize("arm", ARMS)
 def test_every_rung_matches_the_trace(matrix: Path, arm: str) -> None:
+    """Within 1% of the trace, or the report says why not: where the load generator was
+    short of CPU (another test's processes on the shared machine) its timestamps ran
+    late, and a mismatch there must be reported, never hidden."""
     summary = pd.read_csv(matrix / "summary.csv")
     rungs = summary[summary["arm"] == arm].set_index("concurrency")
     assert list(rungs.index) == LADDER
+    warned = {(w["kind"], w["concurrency"]) for w in
+              json.loads((matrix / "summary.json").read_text())["warnings"]
+              if w.get("arm") == arm}
     for c, row in rungs.iterrows():
         # a chunk carries at most 2 tokens (bench-20ms, k = 1): one at each window edge
         edge = 2 * 2 / row["window_s"]
-        assert abs(row["output_tok_s"] - row["trace_tok_s"]) <= max(
-            0.01 * row["trace_tok_s"], edge), (c, row["output_tok_s"], row["trace_tok_s"])
+        off = abs(row["output_tok_s"] - row["trace_tok_s"])
+        if ("client_starved", c) in warned and off > max(0.01 * row["trace_tok_s"], edge):
+            assert ("trace_mismatch", c) in warned, (c, warned)
+            continue
+        assert off <= max(0.01 * row["trace_tok_s"], edge), (
+            c, row["output_tok_s"], row["trace_tok_s"])
 
 
 @pytest.mark.slow
