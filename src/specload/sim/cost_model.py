@@ -125,9 +125,9 @@ class CostModel:
         overlap = self._overlap and not (shape.k and self._spec_no_overlap)
         total = max(gpu, host) if overlap else gpu + host
         sync = self._sync * total if shape.k == 0 and shape.num_decode else 0.0
+        step = total + sync
         unexplained = (self._u_step + self._u_seq * shape.num_seqs
                        + self._u_spec * shape.num_spec_seqs
-                       + self._u_wait * shape.num_waiting
-                       + self._u_wait_share * shape.num_waiting * (total + sync))
-        return StepCost(total + sync + unexplained, memory, compute, draft, host, comm, sync,
+                       + (self._u_wait + self._u_wait_share * step) * shape.num_waiting)
+        return StepCost(step + unexplained, memory, compute, draft, host, comm, sync,
                         unexplained)

@@ -291,7 +291,7 @@ def fit(base: Profile, obs: Observations, free: Sequence[str] | None = None, *,
         # is pulled towards) where a coarse scan along its range does best
         start[i] = min(SCAN, key=lambda u, i=i: loss([*start[:i], u, *start[i + 1:]], 0.0))
     scanned = len(SCAN) * len(lacking)
-    best, _, evals = (nelder_mead(loss, start, 0.1, max_evals - scanned) if free
+    best, _, evals = (nelder_mead(loss, start, 0.1, max(max_evals - scanned, 1)) if free
                       else (start, 0.0, 0))
     evals += scanned
     profile = profile_at(best)
