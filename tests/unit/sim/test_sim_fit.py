@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import yaml
 
@@ -13,6 +15,7 @@ from specload.sim.fit import (
     Rung,
     default_free,
     fit,
+    fit_error,
     nelder_mead,
     running_cap,
     scale_acceptance,
@@ -166,3 +169,18 @@ def test_a_compute_bound_base_frees_its_flop_rate() -> None:
     assert {"hardware.eta_compute", "hardware.compute_ramp_tokens"} <= set(
         default_free(load_profile("cpu2-gemma3-270m-ngram"), obs))
     assert "hardware.eta_compute" not in default_free(load_profile("h100-llama8b-eagle3"), obs)
+
+
+def test_the_fit_error_leans_towards_the_worst_rung() -> None:
+    """A twin is judged by its worst rung: one rung 10% off and nine 2% off lose to all
+    ten 5% off, which least squares (the norm 2) would not prefer."""
+    observed, weights = [100.0] * 10, [1.0] * 10
+    spike, flat = [110.0] + [102.0] * 9, [105.0] * 10
+    assert fit_error(flat, observed, weights) < fit_error(spike, observed, weights)
+
+    def squares(predicted: list[float]) -> float:
+        return sum(math.log(p / o) ** 2 for p, o in zip(predicted, observed, strict=True))
+
+    assert squares(spike) < squares(flat)
+    # in the units of a mean squared log error: one rung off by e, alone, gives e^2
+    assert fit_error([110.0], [100.0], [1.0]) == pytest.approx(math.log(1.1) ** 2)
