@@ -124,9 +124,11 @@ def test_tokens_tab_in_a_browser(sim_server: Any, tmp_path: Path, processes: int
     # One process: the report's numbers to the bit. Several: the tab puts each worker's
     # rows on the master's clock with its latest offset, the report interpolates between
     # rounds; an offset is known to +-RTT/2 (ms on a loaded machine), so a few chunks
-    # within that of a window edge may fall on the other side (seen: 0.08% of tok/s).
-    rel = 0 if processes == 1 else 5e-3
+    # within that of a window edge may fall on the other side (seen: 0.08% of tok/s), and
+    # so may a request ending there: the counts and per-request figures, one request's
+    # share (seen: 119 requests against 120, the decode rate and TPOT p50 0.55% apart).
     for rung, (_, expected) in zip(live["rungs"], report.iterrows(), strict=True):
+        rel = 0 if processes == 1 else max(5e-3, 1.5 / expected["requests"])
         assert {k: rung[k] for k in names(View.LIVE)} == {
             k: "inf" if expected[k] == float("inf") else pytest.approx(expected[k], rel=rel)
             for k in names(View.LIVE)}
