@@ -347,7 +347,8 @@ def _crosses_between(curve: list[dict], low: int, high: int) -> bool:
 
 def test_the_two_repeats_give_the_same_verdict(pair_run, per_rep) -> None:
     # Each repeat crosses once, between C = 1 and C = 4. Which side of 1 C = 2 falls on
-    # moves between repeats (0.82 and 1.06 in one run, 0.72 to 0.98 in the others), so
+    # moves between repeats (at a synthetic length of 4.6: 0.82 and 1.06 in one run, 0.72
+    # to 0.98 in the others; at 5.2: 0.865 and 1.084), so
     # the bracket's inner end is not held; see docs/real-engines.md.
     run = pair_run[1]
     pair = _summary(run)["pairs"][0]
