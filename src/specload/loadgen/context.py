@@ -80,6 +80,8 @@ class ProcessContext:
         self._model = self.opts.model
         self._model_lock = Semaphore()
         self._model_checked = not self.opts.model
+        # the background check of --model against the server's list, once started
+        self.model_check: gevent.Greenlet | None = None
         self._request_seq = count(1)
         self.sessions: SessionDeck | None = None
         for extend in EXTENSIONS:
@@ -123,7 +125,7 @@ class ProcessContext:
         """The model id to request; discovers it from `host` once if `--model` is empty."""
         if not self._model_checked:
             self._model_checked = True
-            gevent.spawn(self._check_model, host)
+            self.model_check = gevent.spawn(self._check_model, host)
         if self._model:
             return self._model
         with self._model_lock:

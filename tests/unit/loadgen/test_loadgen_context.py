@@ -36,6 +36,12 @@ def test_ids_headers_model_and_prompts(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ctx.request_id_header == "X-Request-Id"
     assert ctx.auth_headers == {"Authorization": "Bearer k-123"}
     assert ctx.model("http://127.0.0.1:9") == "my-model"  # no discovery needed
+    # its check against the server's list runs in the background: it must end here, not
+    # in whichever test next yields to the hub (it once ran inside test_start_gate's
+    # timed wave, which then saw no read)
+    assert ctx.model_check is not None
+    ctx.model_check.join(timeout=30)
+    assert ctx.model_check.dead
     order = PromptOrder(load_prompts(None), seed=7)
     assert [ctx.next_prompt() for _ in range(5)] == [order.next() for _ in range(5)]
 

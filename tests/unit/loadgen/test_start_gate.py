@@ -40,7 +40,7 @@ def _wave(gate: StartGate | None) -> list[str]:
 
     try:
         gevent.joinall([gevent.spawn(user, i) for i in range(40)]
-                       + [gevent.spawn(reader), gevent.spawn(writer)], timeout=10)
+                       + [gevent.spawn(reader), gevent.spawn(writer)], timeout=30)
     finally:
         a.close()
         b.close()
@@ -49,6 +49,7 @@ def _wave(gate: StartGate | None) -> list[str]:
 
 def test_without_the_gate_a_wave_of_starts_blocks_reads() -> None:
     order = _wave(None)
+    assert order.count("start") == 40 and order.count("read") == 5, order
     assert order.index("read") >= 40  # every start ran before the first read
 
 
