@@ -79,7 +79,6 @@ class ProcessContext:
         self.request_id_header = "" if header.lower() in ("", "off", "none") else header
         self._model = self.opts.model
         self._model_lock = Semaphore()
-        self._model_checked = not self.opts.model
         # the background check of --model against the server's list, once started
         self.model_check: gevent.Greenlet | None = None
         self._request_seq = count(1)
@@ -123,8 +122,7 @@ class ProcessContext:
 
     def model(self, host: str) -> str:
         """The model id to request; discovers it from `host` once if `--model` is empty."""
-        if not self._model_checked:
-            self._model_checked = True
+        if self.opts.model and self.model_check is None:
             self.model_check = gevent.spawn(self._check_model, host)
         if self._model:
             return self._model

@@ -17,7 +17,12 @@ from pathlib import Path
 import pytest
 
 from tests.support.best_k import simulated_best_k
-from tests.support.sweeps import read_manifest, run_dir_of, wait_for
+from tests.support.sweeps import (
+    assert_no_warning_but_the_machines,
+    read_manifest,
+    run_dir_of,
+    wait_for,
+)
 
 PROFILE = "h100-llama8b-eagle3"
 WORKLOAD = {"prompt_tokens": 100, "output_tokens": 32}  # as the unit test's
@@ -93,12 +98,8 @@ def test_a_url_pair_gets_its_verification_arm_by_hand(
     assert res.returncode == 0, res.stdout + res.stderr
     run_dir = tmp_path / run_dir_of(res.stdout)
     assert f"specload sweep --resume {run_dir_of(res.stdout)} --arms verify" in res.stdout
-    # no warning but the one a shared machine may cause (the client's CPU, not the sweep);
-    # judged by kind: the console's "N data-quality warning(s)" heads any list
-    warnings = json.loads((run_dir / "summary.json").read_text())["warnings"]
-    assert [w for w in warnings if w["kind"] != "client_starved"] == [], warnings
-    if not warnings:
-        assert "warning" not in res.stdout.lower(), res.stdout
+    assert_no_warning_but_the_machines(
+        json.loads((run_dir / "summary.json").read_text())["warnings"], res.stdout)
     manifest = read_manifest(run_dir)
     assert manifest["status"] == "done"
     verify = manifest["arms"][-1]
