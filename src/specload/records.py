@@ -148,21 +148,26 @@ class RequestRecord:
 
     def row(self) -> list[object]:
         """The record as a CSV row in `REQUEST_COLUMNS` order."""
-        return [_cell(getattr(self, name)) for name in REQUEST_COLUMNS]
+        return [_cell(getattr(self, name), digits)
+                for name, digits in zip(REQUEST_COLUMNS, _DIGITS, strict=True)]
 
 
 REQUEST_COLUMNS: tuple[str, ...] = tuple(
     f.name for f in dataclasses.fields(RequestRecord) if f.name != "extra"
 )
+# The record's times of day (epoch seconds) are kept to the microsecond, as the rungs
+# file's and the chunk gaps are; its durations in ms to the microsecond too.
+EPOCH_COLUMNS = ("start", "end", "scheduled")
+_DIGITS = tuple(6 if name in EPOCH_COLUMNS else 3 for name in REQUEST_COLUMNS)
 
 
-def _cell(value: object) -> object:
+def _cell(value: object, digits: int) -> object:
     if value is None:
         return ""
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, float):
-        return round(value, 3)
+        return round(value, digits)
     return value
 
 

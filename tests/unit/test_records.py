@@ -3,6 +3,8 @@
 import csv
 import io
 
+import pytest
+
 from specload.records import REQUEST_COLUMNS, RequestRecord, decode_chunks, encode_chunks
 
 
@@ -44,3 +46,19 @@ def test_row_matches_columns_and_formats_cells() -> None:
     csv.writer(buf).writerow(row)
     assert buf.getvalue().startswith("h-1-7,h-1,3,chat,code,1.5,2.25,200,12.346,")
     assert "extra" not in REQUEST_COLUMNS
+
+
+def test_times_of_day_keep_the_microsecond() -> None:
+    # an open-loop plan's gaps at 80/s average 12.5 ms: stamps rounded to the ms moved
+    # the sends' inter-arrival distribution off the plan's by a third of a KS test's
+    # margin (test_open_loop.py)
+    rec = RequestRecord(
+        request_id="h-1-7", client_id="h-1", user_id=3, endpoint="chat", category="code",
+        start=1796329467.346218, end=1796329468.000437, status=200,
+        scheduled=1796329467.340111, late_ms=6.107123,
+    )
+    as_dict = dict(zip(REQUEST_COLUMNS, rec.row(), strict=True))
+    assert as_dict["start"] == pytest.approx(1796329467.346218, abs=1e-6)
+    assert as_dict["end"] == pytest.approx(1796329468.000437, abs=1e-6)
+    assert as_dict["scheduled"] == pytest.approx(1796329467.340111, abs=1e-6)
+    assert as_dict["late_ms"] == 6.107
