@@ -1,7 +1,7 @@
 """Test-wide setup: the fixtures of `tests.support` are available to every test.
 
 Tests are in three tiers: the default `pytest` run (unit tests and quick integration
-tests, about three minutes on two xdist workers), `pytest -m slow` (long end-to-end
+tests, about two minutes on four xdist workers), `pytest -m slow` (long end-to-end
 runs) and `pytest -m real` (real engines; CI runs all three). The real tier measures
 speed, so its modules run one at a time in one process, whatever `-n` says: two real
 engines on two cores at once would each measure the other.
