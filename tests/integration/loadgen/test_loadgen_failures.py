@@ -83,7 +83,7 @@ def test_without_usage_tokens_are_counted_as_chunks(fake_stream_server, locust_r
     run = locust_run("chat.py", url, users=2, run_time="2s",
                      extra=["--max-tokens", "6", "--no-continuous-usage"])
     done = [r for r in run.requests() if r["interrupted"] == "0"]
-    assert done
+    assert done, (run.requests(), run.output[-3000:])
     assert {(r["tokens_source"], r["output_tokens"], r["chunk_tokens"]) for r in done} == {
         ("chunks", "3", "")}
     assert "counting tokens as content chunks" in run.output
