@@ -9,7 +9,8 @@ patch of geventhttpclient). A locustfile names the parts it adds on top: the lad
 arguments (`shape`), the sessions' and open loop's (`workload_options`), the open loop's
 plan messages (`open_loop`). Each part is installed once per process, however many
 locustfiles import each other (`locustfiles/ladder.py` re-exports the package's), in the
-order the listeners must run.
+order the listeners must run; `loop_clock`'s listener is moved after them all at
+every call, so that `--run-time` counts from after their start-up work.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from specload.loadgen import (
     context,
     health_probe,
     keepalive,
+    loop_clock,
     options,
     recorder,
     tokens_tab,
@@ -37,3 +39,4 @@ def install(*parts: ModuleType) -> None:
         if part.__name__ not in _installed:
             _installed.add(part.__name__)
             part.install()
+    loop_clock.install()
