@@ -17,8 +17,11 @@ Cost per chunk matters (one load process streams thousands of chunks a second), 
 a gevent socket the reader waits for readability *before* reading when the previous
 read did not fill its buffer (at realistic pacing the next chunk is never there yet):
 gevent's own `recv` would first fail with EAGAIN, raise and catch that error, and build
-a fresh `Timeout` for every wait. The between-chunks timeout is one reusable `Timeout`
-per reader. `readlines` hands out every complete line already buffered in one piece
+a fresh `Timeout` for every wait. The between-chunks timeout is one timer per reader,
+restarted for each wait with libev's `again` (after = repeat = the timeout): a gevent
+`Timeout` or timer stopped and started again keeps its first deadline (gevent 26.9's
+libev loop), which made the timeout count from the first wait of the response, not from
+the last chunk. `readlines` hands out every complete line already buffered in one piece
 (an SSE event and its blank line), so the decoder sees one call per event, not two.
 Over HTTPS the connection is a `tls.TLSStream`: the reader reads its ciphertext from the
 TCP socket the same way (stamped) and takes the plaintext from the in-memory TLS
@@ -33,7 +36,7 @@ import struct
 import sys
 from typing import Any
 
-from gevent import Timeout
+from gevent import getcurrent
 from geventhttpclient.response import HTTPConnectionClosed
 
 from specload.loadgen import wall_clock
@@ -88,9 +91,9 @@ class LineReader:
             self._tls, sock = sock, sock.tcp
         # a gevent socket: wait on its read watcher ourselves (see the module docstring)
         self._gevent = sock is not None and hasattr(sock, "_read_event")
-        self._timer: Timeout | None = None
+        self._timer: Any = None  # a libev timer watcher (see the module docstring)
         if self._gevent and sock.timeout is not None:
-            self._timer = Timeout(sock.timeout, TimeoutError("timed out"))
+            self._timer = sock.hub.loop.timer(sock.timeout, sock.timeout)
         if _KERNEL_STAMPS and sock is not None:
             try:
                 sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
@@ -183,8 +186,8 @@ class LineReader:
         if timer is None:
             sock.hub.wait(sock._read_event)
             return
-        timer.start()
+        timer.again(getcurrent().throw, TimeoutError("timed out"))
         try:
             sock.hub.wait(sock._read_event)
         finally:
-            timer.cancel()
+            timer.stop()
