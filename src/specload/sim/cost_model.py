@@ -5,7 +5,9 @@ weights, the routed experts its tokens hit (MoE) and the KV cache of every sched
 request, and it performs 2·params FLOPs per token plus attention (the output head's
 share only for the tokens whose logits it computes: decode tokens and a prompt's last).
 Its GPU time is the larger of bytes/bandwidth and FLOPs/compute (each derated by an
-achieved efficiency; the FLOP rate may rise with the step's tokens), plus
+achieved efficiency; the FLOP rate may rise with the step's tokens, and a CPU's kernels
+that take the tokens in tiles stream the weights once per tile and once per token left
+over), plus
 tensor-parallel all-reduces (a fixed latency per call and bytes over the interconnect;
 both stall the forward pass) and the drafter's forwards. A draft tree verifies
 `verify_tokens_per_draft` target tokens per draft position. Host time (scheduling,
@@ -70,6 +72,7 @@ class CostModel:
         self._bw = hw.num_gpus * hw.mem_bandwidth_gbs * 1e9 * hw.eta_mem
         self._flops = hw.num_gpus * hw.tflops * 1e12 * hw.eta_compute
         self._ramp = hw.compute_ramp_tokens
+        self._tile = hw.compute_tile_tokens
         self._dense_bytes = m.dense_weight_gb * 1e9
         self._expert_bytes = m.expert_weight_gb * 1e9
         self._miss = 1.0 - m.experts_active / m.experts_total if m.experts_total else 1.0
@@ -100,12 +103,21 @@ class CostModel:
             return self._dense_bytes
         return self._dense_bytes + self._expert_bytes * (1.0 - self._miss**tokens)
 
+    def weight_passes(self, tokens: float) -> float:
+        """How many times a step of `tokens` tokens streams the weights: once, or with
+        tiled kernels once per whole tile and once more per token left over."""
+        if not self._tile or tokens <= 0:
+            return 1.0
+        tiles = tokens // self._tile
+        return max(1.0, tiles + (tokens - tiles * self._tile))
+
     def cost(self, shape: StepShape) -> StepCost:
         """The duration of a step of this shape (zero for an empty step)."""
         if shape.num_seqs == 0:
             return StepCost(0.0, 0.0, 0.0, 0.0, 0.0)
         tokens = shape.tokens + self._tree_extra * shape.k * shape.num_spec_seqs
-        memory = (self.weight_bytes(tokens) + self._kv_bytes * shape.kv_read_tokens) / self._bw
+        memory = (self.weight_bytes(tokens) * self.weight_passes(tokens)
+                  + self._kv_bytes * shape.kv_read_tokens) / self._bw
         logits = shape.logit_tokens + (tokens - shape.tokens)  # a tree's extras are verified
         compute = ((self._flops_per_token * tokens + self._head_flops * logits
                     + self._attn * shape.attn_token_ctx) / self._flops

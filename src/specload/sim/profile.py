@@ -47,6 +47,10 @@ class Hardware(_Strict):
     # query tokens per step at which matmuls reach half of that rate (the rate rises with
     # the batch as t / (t + ramp): small matrix products use the units poorly); 0: flat
     compute_ramp_tokens: NonNeg = 0.0
+    # matmul kernels that take the step's tokens in tiles of this many and stream the
+    # weights once per tile, and once more per token left over (a CPU's repacked-weight
+    # GEMM takes 4 rows of activations at once, the rest one by one with a GEMV); 0: none
+    compute_tile_tokens: int = Field(0, ge=0)
     # effective tensor-parallel all-reduce bandwidth, GB/s (0: single GPU or NVLink, ignored)
     interconnect_gbs: NonNeg = 0.0
     # fixed latency of one tensor-parallel all-reduce, s (small messages over PCIe)

@@ -181,3 +181,22 @@ def test_the_flop_rate_ramps_up_with_the_steps_tokens() -> None:
         shape = StepShape(tokens=tokens, num_seqs=1, num_decode=1, logit_tokens=tokens)
         assert ramped.cost(shape).compute == pytest.approx(
             flat.cost(shape).compute * (tokens + ramp) / tokens)
+
+
+def test_tiled_kernels_pay_a_pass_over_the_weights_per_tile_and_per_token_left_over() -> None:
+    """llama.cpp's CPU kernels take 4 tokens at once and each left over alone: a plain
+    step of 2 tokens costs two of 1 while memory-bound, one of 3 tokens more than one of
+    4 (seen on a real llama-server: 17.5, 32, 55 and 48 ms)."""
+    p = load_profile("cpu2-gemma3-270m-ngram")
+    assert p.hardware.compute_tile_tokens == 4
+    model = CostModel(p)
+    flat = CostModel(p.model_copy(update={"hardware": p.hardware.model_copy(
+        update={"compute_tile_tokens": 0})}))
+    assert [model.weight_passes(n) for n in (1, 2, 3, 4, 5, 8, 9)] == [1, 2, 3, 1, 2, 2, 3]
+    assert flat.weight_passes(9) == 1
+
+    def memory(m: CostModel, n: int) -> float:
+        return m.cost(StepShape(tokens=n, num_seqs=n, num_decode=n, logit_tokens=n)).memory
+
+    assert memory(model, 2) == pytest.approx(2 * memory(model, 1), rel=1e-3)
+    assert memory(model, 3) > memory(model, 4) == pytest.approx(memory(flat, 4))

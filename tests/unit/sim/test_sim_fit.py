@@ -107,6 +107,23 @@ def test_a_cost_the_base_lacks_is_found_where_requests_waited() -> None:
     assert result.profile.unexplained.waiting_share == pytest.approx(0.02, rel=0.2)
 
 
+@pytest.mark.parametrize("tiles", [4, 0])
+def test_the_fit_keeps_tiled_kernels_only_where_the_sweep_shows_them(tiles: int) -> None:
+    """A sweep of a server whose C = 2 costs two of C = 1 (tiled kernels on a
+    memory-bound CPU) keeps the tiles; one that scales as a plain roofline drops them."""
+    base = load_profile("cpu2-gemma3-270m-ngram")
+    hidden = base.model_copy(update={"hardware": base.hardware.model_copy(
+        update={"compute_tile_tokens": tiles})})
+    ladder = [1, 2, 4, 8]
+    measured = sweep(hidden, ladder)["off"]
+    rungs = tuple(Rung("off", c, tok_s) for c, tok_s in zip(ladder, measured, strict=True))
+    result = fit(base, Observations(rungs, PROMPT, OUTPUT), ["overheads.step_s"],
+                 max_evals=20)
+    assert result.profile.hardware.compute_tile_tokens == tiles
+    assert any(n.startswith("kernels taking tokens in tiles of 4: "
+                            + ("kept" if tiles else "dropped")) for n in result.notes)
+
+
 def test_acceptance_is_scaled_to_the_measured_length() -> None:
     rates = [0.8, 0.7, 0.6]
     scaled = scale_acceptance(rates, 2, 2.0)
