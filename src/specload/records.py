@@ -77,6 +77,9 @@ EVENT_KINDS = (
     "clock_jump",  # its offset moved between two rounds (the clock was stepped)
     "clock_unmeasured",  # it never answered a clock round: its times are taken as they are
 )
+# The exit status of a load process that stopped because it could not write its run
+# files (a full disk; ENOSPC's number on Linux): the runner then stops the sweep.
+WRITE_FAILED_EXIT = 28
 # Open loop: a request sent more than this after its scheduled time is a late start.
 LATE_LIMIT_MS = CLIENT_LAG_LIMIT_MS
 
@@ -175,6 +178,23 @@ def client_id() -> str:
     """The `client_id` of the calling load process: its host name and process id."""
     # computed at each call, not at import: `--processes` forks after the imports
     return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def complete_length(path: Path, block: int = 1 << 16) -> int:
+    """The size of `path` up to and including its last line break. A row its writer was
+    still writing when it was killed (`kill -9`, a full disk) has no line break yet and
+    is not part of the file: readers stop before it, and a resumed sweep cuts it off
+    before it appends."""
+    with path.open("rb") as fh:
+        end = fh.seek(0, os.SEEK_END)
+        while end > 0:
+            start = max(0, end - block)
+            fh.seek(start)
+            at = fh.read(end - start).rfind(b"\n")
+            if at >= 0:
+                return start + at + 1
+            end = start
+    return 0
 
 
 def rungs_path(prefix: str | Path) -> Path:

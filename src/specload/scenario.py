@@ -307,6 +307,9 @@ class CommandArm(_Strict):
     ready_url: str | None = None
     ready_timeout_s: float = Field(600.0, gt=0)
     stop_timeout_s: float = Field(60.0, gt=0)
+    # a server that exits during a rung is started again this many times, each time
+    # repeating the rung it was in (0: the arm fails, to be resumed)
+    restart_on_exit: int = Field(1, ge=0)
     # the start line of the verification arm: `start` with the recommended settings in
     # the engines' placeholders (docs/measurement.md: the verification arm)
     verify_command: str | None = None
@@ -340,6 +343,9 @@ class Arm(_Strict):
     _engine = field_validator("engine")(lambda v: _registered(v, engines.ids()))
     metrics_url: str | None = None
     ready_url: str | None = None
+    # a server that streams no token for this long while requests are in flight, and
+    # does not answer its health route, has stalled: the rung ends with that reason
+    stall_after_s: float = Field(180.0, gt=0)
 
     _spec_word = field_validator("spec", mode="before")(_yaml_bool_to_spec)
     _urls = field_validator("url", "metrics_url", "ready_url")(

@@ -54,6 +54,7 @@ def background_sweep(tmp_path: Path) -> Iterator[Callable[..., sweeps.Background
     yield start
     for sweep in started:
         sweep.kill()
+        sweep.stop_what_it_left()
 
 
 @pytest.fixture

@@ -77,23 +77,32 @@ def pair_scenario(folder: Path, name: str = "llamacpp-real", slots: int = 8,
                   min_requests: int = 0) -> Pair:
     """A scenario file for a spec-on / spec-off llama-server pair on free ports; with
     `key_env` the servers require the key that variable holds (the scenario names none)."""
-    arms = []
-    for arm, spec in (("spec-on", spec_flags(draft_n_max, synth_len)), ("spec-off", "")):
-        port = free_port()
-        arms.append({"name": arm, "spec": arm.removeprefix("spec-"), "engine": "llamacpp",
-                     "command": {"start": server_command(port, slots, spec, key_env),
-                                 "base_url": f"http://127.0.0.1:{port}",
-                                 "ready_timeout_s": 120}})
-    # short synthetic prompts: on two cores a built-in prompt's prefill costs more than
-    # its whole reply, and every rung's window should hold many requests
-    request = {"max_tokens": max_tokens, "ignore_eos": True, "temperature": 0,
-               "prompt_tokens": str(prompt_tokens), "request_timeout_s": 60}
+    arms = [command_arm("spec-on", slots, spec_flags(draft_n_max, synth_len), key_env),
+            command_arm("spec-off", slots, "", key_env)]
     scenario = {"name": name, "ladder": list(ladder), "warmup_s": warmup_s,
                 "measure_s": measure_s, "min_requests": min_requests, "repeats": repeats,
-                "interleave": interleave, "request": request, "arms": arms}
+                "interleave": interleave, "request": request(max_tokens, prompt_tokens),
+                "arms": arms}
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(scenario, sort_keys=False), encoding="utf-8")
     return Pair(path, slots, synth_len, draft_n_max, max_tokens)
+
+
+def command_arm(name: str, slots: int, spec: str = "", key_env: str | None = None) -> dict:
+    """A scenario arm that starts one llama-server (`spec`: its speculation flags, "" for
+    none) on a free loopback port."""
+    port = free_port()
+    return {"name": name, "spec": "on" if spec else "off", "engine": "llamacpp",
+            "command": {"start": server_command(port, slots, spec, key_env),
+                        "base_url": f"http://127.0.0.1:{port}", "ready_timeout_s": 120}}
+
+
+def request(max_tokens: int = 48, prompt_tokens: int = 32) -> dict:
+    """The request settings of the real tier's scenarios. Short synthetic prompts: on two
+    cores a built-in prompt's prefill costs more than its whole reply, and every rung's
+    window should hold many requests."""
+    return {"max_tokens": max_tokens, "ignore_eos": True, "temperature": 0,
+            "prompt_tokens": str(prompt_tokens), "request_timeout_s": 60}
 
 
 def synth_rate(draft_n_max: int, synth_len: float) -> float:

@@ -7,6 +7,7 @@ something meanwhile. The readers take a run folder's manifest, CSV files and tra
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -21,6 +22,9 @@ from typing import Any
 import psutil
 import pytest
 import yaml
+
+from specload.errors import UserError
+from specload.runner.ownership import owning
 
 # Files every arm folder holds after a sweep, whatever the load mode.
 ARM_FILES = {
@@ -164,3 +168,10 @@ class BackgroundSweep:
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+
+    def stop_what_it_left(self) -> None:
+        """Stop the servers and Locust a killed sweep left running (as a resume would)."""
+        if "run folder: " not in self.text():
+            return
+        with contextlib.suppress(UserError), owning(self.cwd / run_dir_of(self.text())):
+            pass

@@ -23,6 +23,7 @@ web UI's Tokens tab); with `--no-records` they never do.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import logging
 import os
@@ -46,7 +47,12 @@ from locust.runners import (
 from specload.loadgen.inflight import IN_FLIGHT
 from specload.loadgen.live import LOCAL, LiveRungs, ProcessState, local_state
 from specload.loadgen.options import RunOptions
-from specload.records import REQUEST_COLUMNS, REQUESTS_SUFFIX, RequestRecord
+from specload.records import (
+    REQUEST_COLUMNS,
+    REQUESTS_SUFFIX,
+    WRITE_FAILED_EXIT,
+    RequestRecord,
+)
 
 log = logging.getLogger(__name__)
 
@@ -258,7 +264,11 @@ class Recorder:
             if not self._to_file:
                 return
             self._open()
-        self._writer.writerows(rows)
+        try:
+            self._writer.writerows(rows)
+        except OSError as exc:
+            self._write_failed(exc)
+            return
         self.rows_written += len(rows)
         now = time.monotonic()
         if now - self._last_flush >= FLUSH_INTERVAL_S:
@@ -267,7 +277,24 @@ class Recorder:
 
     def _flush(self) -> None:
         if self._file is not None:
-            self._file.flush()
+            try:
+                self._file.flush()
+            except OSError as exc:
+                self._write_failed(exc)
+
+    def _write_failed(self, exc: OSError) -> None:
+        """The rows file cannot be written (a full disk): stop the run, whose exit status
+        tells the runner why (its log may not be writable either)."""
+        log.error("specload: cannot write %s: %s; stopping the run",
+                  self._csv_prefix() + REQUESTS_SUFFIX, exc.strerror or exc)
+        self._to_file = self._enabled = False
+        file, self._file = self._file, None
+        if file is not None:
+            with contextlib.suppress(OSError):
+                file.close()  # its buffer cannot be written either
+        self.env.process_exit_code = WRITE_FAILED_EXIT
+        if self.env.runner is not None:
+            gevent.spawn(self.env.runner.quit)  # not from this user's own greenlet
 
 
 def _on_init(environment: Environment, **_: Any) -> None:

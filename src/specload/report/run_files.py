@@ -26,7 +26,7 @@ import pyarrow.csv as pa_csv
 from specload import records
 from specload.engines import resolve_engine
 from specload.errors import UserError
-from specload.manifest import MANIFEST, Manifest, read_manifest
+from specload.manifest import MANIFEST, Manifest, RepEntry, read_manifest
 from specload.report import clock_align
 
 SWEEP_PREFIX_NAME = "locust"
@@ -158,6 +158,7 @@ def _from_manifest(run_dir: Path) -> RunSource:
             prefix = run_dir / rep.dir / SWEEP_PREFIX_NAME
             if has_requests(prefix):
                 arm.reps.append(RepSource(rep.rep, prefix))
+                notes += _incomplete(entry.name, rep, prefix, len(entry.ladder))
             elif not (entry.by_hand and rep.status == "pending"):  # waits for the user
                 why = rep.error or rep.status
                 notes.append(f"arm {entry.name} rep {rep.rep} has no request records ({why})")
@@ -165,7 +166,31 @@ def _from_manifest(run_dir: Path) -> RunSource:
             arms.append(arm)
     if not arms:
         raise UserError(f"{run_dir}: no arm has request records yet (see {MANIFEST})")
+    if manifest.status in ("running", "interrupted"):
+        notes.append(f"the sweep did not finish ({_STOPPED[manifest.status]}): resume it with "
+                     f"`specload sweep --resume {run_dir}`")
     return RunSource(run_dir, arms, manifest, notes)
+
+
+_STOPPED = {"running": "stopped while running: killed, or still running",
+            "interrupted": "interrupted", "failed": "failed", "pending": "not started"}
+
+
+def _incomplete(arm: str, rep: RepEntry, prefix: Path, planned: int) -> list[str]:
+    """What a repeat with records lacks: rungs not run, a row cut short by a kill."""
+    notes = []
+    if rep.status != "done":
+        rungs = records.rungs_path(prefix)
+        done = (rungs.read_bytes()[:records.complete_length(rungs)].count(b"\n") - 1
+                if rungs.is_file() else 0)
+        why = rep.error or _STOPPED.get(rep.status, rep.status)
+        of = f" of {planned}" if planned else ""
+        notes.append(f"arm {arm} rep {rep.rep}: {max(done, 0)}{of} rungs finished ({why})")
+    path = Path(f"{prefix}{records.REQUESTS_SUFFIX}")
+    if records.complete_length(path) < path.stat().st_size:
+        notes.append(f"arm {arm} rep {rep.rep}: the last row of {path.name} was cut short "
+                     "as its writer was killed; it is left out")
+    return notes
 
 
 def _from_folder(folder: Path) -> RunSource:
@@ -194,12 +219,21 @@ def _read_optional(path: Path, **kwargs: Any) -> pd.DataFrame | None:
     if not path.is_file() or path.stat().st_size == 0:
         return None
     try:
-        df = pd.read_csv(path, **kwargs)
+        df = pd.read_csv(_complete_lines(path), **kwargs)
     except pd.errors.EmptyDataError:
         return None
     except (ValueError, pd.errors.ParserError) as exc:
         raise UserError(f"{path} cannot be read as CSV: {exc}") from exc
     return df if len(df) else None
+
+
+def _complete_lines(path: Path) -> Path | pa.BufferReader:
+    """The file to read: itself, or its complete lines only when its last row was cut
+    short (`records.complete_length`), mapped, not copied."""
+    whole = records.complete_length(path)
+    if whole == path.stat().st_size:
+        return path
+    return pa.BufferReader(pa.memory_map(str(path)).read_buffer(whole))
 
 
 def _header(path: Path) -> list[str]:
@@ -230,7 +264,7 @@ def read_requests(prefix: Path, rounds: pd.DataFrame | None = None) -> pd.DataFr
     types.update({c: pa.string() for c in (*_STR_COLS, *_CATEGORY_COLS)})
     try:
         table = pa_csv.read_csv(
-            path,
+            _complete_lines(path),
             parse_options=pa_csv.ParseOptions(newlines_in_values=True),
             convert_options=pa_csv.ConvertOptions(
                 include_columns=wanted, column_types={c: types[c] for c in wanted},

@@ -12,6 +12,8 @@ the scenario, the run folder, the manifest and the clock.
 from __future__ import annotations
 
 import csv
+import errno
+import os
 import shutil
 import ssl
 import time
@@ -27,7 +29,9 @@ from specload.records import (
     CLIENT_STATS_SUFFIX,
     SERVER_METRICS_SUFFIX,
     SERVER_TRACE_NAME,
+    WRITE_FAILED_EXIT,
 )
+from specload.runner import health_checks
 from specload.runner.locust_proc import LoadMode, LocustProcess, locust_command, worker_command
 from specload.runner.manifest import worker_clocks, worker_events
 from specload.runner.metrics_scrape import MetricsSampler
@@ -38,7 +42,14 @@ from specload.runner.progress import (
     progress_line,
     rung_figures,
 )
-from specload.runner.resume_parts import finished_levels, merge_part, merge_trace
+from specload.runner.resume_parts import (
+    cut_partial_rows,
+    drop_rungs_since,
+    finished_levels,
+    finished_rungs,
+    merge_part,
+    merge_trace,
+)
 from specload.runner.servers import ArmServer, ServerError, server_for
 from specload.runner.verify import has_verify_arm
 from specload.scenario import Arm, Scenario
@@ -47,10 +58,15 @@ POLL_S = 0.5
 HEALTH_EVERY_S = 2.0
 # Extra time Locust may take beyond the plan (start-up, spawning, final reports).
 SLACK_S = 90.0
+MIN_FREE_BYTES = 1 << 20
 
 
 class RepFailed(Exception):
     """One repeat of an arm failed; the message says why."""
+
+
+class ServerExited(RepFailed):
+    """The server the runner started for the repeat exited during a rung."""
 
 
 def say(msg: str) -> None:
@@ -121,6 +137,15 @@ def _fresh_start(rep_dir: Path) -> None:
         shutil.move(str(p), dest / p.name)
 
 
+def out_of_space(folder: Path) -> bool:
+    """Whether the file system of `folder` is (nearly) full: a load process that failed
+    there may have died writing its files, its log included."""
+    try:
+        return shutil.disk_usage(folder).free < MIN_FREE_BYTES
+    except OSError:
+        return False
+
+
 def last_chunk_time(prefix: Path) -> float | None:
     """When the load processes last reported receiving a chunk (client stats), if ever."""
     path = Path(f"{prefix}{CLIENT_STATS_SUFFIX}")
@@ -145,10 +170,40 @@ def _part_prefix(rep_dir: Path) -> Path:
     return rep_dir / f"part-{n}" / "locust"
 
 
+def _rung_in_flight(sweep: Sweep, run_prefix: Path, levels: list[float],
+                    at: float | None = None) -> str:
+    """The rung of `levels` the run was in at epoch time `at`, or is in now ("C=4"): the
+    first finished rung whose window ended after `at`, else the first not finished."""
+    done = [x for x, end in finished_rungs(run_prefix) if at is None or end < at]
+    level = next((x for x in levels if x not in done), levels[-1])
+    return sweep.scenario.workload_kind.axis.rung(level)
+
+
+def _server_problem(sweep: Sweep, server: ArmServer, run_prefix: Path, levels: list[float],
+                    liveness: bool) -> None:
+    """Raise if the server's process has exited (checked at every poll) or, when
+    `liveness`, it has gone silent for longer than the arm allows."""
+    gone = server.process_problem()
+    if gone:
+        raise ServerExited(f"the server exited during the rung at "
+                           f"{_rung_in_flight(sweep, run_prefix, levels)}: {gone}")
+    problem = server.problem(last_chunk_time(run_prefix)) if liveness else None
+    if problem:
+        stalled = "stalled" if problem.startswith(health_checks.SILENT) else "failed"
+        since = server.silent_since()
+        at = _rung_in_flight(sweep, run_prefix, levels, since)
+        dropped = drop_rungs_since(run_prefix, since) if since is not None else []
+        rung = sweep.scenario.workload_kind.axis.rung
+        again = (f" ({', '.join(map(rung, dropped))}, measured in the silence, is to run "
+                 "again)" if dropped else "")
+        raise RepFailed(f"server {stalled} at {at}: {problem}{again}")
+
+
 def _watch(
     sweep: Sweep, label: str, locust: LocustProcess, server: ArmServer,
-    run_prefix: Path, n_rungs: int,
+    run_prefix: Path, levels: list[float],
 ) -> None:
+    n_rungs = len(levels)
     bound = n_rungs * sweep.scenario.rung_bound_s + sweep.scenario.drain_s + SLACK_S
     deadline = time.monotonic() + bound
     if sweep.mode.workers:
@@ -165,6 +220,8 @@ def _watch(
             say(progress_line(label, rungs[-1], sweep.scenario.levels,
                               time.monotonic() - sweep.started, sweep.remaining_s()))
         if code is not None:
+            if code != 0 and (code == WRITE_FAILED_EXIT or out_of_space(run_prefix.parent)):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(run_prefix.parent))
             if code != 0:
                 raise RepFailed(f"locust exited with status {code} (log: {locust.log_path})")
             done = len(finished_levels(run_prefix))
@@ -175,11 +232,10 @@ def _watch(
             if why:
                 raise RepFailed(why)
             return
-        if time.monotonic() >= next_health:
+        health = time.monotonic() >= next_health
+        if health:
             next_health = time.monotonic() + HEALTH_EVERY_S
-            problem = server.problem(last_chunk_time(run_prefix))
-            if problem:
-                raise RepFailed(f"server failed during the run: {problem}")
+        _server_problem(sweep, server, run_prefix, levels, health)
         if time.monotonic() > deadline:
             raise RepFailed(f"locust still running {bound:.0f} s after it started, the "
                             "longest the plan allows")
@@ -206,13 +262,16 @@ def serving(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> Iterator[Servin
     rep_dir = sweep.run_dir / rep.dir
     rep_dir.mkdir(parents=True, exist_ok=True)
     prefix = rep_dir / "locust"
+    label = arm.name if sweep.scenario.repeats == 1 else f"{arm.name} rep {rep.rep}"
     if finished_levels(prefix):
+        for path in cut_partial_rows(prefix):
+            say(f"[{label}] cut off the half-written last row of {path.name} (its writer "
+                "was killed)")
         session_dir = _part_prefix(rep_dir).parent
         session_dir.mkdir(parents=True)
     else:
         _fresh_start(rep_dir)
         session_dir = rep_dir
-    label = arm.name if sweep.scenario.repeats == 1 else f"{arm.name} rep {rep.rep}"
     # The trace is this server's own (the simulator truncates it when it starts).
     server = server_for(arm, session_dir / SERVER_TRACE_NAME, sweep.api_key, sweep.tls)
     sampler: MetricsSampler | None = None
@@ -251,9 +310,9 @@ def run_levels(sweep: Sweep, live: Serving, levels: list[float], announce: bool 
             say(f"[{live.label}] waiting for {sweep.mode.workers} workers: "
                 f"{worker_command(sweep.mode)}")
     cmd = locust_command(sweep.scenario, live.url, run_prefix, levels, sweep.mode)
-    locust = LocustProcess(cmd, run_prefix.parent / "locust.log")
+    locust = LocustProcess(cmd, run_prefix.parent / "locust.log", arm=live.label)
     try:
-        _watch(sweep, live.label, locust, live.server, run_prefix, len(levels))
+        _watch(sweep, live.label, locust, live.server, run_prefix, levels)
     finally:
         locust.stop()
         if run_prefix != live.prefix:
@@ -265,12 +324,36 @@ def missing_levels(sweep: Sweep, rep: RepEntry) -> list[float]:
     return [u for u in sweep.scenario.levels if u not in done]
 
 
+class Restarts:
+    """How many more times an arm's server may be started again after it exited during
+    a rung (`command.restart_on_exit`; a simulated or running server: none)."""
+
+    def __init__(self, sweep: Sweep, arm_entry: ArmEntry) -> None:
+        self.sweep, self.arm_name = sweep, arm_entry.name
+        self.left: int | None = None  # read from the scenario at the first exit
+
+    def take(self, label: str, exited: ServerExited) -> None:
+        """Use one restart, saying so; re-raise `exited` when none is left."""
+        if self.left is None:
+            command = self.sweep.arm(self.arm_name).command
+            self.left = command.restart_on_exit if command is not None else 0
+        if self.left <= 0:
+            raise exited
+        self.left -= 1
+        say(f"[{label}] {exited}; starting it again to repeat that rung "
+            f"({self.left} restart(s) left)")
+
+
 def run_rep(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> None:
-    """Run the missing rungs of one repeat; raises RepFailed or KeyboardInterrupt."""
-    missing = missing_levels(sweep, rep)
-    if missing:
-        with serving(sweep, arm_entry, rep) as live:
-            run_levels(sweep, live, missing)
+    """Run the missing rungs of one repeat, the server started again if it exits and
+    may; raises RepFailed or KeyboardInterrupt."""
+    restarts = Restarts(sweep, arm_entry)
+    while missing := missing_levels(sweep, rep):
+        try:
+            with serving(sweep, arm_entry, rep) as live:
+                run_levels(sweep, live, missing)
+        except ServerExited as exc:
+            restarts.take(arm_entry.name, exc)
 
 
 def _start_server(sweep: Sweep, server: ArmServer, arm_entry: ArmEntry, rep_dir: Path,

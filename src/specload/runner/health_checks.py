@@ -26,9 +26,10 @@ import orjson
 from specload.api_key import bearer
 
 READY_PATHS = ("/health", "/v1/models")
-SILENCE_BEFORE_PROBE_S = 30.0
-PROBE_TIMEOUT_S = 30.0
-DEAD_AFTER_SILENCE_S = 180.0
+# A silent server is probed after a sixth of the silence that stalls it, with a probe
+# timeout as long (30 s each at the default 180 s)
+PROBES_PER_STALL = 6
+SILENT = "no token for"  # how a stalled server's reason begins
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,13 +69,13 @@ def probe(url: str, timeout: float, api_key: str | None = None,
         if isinstance(reason, ConnectionRefusedError):
             return ProbeResult(url, False, "connection refused", refused=True)
         if isinstance(reason, TimeoutError):
-            return ProbeResult(url, False, f"no answer within {timeout:g} s")
+            return ProbeResult(url, False, f"no answer within {timeout:.3g} s")
         return ProbeResult(url, False, str(reason))
     except ssl.SSLError as exc:
         return ProbeResult(url, False, f"TLS error: {getattr(exc, 'reason', exc)}")
     except (TimeoutError, OSError) as exc:
         if isinstance(exc, TimeoutError):
-            return ProbeResult(url, False, f"no answer within {timeout:g} s")
+            return ProbeResult(url, False, f"no answer within {timeout:.3g} s")
         return ProbeResult(url, False, type(exc).__name__)
 
 
@@ -113,20 +114,28 @@ class Liveness:
     """
 
     def __init__(self, url: str, probe_once: Callable[[str, float], ProbeResult],
-                 clock: Callable[[], float] = time.time) -> None:
+                 stall_after_s: float = 180.0, clock: Callable[[], float] = time.time
+                 ) -> None:
         self.url = url
         self._probe = probe_once
+        self.stall_after_s = stall_after_s
+        self.probe_after_s = stall_after_s / PROBES_PER_STALL
         self._clock = clock
         self._since = clock()
         self._thread: threading.Thread | None = None
         self._result: ProbeResult | None = None
+
+    @property
+    def silent_since(self) -> float:
+        """When the server's current silence began (its last chunk, or the start)."""
+        return self._since
 
     def check(self, last_chunk_at: float | None) -> str | None:
         now = self._clock()
         if last_chunk_at is not None and last_chunk_at > self._since:
             self._since, self._result = last_chunk_at, None
         silence = now - self._since
-        if silence < SILENCE_BEFORE_PROBE_S:
+        if silence < self.probe_after_s:
             return None
         result = self._result
         if result is not None and result.ok:
@@ -134,9 +143,8 @@ class Liveness:
             return None
         if result is not None and result.refused:
             return f"{result.url}: {result.detail}"
-        if silence >= DEAD_AFTER_SILENCE_S and result is not None:
-            return (f"no token for {silence:.0f} s and {result.url} answered: "
-                    f"{result.detail}")
+        if silence >= self.stall_after_s and result is not None:
+            return f"{SILENT} {silence:.0f} s and {result.url} answered: {result.detail}"
         if self._thread is None or not self._thread.is_alive():
             self._result = None
             self._thread = threading.Thread(target=self._run, daemon=True)
@@ -144,4 +152,4 @@ class Liveness:
         return None
 
     def _run(self) -> None:
-        self._result = self._probe(self.url, PROBE_TIMEOUT_S)
+        self._result = self._probe(self.url, self.probe_after_s)

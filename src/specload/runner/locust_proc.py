@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import specload
-from specload.runner.processes import free_port, stop_process_group
+from specload.runner.processes import free_port, spawn_group, stop_process_group
 from specload.scenario import RequestSettings, Scenario, Workload
 from specload.settings import Request, Windows, to_args
 from specload.settings import Workload as SettingsWorkload
@@ -118,14 +118,9 @@ def worker_command(mode: LoadMode) -> str:
 class LocustProcess:
     """One running `locust` with its log file."""
 
-    def __init__(self, cmd: list[str], log_path: Path) -> None:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        with log_path.open("ab") as log:
-            self.proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                start_new_session=True,
-            )
+    def __init__(self, cmd: list[str], log_path: Path, arm: str | None = None) -> None:
+        self.proc = spawn_group(cmd, log_path, what="Locust", arm=arm,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self.log_path = log_path
 
     def poll(self) -> int | None:

@@ -123,12 +123,17 @@ class MetricsSampler:
         after = time.time()
         ts = (before + after) / 2
         new_file = not self.out_path.exists() or self.out_path.stat().st_size == 0
-        with self.out_path.open("a", newline="") as fh:
-            writer = csv.writer(fh)
-            if new_file:
-                writer.writerow(SERVER_METRICS_COLUMNS)
-            writer.writerows([f"{ts:.3f}", name, repr(v)] for name, v in values.items())
-            writer.writerow([f"{ts:.3f}", FETCH_METRIC, f"{after - before:.4f}"])
+        try:
+            with self.out_path.open("a", newline="") as fh:
+                writer = csv.writer(fh)
+                if new_file:
+                    writer.writerow(SERVER_METRICS_COLUMNS)
+                writer.writerows([f"{ts:.3f}", name, repr(v)] for name, v in values.items())
+                writer.writerow([f"{ts:.3f}", FETCH_METRIC, f"{after - before:.4f}"])
+        except OSError as exc:  # a full disk: the runner stops the sweep, this stops here
+            self.last_error = f"cannot write {self.out_path}: {exc.strerror or exc}"
+            self._stop.set()
+            return 0
         generated = [values[n] for n in engine_metrics.names("generated") if n in values]
         if generated:
             self._generated.append((ts, sum(generated)))

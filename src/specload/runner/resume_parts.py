@@ -19,6 +19,8 @@ clock rounds), so nothing needs shifting.
 from __future__ import annotations
 
 import csv
+import io
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -31,6 +33,7 @@ from specload.records import (
     REQUESTS_SUFFIX,
     RUNGS_SUFFIX,
     SERVER_TRACE_NAME,
+    complete_length,
     rungs_path,
 )
 
@@ -39,22 +42,62 @@ APPENDED_SUFFIXES = (REQUESTS_SUFFIX, CLIENT_STATS_SUFFIX, LOCUST_HISTORY_SUFFIX
 
 
 def _read_rows(path: Path) -> tuple[list[str], list[list[str]]]:
+    """A CSV file's header and rows, complete lines only (`records.complete_length`)."""
     try:
-        with path.open(newline="") as fh:
-            rows = list(csv.reader(fh))
+        with path.open("rb") as fh:
+            text = fh.read(complete_length(path)).decode("utf-8", errors="replace")
     except FileNotFoundError:
         return [], []
+    rows = list(csv.reader(io.StringIO(text, newline="")))
     return (rows[0], rows[1:]) if rows else ([], [])
 
 
-def finished_levels(prefix: Path) -> list[float]:
-    """What each completed rung stepped: its arrival rate (open loop), else its users."""
+def cut_partial_rows(prefix: Path) -> list[Path]:
+    """Cut off the row a killed writer left half-written at the end of each of a
+    repeat's appended files and its trace (rows are appended after it); the files cut."""
+    cut = []
+    paths = [Path(str(prefix) + suffix) for suffix in (RUNGS_SUFFIX, *APPENDED_SUFFIXES)]
+    for path in (*paths, prefix.parent / SERVER_TRACE_NAME):
+        if path.is_file() and (whole := complete_length(path)) < path.stat().st_size:
+            os.truncate(path, whole)
+            cut.append(path)
+    return cut
+
+
+def finished_rungs(prefix: Path) -> list[tuple[float, float]]:
+    """Each completed rung: what it stepped (its arrival rate in an open loop, else its
+    users) and when its measure window ended (epoch s)."""
     header, rows = _read_rows(rungs_path(prefix))
     col = "rate" if "rate" in header else "users"
     if col not in header:
         return []
-    i = header.index(col)
-    return [_level(r[i]) for r in rows if len(r) > i and r[i].strip()]
+    i, end = header.index(col), header.index("measure_end")
+    return [(_level(r[i]), float(r[end])) for r in rows if len(r) > max(i, end) and r[i].strip()]
+
+
+def drop_rungs_since(prefix: Path, t: float) -> list[float]:
+    """Take the rungs whose window ended after epoch time `t` off the rungs file (they
+    were measured while the server was stalled): `--resume` runs them again, and their
+    requests' rows lie in no rung's window. The levels dropped."""
+    path = rungs_path(prefix)
+    header, rows = _read_rows(path)
+    if "measure_end" not in header:
+        return []
+    end, col = header.index("measure_end"), header.index("rate" if "rate" in header
+                                                           else "users")
+    dropped = [r for r in rows if len(r) > max(end, col) and float(r[end]) >= t]
+    if not dropped:
+        return []
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(header)
+        writer.writerows(r for r in rows if r not in dropped)
+    return [_level(r[col]) for r in dropped]
+
+
+def finished_levels(prefix: Path) -> list[float]:
+    """What each completed rung stepped (see `finished_rungs`)."""
+    return [level for level, _ in finished_rungs(prefix)]
 
 
 def _level(text: str) -> float:
@@ -111,10 +154,12 @@ def merge_part(part_prefix: Path, main_prefix: Path, levels: Sequence[float]) ->
     def files(suffix: str) -> tuple[Path, Path]:
         return Path(str(part_prefix) + suffix), Path(str(main_prefix) + suffix)
 
-    _append(*files(RUNGS_SUFFIX), transform=renumber)
+    # the rungs last: a merge cut short (a full disk) leaves its rungs to run again, and
+    # the rows it did append lie in no finished rung's window
     for suffix in APPENDED_SUFFIXES:
         _append(*files(suffix))
     _merge_failures(*files(LOCUST_FAILURES_SUFFIX))
+    _append(*files(RUNGS_SUFFIX), transform=renumber)
 
 
 def merge_trace(part_dir: Path, rep_dir: Path) -> None:

@@ -17,6 +17,8 @@ from contextlib import ExitStack
 from specload.manifest import ArmEntry, RepEntry, utc_now
 from specload.runner.attempt import (
     RepFailed,
+    Restarts,
+    ServerExited,
     Serving,
     Sweep,
     missing_levels,
@@ -91,19 +93,40 @@ def run_rounds(sweep: Sweep, arms: list[ArmEntry]) -> None:
 Up = dict[str, tuple[ExitStack, Serving]]
 
 
+def _serve(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry, up: Up) -> None:
+    """Start the arm's server and keep it up in `up`; raises RepFailed."""
+    stack = ExitStack()
+    try:
+        live = stack.enter_context(serving(sweep, arm_entry, rep))
+    except BaseException:
+        stack.close()
+        raise
+    up[arm_entry.name] = (stack, live)
+    say(f"[{live.label}] {live.url} ready; its rungs interleave with the other arms'")
+
+
 def _serve_all(sweep: Sweep, pending: list[tuple[ArmEntry, RepEntry]], up: Up) -> None:
     """Start every pending arm's server; an arm whose server does not start has failed."""
     for arm_entry, rep in pending:
         _begin(sweep, rep)
-        stack = ExitStack()
         try:
-            live = stack.enter_context(serving(sweep, arm_entry, rep))
+            _serve(sweep, arm_entry, rep, up)
         except RepFailed as exc:
-            stack.close()
             _end(sweep, arm_entry, rep, exc)
-            continue
-        up[arm_entry.name] = (stack, live)
-        say(f"[{live.label}] {live.url} ready; its rungs interleave with the other arms'")
+
+
+def _run_level(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry, level: float, up: Up,
+               restarts: Restarts) -> None:
+    """One rung on one arm of the round, its server started again (and the rung
+    repeated) if it exits and may; raises RepFailed."""
+    while True:
+        try:
+            run_levels(sweep, up[arm_entry.name][1], [level], announce=False)
+            return
+        except ServerExited as exc:
+            restarts.take(arm_entry.name, exc)
+            up.pop(arm_entry.name)[0].close()
+            _serve(sweep, arm_entry, rep, up)
 
 
 def run_interleaved(sweep: Sweep, pending: list[tuple[ArmEntry, RepEntry]]) -> None:
@@ -119,13 +142,17 @@ def run_interleaved(sweep: Sweep, pending: list[tuple[ArmEntry, RepEntry]]) -> N
     try:
         _serve_all(sweep, pending, up)
         todo = {a.name: missing_levels(sweep, rep) for a, rep in pending}
+        restarts = {a.name: Restarts(sweep, a) for a, _ in pending}
         for level in sweep.scenario.levels:
             for arm_entry, rep in pending:
                 if arm_entry.name in up and level in todo[arm_entry.name]:
                     try:
-                        run_levels(sweep, up[arm_entry.name][1], [level], announce=False)
+                        _run_level(sweep, arm_entry, rep, level, up, restarts[arm_entry.name])
                     except RepFailed as exc:
-                        close(arm_entry, rep, exc)
+                        if arm_entry.name in up:
+                            close(arm_entry, rep, exc)
+                        else:  # its server did not start again
+                            _end(sweep, arm_entry, rep, exc)
     except BaseException as exc:
         error = exc
         raise

@@ -23,7 +23,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 
 from specload.runner import health_checks
-from specload.runner.processes import log_tail, stop_process_group
+from specload.runner.processes import log_tail, spawn_group, stop_process_group
 from specload.runner.sim_launcher import LaunchError, SimOptions, SimProcess, launch
 from specload.scenario import Arm
 
@@ -33,15 +33,6 @@ READY_PROBE_TIMEOUT_S = 5.0
 
 class ServerError(Exception):
     """An arm's server could not be started, became unreachable, or died."""
-
-
-def _spawn(args: list[str] | str, log_path: Path, shell: bool = False) -> subprocess.Popen:
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("ab") as log:
-        return subprocess.Popen(
-            args, shell=shell, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
 
 
 class ArmServer(ABC):
@@ -81,8 +72,13 @@ class ArmServer(ABC):
             url = self.ready_results[-1].url if self.ready_results else (
                 self.explicit_ready_url or self.base_url + health_checks.READY_PATHS[0])
             self._liveness = health_checks.Liveness(
-                url, lambda u, t: health_checks.probe(u, t, self.api_key, self.tls))
+                url, lambda u, t: health_checks.probe(u, t, self.api_key, self.tls),
+                self.arm.stall_after_s)
         return self._liveness.check(last_chunk_at)
+
+    def silent_since(self) -> float | None:
+        """When the silence that `problem` judges began, once it has judged one."""
+        return self._liveness.silent_since if self._liveness is not None else None
 
     def check_ready(self, timeout: float = READY_PROBE_TIMEOUT_S) -> bool:
         self.ready_results = health_checks.readiness(self.base_url, self.explicit_ready_url,
@@ -123,16 +119,20 @@ class SimServer(ArmServer):
 
     def start(self, log_path: Path) -> str:
         try:
-            self.process = launch(self.options, log_path, ready_timeout_s=SIM_READY_TIMEOUT_S)
+            self.process = launch(self.options, log_path, ready_timeout_s=SIM_READY_TIMEOUT_S,
+                                  arm=self.arm.name)
         except LaunchError as exc:
             raise ServerError(str(exc)) from None
         self.base_url = self.process.url
         self.draft_k = self.process.draft_k
         return self.base_url
 
+    def process_problem(self) -> str | None:
+        return self.process.problem() if self.process is not None else None
+
     def problem(self, last_chunk_at: float | None) -> str | None:
         # our own server: alive while its process runs
-        return self.process.problem() if self.process is not None else None
+        return self.process_problem()
 
     def stop(self) -> None:
         if self.process is not None:
@@ -158,7 +158,8 @@ class CommandServer(ArmServer):
 
     def start(self, log_path: Path) -> str:
         self.log_path = log_path
-        self.proc = _spawn(self.spec.start, log_path, shell=True)
+        self.proc = spawn_group(self.spec.start, log_path, shell=True,
+                                what="server (start command)", arm=self.arm.name)
         deadline = time.monotonic() + self.spec.ready_timeout_s
         while time.monotonic() < deadline:
             if self.check_ready():
@@ -184,7 +185,7 @@ class CommandServer(ArmServer):
     def stop(self) -> None:
         if self.spec.stop:
             log = self.log_path or Path(os.devnull)
-            stopper = _spawn(self.spec.stop, log, shell=True)
+            stopper = spawn_group(self.spec.stop, log, shell=True, what=None)
             try:
                 stopper.wait(timeout=self.spec.stop_timeout_s)
             except subprocess.TimeoutExpired:

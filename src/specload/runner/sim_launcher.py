@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specload.runner.processes import log_tail, stop_process_group
+from specload.runner.processes import log_tail, spawn_group, stop_process_group
 
 READY_LINE = re.compile(r"specload-sim listening on (https?://\S+)")
 # The start-up banner names the draft length it uses (`spec on k=4`).
@@ -105,14 +105,11 @@ class SimProcess:
 
 
 def launch(options: SimOptions, log_path: Path, *, ready_timeout_s: float = READY_TIMEOUT_S,
-           env: Mapping[str, str] | None = None) -> SimProcess:
+           env: Mapping[str, str] | None = None, arm: str | None = None) -> SimProcess:
     """Start a simulated server and wait for its ready line; LaunchError if it fails."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
     offset = log_path.stat().st_size if log_path.exists() else 0
-    with log_path.open("ab") as log:
-        proc = subprocess.Popen(
-            options.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
+    proc = spawn_group(options.command(), log_path, what="simulated server", arm=arm,
+                       env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
     deadline = time.monotonic() + ready_timeout_s
     while time.monotonic() < deadline:
         with log_path.open("rb") as fh:

@@ -13,6 +13,8 @@ then runs only the missing rungs. `--dry-run` prints the plan.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import shlex
 import signal
 import sys
@@ -37,6 +39,7 @@ from specload.runner.locust_proc import (
     worker_command,
 )
 from specload.runner.manifest import new_manifest
+from specload.runner.ownership import owning
 from specload.runner.progress import (
     fmt_s,
 )
@@ -244,11 +247,29 @@ def main(args: argparse.Namespace) -> int:
         say("warning: request.insecure: HTTPS certificates are not verified")
     sweep = Sweep(scenario, run_dir, manifest, mode, selected, _api_key(scenario),
                   health_checks.tls_context(req.ca_bundle, req.insecure))
+    try:
+        with owning(run_dir) as orphans:
+            for line in orphans:
+                say(line)
+            return _run(sweep, args)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        with contextlib.suppress(OSError):
+            sweep.save()
+        raise UserError(f"no space left on the device of {run_dir} (writing "
+                        f"{exc.filename or 'a run file'}); the finished rungs are kept: free "
+                        f"some space, then `specload sweep --resume {run_dir}`") from None
+
+
+def _run(sweep: Sweep, args: argparse.Namespace) -> int:
+    """The sweep itself, in a run folder it owns; returns the exit status."""
+    run_dir, manifest = sweep.run_dir, sweep.manifest
     sweep.save()
     say(f"run folder: {run_dir} (planned {fmt_s(sweep.remaining_s())})")
     try:
         with _interrupts(sweep):
-            run_rounds(sweep, [a for a in manifest.arms if a.name in selected])
+            run_rounds(sweep, [a for a in manifest.arms if a.name in sweep.selected])
             if args.arms is None:
                 run_verify(sweep)
     except KeyboardInterrupt:

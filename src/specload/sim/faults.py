@@ -25,6 +25,20 @@ DEFAULT_PARAMS: dict[str, float] = {
     "stream_error": 0.0,
 }
 
+# What each fault is to a client that reads the stream right: the `error_kind` it records
+# (records.ERROR_KINDS; a stall longer than the client's request timeout).
+CLIENT_ERROR_KINDS: dict[str, str] = {
+    "error500": "http_error",
+    "error400": "http_error",
+    "error429": "http_error",
+    "empty": "empty_stream",
+    "cut": "stream_cut",
+    "stall_first_byte": "timeout_first_byte",
+    "stall_between": "timeout_between_chunks",
+    "malformed": "malformed_chunk",
+    "stream_error": "stream_error",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Fault:

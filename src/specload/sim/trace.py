@@ -13,6 +13,8 @@ in the trace includes any time the request waited in its socket.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -20,19 +22,33 @@ import orjson
 
 from specload.sim import SimConfigError
 
+log = logging.getLogger(__name__)
+
 
 class TraceWriter:
-    """Appends trace records to a file (truncated when opened)."""
+    """Appends trace records to a file (truncated when opened). A file that can no
+    longer be written (a full disk) ends the trace, not the server: the failure is
+    logged once and the requests go on being served."""
 
     def __init__(self, path: str | Path) -> None:
+        self.path = path
+        self.failed: str | None = None
         try:
             self._fh = open(path, "wb")  # noqa: SIM115 - lives as long as the server
         except OSError as exc:
             raise SimConfigError(f"cannot open --trace file {path}: {exc.strerror}") from None
 
     def write(self, record: dict[str, Any]) -> None:
-        self._fh.write(orjson.dumps(record) + b"\n")
-        self._fh.flush()
+        if self.failed is not None:
+            return
+        try:
+            self._fh.write(orjson.dumps(record) + b"\n")
+            self._fh.flush()
+        except OSError as exc:
+            self.failed = exc.strerror or str(exc)
+            log.error("specload sim: cannot write the trace %s (%s); tracing stopped",
+                      self.path, self.failed)
 
     def close(self) -> None:
-        self._fh.close()
+        with contextlib.suppress(OSError):  # the last line's flush, on a full disk
+            self._fh.close()

@@ -9,6 +9,7 @@ one that takes a while to become ready (waited for).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -97,12 +98,12 @@ def test_server_killed_mid_rung_and_servers_not_ready_then_resume(
     status = {a["name"]: (a["status"], a["reps"][0]["error"]) for a in m["arms"]}
     assert status["killed"][0] == "failed" and "\n" not in status["killed"][1]
     assert status["killed"][1].startswith(
-        "server failed during the run: simulated server exited with status -9: ")
+        "the server exited during the rung at C=4: simulated server exited with status -9: ")
     assert status["late"] == ("failed", f"server at http://127.0.0.1:{late_port} is not "
                               f"ready (http://127.0.0.1:{late_port}/health: connection "
                               "refused); start it or set the arm's ready_url")
     assert status["slow"] == ("done", None)
-    assert "[killed] FAILED: server failed during the run" in text
+    assert "[killed] FAILED: the server exited during the rung at C=4" in text
     assert "failed arm(s): killed, late" in text
     # the rung finished before the kill is on disk and in the report
     assert [r["users"] for r in read_csv(killed / "locust_rungs.csv")] == ["2"]
@@ -181,3 +182,72 @@ def test_worker_killed_then_ctrl_c_then_resume(
     assert [r["users"] for r in read_csv(arm / "locust_rungs.csv")] == ["2", "4", "6"]
     assert summary_rungs(run_dir) == [("arm", 2), ("arm", 4), ("arm", 6)]
     assert read_manifest(run_dir)["status"] == "done"
+
+
+@pytest.mark.slow
+def test_runner_killed_then_report_and_resume_clear_what_it_left(
+    tmp_path: Path, write_scenario, run_sweep, background_sweep
+) -> None:
+    """`kill -9` of the sweep and of its Locust mid-rung, as the OOM killer or a lost
+    session would: the report builds from the folder as it is and says what is missing;
+    a second sweep of the folder is refused while one runs; `--resume` stops the server
+    the killed sweep left running (a `command:` arm's), cuts off the row Locust left
+    half-written, and only the rung in flight is lost."""
+    port = free_port()
+    start = (f"exec {sys.executable} -m specload.cli sim --profile {PROFILE} --spec off "
+             f"--port {port}")
+    scenario = write_scenario({
+        "name": "killed-runner", "ladder": [2, 4, 6], "warmup_s": 1, "measure_s": 3,
+        "request": {"max_tokens": 16, "ignore_eos": True},
+        "arms": [{"name": "on", "sim": {"profile": PROFILE, "spec": "on"}},
+                 {"name": "off", "spec": "off", "command": {
+                     "start": start, "base_url": f"http://127.0.0.1:{port}"}}],
+    })
+    sweep = background_sweep(str(scenario), "--out", "out")
+    run_dir = sweep.run_dir()
+    off = run_dir / "off"
+    wait_for(lambda: steps_done(off) >= 1, 120, "the off arm's first rung")
+    time.sleep(1.0)  # into its second rung, with requests in flight
+    (locust,) = wait_for(lambda: arm_processes(off, "locust"), 10, "the off arm's Locust")
+    children = json.loads((run_dir / ".specload-children.json").read_text())
+    (server_pid,) = [int(pid) for pid, child in children.items()
+                     if child["arm"] == "off" and child["what"].startswith("server")]
+    server_started = psutil.Process(server_pid).create_time()
+    os.kill(sweep.proc.pid, signal.SIGKILL)
+    locust.send_signal(signal.SIGKILL)
+    sweep.proc.wait()
+    assert psutil.Process(server_pid).is_running()  # orphaned, still serving
+    requests = off / "locust_requests.csv"
+    with requests.open("a") as fh:  # as a writer killed in the middle of a row leaves it
+        fh.write("cut-short-row,vm-1,1,chat,code,1796332116.4")
+    kept = {r["request_id"] for r in read_csv(requests)} - {"cut-short-row"}
+
+    report = subprocess.run([*sweep_cmd()[:-1], "report", str(run_dir)], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert ("arm off rep 1: 1 of 3 rungs finished (stopped while running: killed, or "
+            "still running)") in report.stdout
+    assert "the last row of locust_requests.csv was cut short" in report.stdout
+    assert f"resume it with `specload sweep --resume {run_dir}`" in report.stdout
+    assert summary_rungs(run_dir) == [("off", 2), ("on", 2), ("on", 4), ("on", 6)]
+
+    resumed = background_sweep("--resume", str(run_dir))
+    wait_for(lambda: "run folder: " in resumed.text(), 60, "the resumed sweep's start")
+    second = run_sweep("--resume", str(run_dir), timeout=60)
+    assert second.returncode == 2, second.stdout + second.stderr
+    assert (f"{run_dir} is in use by another specload sweep (pid {resumed.proc.pid})"
+            in second.stderr), second.stderr
+    assert resumed.wait() == 0, resumed.text()
+    text = resumed.text()
+    assert ("stopped the server (start command) of arm off left running by a killed sweep "
+            f"(pid {server_pid})") in text
+    assert "[off] cut off the half-written last row of locust_requests.csv" in text
+    assert "[on]" not in text and "resuming 2 missing rungs" in text
+    with contextlib.suppress(psutil.NoSuchProcess):  # gone, or its pid reused since
+        assert psutil.Process(server_pid).create_time() != server_started
+    assert read_manifest(run_dir)["status"] == "done"
+    assert [r["users"] for r in read_csv(off / "locust_rungs.csv")] == ["2", "4", "6"]
+    ids = Counter(r["request_id"] for r in read_csv(requests))
+    assert max(ids.values()) == 1 and kept <= set(ids) and "cut-short-row" not in ids
+    assert summary_rungs(run_dir) == [(arm, c) for arm in ("off", "on") for c in (2, 4, 6)]
+    assert not [p.name for p in run_dir.glob(".specload*")]

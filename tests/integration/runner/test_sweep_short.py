@@ -48,7 +48,11 @@ def test_failing_arms_are_marked_and_the_others_still_run(
     m = read_manifest(tmp_path / run_dir_of(res.stdout))
     status = {a["name"]: (a["status"], a["reps"][0]["error"]) for a in m["arms"]}
     assert status["gone"][0] == "failed" and "/health: connection refused" in status["gone"][1]
-    assert status["dies"][0] == "failed" and "server failed during the run" in status["dies"][1]
+    # it dies again once started again (`command.restart_on_exit`: once by default)
+    assert status["dies"][0] == "failed" and status["dies"][1].startswith(
+        "the server exited during the rung at C="), status["dies"]
+    assert "[dies] the server exited during the rung at C=" in res.stdout
+    assert "; starting it again to repeat that rung (0 restart(s) left)" in res.stdout
     assert status["fine"] == ("done", None)
     assert m["status"] == "failed"
     assert "failed arm(s): gone, dies" in res.stdout

@@ -7,9 +7,10 @@ import json
 import pytest
 import yaml
 
+from specload.records import ERROR_KINDS
 from specload.sim import SimConfigError
 from specload.sim.engine import LAG_WINDOW_S, LagMeter
-from specload.sim.faults import FaultPicker, parse_fault
+from specload.sim.faults import CLIENT_ERROR_KINDS, DEFAULT_PARAMS, FaultPicker, parse_fault
 from specload.sim.profile import PROFILES_DIR, builtin_names, load_profile
 from specload.sim.textgen import TokenStream, digest, output_length, text_tokens
 
@@ -68,6 +69,11 @@ def test_output_length_bounds() -> None:
     assert all(r == "length" for n, r in lengths if n == 300)
     assert output_length(digest(0, "x"), 300, 250, False, 10)[0] >= 250
     assert text_tokens("abcdefgh") == 2 and text_tokens("abcdefghi") == 3
+
+
+def test_every_fault_is_a_failure_kind_of_the_records() -> None:
+    assert set(CLIENT_ERROR_KINDS) == set(DEFAULT_PARAMS)
+    assert set(CLIENT_ERROR_KINDS.values()) <= set(ERROR_KINDS)
 
 
 def test_fault_parsing_and_seeded_picks() -> None:
