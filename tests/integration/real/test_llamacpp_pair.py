@@ -61,6 +61,7 @@ from specload.records import FETCH_METRIC
 from specload.report import render
 from specload.report.crossover import find_crossover
 from tests.support import llama_server
+from tests.support.ratios import ratio_range
 from tests.support.sweeps import read_csv, run_dir_of, run_sweep
 
 EDGE_S = 0.05  # a request ending this close to a sample may fall on either side of it
@@ -261,7 +262,7 @@ def test_each_requests_own_acceptance_is_what_the_counters_add(pair_run, per_rep
             whole = [(d, a) for end, d, a in told if zones[0][1] < end < zones[1][0]]
             edges = [(d, a) for end, d, a in told
                      if d and any(lo <= end <= hi for lo, hi in zones)]
-            low, high = _rate_range(whole, edges)
+            low, high = ratio_range(whole, edges)
             for name in ("accept_rate", "req_accept_rate"):
                 assert low - 1e-9 <= row[name] <= high + 1e-9, (
                     rep_dir.name, rung["users"], name, row[name], low, high)
@@ -278,21 +279,6 @@ def _between_samples(ts: list[float], t: float, fetch: dict[float, float]
     after = min((s for s in ts if s >= t), default=t)
     return (before - EDGE_S - fetch.get(before, 0.0) / 2,
             after + EDGE_S + fetch.get(after, 0.0) / 2)
-
-
-def _rate_range(whole: list[tuple[int, int]], partial: list[tuple[int, int]]
-                ) -> tuple[float, float]:
-    """The least and greatest accepted / drafted of `whole` (drafted, accepted) pairs
-    plus any share of each of `partial`: taking in a share moves the ratio towards that
-    pair's own, so the extremes take in whole pairs, those beyond the running ratio first."""
-    def extreme(sign: float) -> float:
-        d, a = sum(p[0] for p in whole), sum(p[1] for p in whole)
-        for x, y in sorted(partial, key=lambda p: sign * p[1] / p[0], reverse=True):
-            if d and sign * y / x <= sign * a / d:
-                break
-            d, a = d + x, a + y
-        return a / d
-    return extreme(-1.0), extreme(1.0)
 
 
 def _in_slots(spans: list[tuple[float, float, float]], t: float, near: float, slots: int
