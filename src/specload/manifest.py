@@ -101,6 +101,21 @@ class ArmEntry(_Entry):
         self.status = found or ("done" if states == {"done"} else "pending")
 
 
+class PromptFitEntry(_Entry):
+    """The prompt set fitted to the context of the sweep's first server, for every arm
+    (`prompt_fit.Fit`, by `request.over_context`); indices into the set."""
+
+    arm: str  # whose server's context it was
+    context: int
+    policy: str
+    prompts: int  # in the set
+    over: list[int] = Field(default_factory=list)
+    skip: list[int] = Field(default_factory=list)
+    cut: dict[int, int] = Field(default_factory=dict)
+    counted: int = 0
+    longest: int = 0
+
+
 class Manifest(_Entry):
     """The whole manifest."""
 
@@ -112,6 +127,7 @@ class Manifest(_Entry):
     host: str | None = None
     arms: list[ArmEntry]
     status: Status = "pending"
+    prompt_fit: PromptFitEntry | None = None
 
     def arm(self, name: str) -> ArmEntry:
         return next(a for a in self.arms if a.name == name)

@@ -29,6 +29,7 @@ from specload.ladder import (
     DEFAULT_MIN_REQUESTS,
     DEFAULT_WARMUP_S,
 )
+from specload.prompt_fit import POLICIES
 from specload.workload import Distribution, LengthError, LengthSpec, ThinkTime
 
 ARRIVAL_UNITS: tuple[str, ...] = ("requests", "sessions")
@@ -212,6 +213,15 @@ class Request:
     shared_prefix_tokens: int = setting(
         0, "synthetic prompts: a system prompt of this many tokens, the same for every "
         "request (prefix caching)", unit="tokens", ge=0)
+    over_context: str = setting(
+        "skip", "prompts too long for the server's context with their max_tokens (counted "
+        "by the server before the first rung): skip them on every arm, trim them to fit, or "
+        "send them as they are", choices=POLICIES)
+    skip_prompts: str = setting("", "indices of prompts in the set to leave out (the "
+                                "runner's context check sets it)", scenario=False)
+    cut_prompts: str = setting("", "index:characters of prompts whose last message is cut "
+                               "to that length (the runner's context check sets it)",
+                               scenario=False)
     seed: int = setting(0, "seed for the prompt order and the request `seed` field")
     api_key_env: str = setting(DEFAULT_ENV, "environment variable holding the API key "
                                "(sent as Bearer)")
@@ -290,6 +300,9 @@ class Simulator:
     prefix_caching: bool | None = setting(
         None, "reuse the KV of cached prompt blocks (default: the profile's, on as in vLLM "
         "V1 and SGLang)", aliases=("--enable-prefix-caching",))
+    max_model_len: int | None = setting(
+        None, "the context a request's prompt and output must fit, as vLLM's option of the "
+        "same name (at most the profile's; default: the profile's)", unit="tokens", ge=2)
     per_request_spec_decode_metrics: str = setting(
         "none", "vllm: each request's drafted and accepted tokens in its final usage chunk "
         "(`metrics.speculative_decoding`), as vLLM's flag of the same name does",

@@ -56,11 +56,13 @@ class Pair:
     max_tokens: int
 
 
-def server_command(port: int, slots: int, spec: str, key_env: str | None = None) -> str:
-    """The shell line that starts one llama-server on 127.0.0.1:`port`."""
+def server_command(port: int, slots: int, spec: str, key_env: str | None = None,
+                   slot_context: int = 1024) -> str:
+    """The shell line that starts one llama-server on 127.0.0.1:`port`, each of its
+    `slots` with a context of `slot_context` tokens."""
     key = f'LLAMA_API_KEY="${key_env}" ' if key_env else ""
     return (f'{key}exec "{binary()}" -m "{model()}" --host 127.0.0.1 --port {port} '
-            f"-np {slots} -c {slots * 1024} -t 2 --metrics --no-ui {spec}").strip()
+            f"-np {slots} -c {slots * slot_context} -t 2 --metrics --no-ui {spec}").strip()
 
 
 def spec_flags(draft_n_max: int, synth_len: float) -> str:

@@ -19,19 +19,14 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import signal
-import subprocess
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 import yaml
 
-from specload.runner import health_checks
 from specload.runner.processes import free_port
+from tests.support import engine_process
 from tests.support.setup_scripts import printed_path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -144,30 +139,12 @@ def pair_scenario(folder: Path, size: ModelSize, name: str = "vllm-real", k: int
     return Pair(path, max_num_seqs, k, max_tokens, last_on)
 
 
-@contextmanager
 def running(log: Path, size: ModelSize, spec_config: str | None = None,
-            max_num_seqs: int = 4, ready_timeout_s: float = 300) -> Iterator[str]:
+            max_num_seqs: int = 4, ready_timeout_s: float = 300,
+            max_model_len: int = 1024) -> AbstractContextManager[str]:
     """One vLLM server on a free loopback port, stopped (its process group) on leaving;
     yields its base URL."""
     port = free_port()
-    line = server_command(model(size), port, max_num_seqs, 1024, spec_config)
-    with log.open("wb") as out:
-        proc = subprocess.Popen(["bash", "-c", line], stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + ready_timeout_s
-        while not health_checks.probe(url + "/health", 2).ok:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"vLLM did not start: {log.read_text()[-3000:]}")
-            time.sleep(1)
-        yield url
-    finally:
-        with suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
+    line = server_command(model(size), port, max_num_seqs, max_model_len, spec_config)
+    return engine_process.running(line, f"http://127.0.0.1:{port}", log, "vLLM",
+                                  ready_timeout_s)

@@ -69,6 +69,17 @@ def test_every_sim_flavour_imitates_one_registered_engine() -> None:
             assert FLAVORS[flavor].per_token_chunks == entry.per_token_events, flavor
 
 
+def test_a_flavour_that_counts_tokens_lists_and_counts_where_its_engine_does() -> None:
+    checked = 0
+    for entry in engines.REGISTRY.values():
+        for flavor in (FLAVORS[f] for f in entry.sim_flavors if FLAVORS[f].token_count):
+            assert entry.context is not None, flavor.name
+            assert flavor.context_key == entry.context.listed, flavor.name
+            assert flavor.token_count[0] == entry.context.count_route, flavor.name
+            checked += 1
+    assert checked == 2  # vllm and llamacpp
+
+
 def _rank() -> RankStats:
     rank = RankStats(3, 1, 0.5, 100, 200, 1, 3, 10, 30, 15, 2.5, 0.5, 50.0, 40, 1.0, 0.0,
                      0.0, prefix_queries=64, prefix_hits=16, cache_hit_rate=0.25)

@@ -35,7 +35,7 @@ from locust import events
 from locust.env import Environment
 from locust.runners import LocalRunner, WorkerRunner
 
-from specload import api_key
+from specload import api_key, prompt_fit
 from specload.conversations import SessionDeck
 from specload.errors import UserError
 from specload.loadgen.options import RunOptions
@@ -64,7 +64,9 @@ class ProcessContext:
         self.opts = RunOptions.from_env(environment)
         self.client_id = client_id()
         self.share = index, share_count = _share(environment)
-        prompts = load_prompts(self.opts.prompts)
+        prompts = prompt_fit.apply(load_prompts(self.opts.prompts),
+                                   prompt_fit.parse_skip(self.opts.skip_prompts),
+                                   prompt_fit.parse_cut(self.opts.cut_prompts))
         self._order = PromptOrder(prompts, self.opts.seed, index, share_count)
         opts = self.opts
         seed = opts.seed * 1_000_003 + index  # each process its own draws

@@ -23,6 +23,7 @@ from typing import Self, TypeVar
 from locust import events
 from locust.env import Environment
 
+from specload import prompt_fit
 from specload.settings import Request, add_options, from_attributes, problems
 
 
@@ -89,9 +90,16 @@ class RunOptions(FromLocust, Request):
     __slots__ = ()
 
     def more_problems(self) -> list[str]:
+        found = []
         if self.ca_bundle and not os.path.isfile(self.ca_bundle):
-            return [f"--ca-bundle {self.ca_bundle}: no such file"]
-        return []
+            found.append(f"--ca-bundle {self.ca_bundle}: no such file")
+        for text, parse in ((self.skip_prompts, prompt_fit.parse_skip),
+                            (self.cut_prompts, prompt_fit.parse_cut)):
+            try:
+                parse(text)
+            except ValueError as exc:
+                found.append(str(exc))
+        return found
 
 
 def install() -> None:

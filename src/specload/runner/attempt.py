@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from specload.engines import resolve_engine
 from specload.manifest import ArmEntry, Manifest, RepEntry, write_manifest
 from specload.records import (
     CLIENT_STATS_COLUMNS,
@@ -31,7 +32,7 @@ from specload.records import (
     SERVER_TRACE_NAME,
     WRITE_FAILED_EXIT,
 )
-from specload.runner import health_checks
+from specload.runner import context_check, health_checks
 from specload.runner.locust_proc import LoadMode, LocustProcess, locust_command, worker_command
 from specload.runner.manifest import worker_clocks, worker_events
 from specload.runner.metrics_scrape import MetricsSampler
@@ -309,7 +310,8 @@ def run_levels(sweep: Sweep, live: Serving, levels: list[float], announce: bool 
         if sweep.mode.workers:
             say(f"[{live.label}] waiting for {sweep.mode.workers} workers: "
                 f"{worker_command(sweep.mode)}")
-    cmd = locust_command(sweep.scenario, live.url, run_prefix, levels, sweep.mode)
+    cmd = locust_command(sweep.scenario, live.url, run_prefix, levels, sweep.mode,
+                         sweep.manifest.prompt_fit)
     locust = LocustProcess(cmd, run_prefix.parent / "locust.log", arm=live.label)
     try:
         _watch(sweep, live.label, locust, live.server, run_prefix, levels)
@@ -378,4 +380,21 @@ def _start_server(sweep: Sweep, server: ArmServer, arm_entry: ArmEntry, rep_dir:
         say(f"[{label}] warning: {note}")
         if note not in arm_entry.notes:
             arm_entry.notes.append(note)
+    _check_context(sweep, server, arm_entry, label)
     return url
+
+
+def _check_context(sweep: Sweep, server: ArmServer, arm_entry: ArmEntry, label: str) -> None:
+    """Fit the prompts to the server's context (the first server) or check they fit."""
+    engine, _ = resolve_engine(server.arm.model_dump(mode="json"), arm_entry.engine)
+    found = context_check.fit_prompts(sweep.scenario, server.arm, engine, server.base_url,
+                                      server.models_body(), sweep.api_key, sweep.tls,
+                                      sweep.manifest.prompt_fit)
+    for line in found.lines:
+        say(f"[{label}] {line}")
+    arm_entry.notes += [n for n in found.notes if n not in arm_entry.notes]
+    if found.failed:
+        raise RepFailed(found.failed)
+    if found.fit is not sweep.manifest.prompt_fit:
+        sweep.manifest.prompt_fit = found.fit
+        sweep.save()

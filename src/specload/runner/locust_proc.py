@@ -28,8 +28,11 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import specload
+from specload.manifest import PromptFitEntry
+from specload.prompt_fit import Fit, cut_text, skip_text
 from specload.runner.processes import free_port, spawn_group, stop_process_group
 from specload.scenario import RequestSettings, Scenario, Workload
 from specload.settings import Request, Windows, to_args
@@ -94,17 +97,28 @@ def load_mode_args(mode: LoadMode) -> list[str]:
 
 
 def locust_command(
-    scenario: Scenario, host: str, prefix: Path, levels: Sequence[float], mode: LoadMode
+    scenario: Scenario, host: str, prefix: Path, levels: Sequence[float], mode: LoadMode,
+    fit: PromptFitEntry | None = None,
 ) -> list[str]:
-    """The full command line for one arm (or the missing rungs of one)."""
+    """The full command line for one arm (or the missing rungs of one), sending the
+    prompt set as `fit` left it."""
     return [
         sys.executable, "-m", "locust", "-f", str(LOCUSTFILES[scenario.workload.kind]),
         "--headless", "--only-summary", "--exit-code-on-error", "0",
         "--csv", str(prefix), "--csv-full-history", "--host", host,
         *workload_args(scenario.workload, levels),
         *to_args(scenario, Windows),
-        *request_args(scenario.request), *load_mode_args(mode),
+        *request_args(scenario.request), *fit_args(fit), *load_mode_args(mode),
     ]
+
+
+def fit_args(fit: PromptFitEntry | None) -> list[str]:
+    """The options that leave out and shorten the prompts the context check chose."""
+    if fit is None:
+        return []
+    chosen = Fit(fit.context, skip=tuple(fit.skip), cut=fit.cut)
+    return to_args(SimpleNamespace(skip_prompts=skip_text(chosen), cut_prompts=cut_text(chosen)),
+                   Request)
 
 
 def worker_command(mode: LoadMode) -> str:

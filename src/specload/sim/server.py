@@ -56,8 +56,12 @@ def build_api(args: argparse.Namespace, profile: Profile) -> SimApi:
     caching = getattr(args, "prefix_caching", None)
     engines = [Engine(EngineCore(profile, args.spec, args.k, args.seed + rank, slots, caching))
                for rank in range(ranks)]
+    context = getattr(args, "max_model_len", None) or profile.model.max_model_len
+    if context > profile.model.max_model_len:
+        raise SimConfigError(f"--max-model-len {context} is above the profile's "
+                             f"max_model_len ({profile.model.max_model_len})")
     limits = Limits(model_name=args.model_name or profile.model.name,
-                    max_model_len=profile.model.max_model_len,
+                    max_model_len=context,
                     max_output_tokens=profile.workload.max_output_tokens)
     settings = Settings(
         flavor=flavor, limits=limits, eos_mean=profile.workload.eos_mean_tokens,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import vllm_server, wire_shape
+from tests.support import context_probe, vllm_server, wire_shape
 from tests.support.sims import sim_in_thread
 from tests.unit.sim.test_sim_vllm_wire import (  # the same checks, against a live vLLM
     test_health_and_models_answer_as_vllm,
@@ -33,15 +33,30 @@ __all__ = ["test_health_and_models_answer_as_vllm", "test_the_chunks_have_vllms_
 SIZE = vllm_server.ModelSize(layers=4, hidden=256)  # the wire does not depend on the size
 RECORDING = Path(__file__).resolve().parents[2] / "data" / "vllm-wire.json"
 @pytest.fixture(scope="module")
-def shapes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict, dict]]:
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """A real vLLM (its context 1024 tokens) and the simulator's flavour: their URLs."""
     log = tmp_path_factory.mktemp("vllm-wire") / "server.log"
     with vllm_server.running(log, SIZE, vllm_server.ngram_config(3)) as real, \
             sim_in_thread("--flavor", "vllm", "--spec", "on") as sim:
         wire_shape.stream(real)  # the first request also fills the histograms and counters
-        yield wire_shape.shape_of(real, "vllm"), wire_shape.shape_of(sim, "vllm")
+        yield real, sim
+
+
+@pytest.fixture(scope="module")
+def shapes(servers: tuple[str, str]) -> tuple[dict, dict]:
+    real, sim = servers
+    return wire_shape.shape_of(real, "vllm"), wire_shape.shape_of(sim, "vllm")
 
 
 def test_the_recording_is_the_real_engine(shapes) -> None:
     if os.environ.get("SPECLOAD_RECORD_WIRE"):
         wire_shape.record(RECORDING, shapes[0])
     assert wire_shape.recorded(RECORDING) == json.loads(json.dumps(shapes[0]))
+
+
+def test_the_context_check_reads_and_counts_as_vllm_does(servers) -> None:
+    """`max_model_len` and /tokenize's count, as the runner's context check reads them,
+    are what the real vLLM enforces and bills (the default tier holds the simulator's
+    flavour to the same probe)."""
+    seen = context_probe.check_engine(servers[0], "vllm", 1024)
+    print("vLLM context probe:", seen)

@@ -1,0 +1,202 @@
+"""Before the first rung: the scenario's prompts checked against the server's context.
+
+The context length is read from the server's `/v1/models` entry and prompts are counted
+by the engine's own tokenizer route, both where the engine's `ContextWindow` says
+(engines.py); `prompt_fit.plan` then decides by `request.over_context`. The first arm's
+server decides for the whole sweep: the manifest keeps the fit, so every arm, repeat and
+resumed run sends the same prompts. A later server with a smaller context is checked
+against the prompts the sweep sends, and warned about. Synthetic prompts, chat sessions
+and engines without a declared window are not checked; a server that will not count is
+named and its prompts go unchecked.
+"""
+
+from __future__ import annotations
+
+import ssl
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import orjson
+
+from specload import engines, prompt_fit
+from specload.api_key import bearer
+from specload.manifest import PromptFitEntry
+from specload.prompts import Prompt, load_prompts
+from specload.scenario import Arm, Scenario
+
+COUNT_TIMEOUT_S = 30.0
+COUNT_THREADS = 4
+ALTERNATIVES = {"skip": "`trim` shortens them instead, `send` sends them as they are",
+                "trim": "", "send": "`skip` leaves them out, `trim` shortens them"}
+
+
+class CountError(Exception):
+    """The server would not count a prompt's tokens; the message says how it answered."""
+
+
+@dataclass
+class Checked:
+    """What the check found for one arm: the sweep's fit (new or kept), what to say."""
+
+    fit: PromptFitEntry | None
+    lines: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # for the arm's manifest entry
+    failed: str | None = None  # why the arm cannot run
+
+
+def listed_context(body: bytes | None, window: engines.ContextWindow) -> int | None:
+    """The context length a `/v1/models` answer lists for its first model, if any."""
+    try:
+        value = orjson.loads(body or b"null")["data"][0]
+        for key in window.listed:
+            value = value[key]
+    except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def remote_counter(url: str, model: str | None, api_key: str | None,
+                   tls: ssl.SSLContext | None, field_name: str) -> prompt_fit.Counter:
+    """A counter that POSTs a prompt's chat request to the engine's counting route."""
+
+    def count(prompt: Prompt) -> int:
+        body = {"messages": list(prompt.messages), **({"model": model} if model else {})}
+        req = urllib.request.Request(url, data=orjson.dumps(body), method="POST",
+                                     headers={"Content-Type": "application/json",
+                                              **bearer(api_key)})
+        try:
+            with urllib.request.urlopen(req, timeout=COUNT_TIMEOUT_S, context=tls) as resp:
+                value = orjson.loads(resp.read()).get(field_name)
+        except urllib.error.HTTPError as exc:
+            raise CountError(f"{url}: HTTP {exc.code}") from exc
+        except (urllib.error.URLError, OSError, orjson.JSONDecodeError, AttributeError) as exc:
+            raise CountError(f"{url}: {getattr(exc, 'reason', exc)}") from exc
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise CountError(f"{url}: no `{field_name}` count in its answer")
+        return value
+
+    return count
+
+
+def prefetched(count: prompt_fit.Counter, prompts: list[Prompt]) -> prompt_fit.Counter:
+    """`count`, with `prompts` counted beforehand a few at a time (by identity)."""
+    with ThreadPoolExecutor(COUNT_THREADS) as pool:
+        known = dict(zip(map(id, prompts), pool.map(count, prompts), strict=True))
+    return lambda p: known[id(p)] if id(p) in known else count(p)
+
+
+def budgets(scenario: Scenario, prompts: list[Prompt]) -> list[int]:
+    """The output tokens each prompt asks for (1 where they are drawn: only its prompt
+    is checked then)."""
+    if scenario.request.output_tokens:
+        return [1] * len(prompts)
+    return [p.max_tokens or scenario.request.max_tokens for p in prompts]
+
+
+def checked(scenario: Scenario) -> bool:
+    """Whether the scenario's requests come from its prompt set (not synthetic, not
+    chat sessions), so there is a set to check."""
+    kind = scenario.workload_kind
+    return not scenario.request.prompt_tokens and not kind.holds_sessions(
+        scenario.workload.unit)
+
+
+def fit_prompts(scenario: Scenario, arm: Arm, engine: str | None, base_url: str,
+                models_body: bytes | None, api_key: str | None, tls: ssl.SSLContext | None,
+                known: PromptFitEntry | None) -> Checked:
+    """Check the arm's server; the sweep's fit is `known` when an earlier server made it."""
+    entry = engines.get(engine)
+    window = entry.context if entry is not None else None
+    if window is None or not checked(scenario):
+        return Checked(known)
+    context = listed_context(models_body, window)
+    if context is None:
+        return Checked(known, [f"note: {base_url}/v1/models lists no context length: "
+                               "prompts not checked against it"])
+    model = scenario.request.model or _first_model(models_body)
+    count = remote_counter(base_url + window.count_route, model, api_key, tls,
+                           window.count_field)
+    prompts = load_prompts(scenario.request.prompts)
+    try:
+        if known is None:
+            return _first(scenario, arm, prompts, context, count, window)
+        return _later(scenario, known, prompts, context, count, window)
+    except CountError as exc:
+        return Checked(known, [f"note: could not count prompt tokens ({exc}): prompts "
+                               f"not checked against the server's context of {context} "
+                               "tokens"])
+
+
+def _first_model(body: bytes | None) -> str | None:
+    try:
+        return str(orjson.loads(body or b"null")["data"][0]["id"])
+    except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
+        return None
+
+
+def _plan(scenario: Scenario, prompts: list[Prompt], context: int,
+          count: prompt_fit.Counter, window: engines.ContextWindow, policy: str
+          ) -> prompt_fit.Fit:
+    wanted = budgets(scenario, prompts)
+    template = count(Prompt(({"role": "user", "content": ""},), "probe"))
+    maybe = prompt_fit.candidates(prompts, wanted, context, template)
+    count = prefetched(count, [prompts[i] for i in maybe])
+    return prompt_fit.plan(prompts, wanted, context, count, template, policy)
+
+
+def _first(scenario: Scenario, arm: Arm, prompts: list[Prompt], context: int,
+           count: prompt_fit.Counter, window: engines.ContextWindow) -> Checked:
+    policy = scenario.request.over_context
+    fit = _plan(scenario, prompts, context, count, window, policy)
+    entry = PromptFitEntry(arm=arm.name, context=context, policy=policy,
+                           prompts=len(prompts), over=list(fit.over), skip=list(fit.skip),
+                           cut=fit.cut, counted=fit.counted, longest=fit.longest)
+    asked = _asked(scenario)
+    if not fit.over:
+        return Checked(entry, [f"prompts: all {len(prompts)} fit the server's context of "
+                               f"{context} tokens with {asked}"])
+    if len(fit.skip) == len(prompts):
+        return Checked(entry, failed=f"no prompt fits the server's context of {context} "
+                       f"tokens with {asked}")
+    said = (f"{len(fit.over)} of {len(prompts)} prompts exceed the server's context of "
+            f"{context} tokens with {asked} (the longest has {fit.longest} tokens): "
+            + _done(fit, policy))
+    if ALTERNATIVES[policy]:
+        said += f" (request.over_context: {policy}; {ALTERNATIVES[policy]})"
+    return Checked(entry, [f"warning: {said}"], [said])
+
+
+def _asked(scenario: Scenario) -> str:
+    if scenario.request.output_tokens:
+        return "their output lengths drawn (only the prompts are checked)"
+    return f"max_tokens {scenario.request.max_tokens}"
+
+
+def _done(fit: prompt_fit.Fit, policy: str) -> str:
+    if policy == "send":
+        return "sent as they are; expect failed or cut-short requests"
+    parts = []
+    if fit.cut:
+        parts.append(f"{len(fit.cut)} shortened to fit")
+    if fit.skip:
+        few = " (too little of them would be left)" if policy == "trim" else ""
+        parts.append(f"{len(fit.skip)} left out{few}")
+    return " and ".join(parts) + " on every arm"
+
+
+def _later(scenario: Scenario, known: PromptFitEntry, prompts: list[Prompt], context: int,
+           count: prompt_fit.Counter, window: engines.ContextWindow) -> Checked:
+    """A server after the first: warn when what the sweep sends does not fit it."""
+    if context >= known.context:
+        return Checked(known)
+    sent = prompt_fit.apply(prompts, known.skip, known.cut)
+    fit = _plan(scenario, sent, context, count, window, "send")
+    if not fit.over:
+        return Checked(known)
+    said = (f"{len(fit.over)} of the {len(sent)} prompts the sweep sends exceed this "
+            f"server's context of {context} tokens with {_asked(scenario)} (they were "
+            f"fitted to {known.arm}'s {known.context}): expect failed or cut-short requests")
+    return Checked(known, [f"warning: {said}"], [said])
+
