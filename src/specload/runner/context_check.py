@@ -153,7 +153,7 @@ def _first(scenario: Scenario, arm: Arm, prompts: list[Prompt], context: int,
     entry = PromptFitEntry(arm=arm.name, context=context, policy=policy,
                            prompts=len(prompts), over=list(fit.over), skip=list(fit.skip),
                            cut=fit.cut, counted=fit.counted, longest=fit.longest)
-    asked = _asked(scenario)
+    asked = _asked(scenario, prompts)
     if not fit.over:
         return Checked(entry, [f"prompts: all {len(prompts)} fit the server's context of "
                                f"{context} tokens with {asked}"])
@@ -168,9 +168,11 @@ def _first(scenario: Scenario, arm: Arm, prompts: list[Prompt], context: int,
     return Checked(entry, [f"warning: {said}"], [said])
 
 
-def _asked(scenario: Scenario) -> str:
+def _asked(scenario: Scenario, prompts: list[Prompt]) -> str:
     if scenario.request.output_tokens:
         return "their output lengths drawn (only the prompts are checked)"
+    if any(p.max_tokens for p in prompts):
+        return "the max_tokens each asks for"
     return f"max_tokens {scenario.request.max_tokens}"
 
 
@@ -196,7 +198,7 @@ def _later(scenario: Scenario, known: PromptFitEntry, prompts: list[Prompt], con
     if not fit.over:
         return Checked(known)
     said = (f"{len(fit.over)} of the {len(sent)} prompts the sweep sends exceed this "
-            f"server's context of {context} tokens with {_asked(scenario)} (they were "
+            f"server's context of {context} tokens with {_asked(scenario, sent)} (they were "
             f"fitted to {known.arm}'s {known.context}): expect failed or cut-short requests")
     return Checked(known, [f"warning: {said}"], [said])
 
