@@ -5,11 +5,12 @@ Deterministic (fixed seed): 40 conversations in each of the five prompt categori
 questions of the kind people ask about a reply ("now add error handling", "shorten it
 to one sentence"). Only the human turns are written, in the ShareGPT entry shape (one
 entry per line, with its category): in a session the server writes every reply.
-Run: python scripts/gen_conversations.py
+Run: python scripts/gen_conversations.py [--out PATH]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 from pathlib import Path
@@ -67,12 +68,15 @@ def conversation(rng: random.Random, category: str, i: int) -> dict:
     return entry
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT, help=f"file to write (default: {OUT})")
+    out = parser.parse_args(argv).out
     rng = random.Random(20261207)
     lines = [json.dumps(conversation(rng, category, i), ensure_ascii=False)
              for category in MAKERS for i in range(PER_CATEGORY)]
-    OUT.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print(f"wrote {len(lines)} conversations to {OUT}")
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {len(lines)} conversations to {out}")
 
 
 if __name__ == "__main__":

@@ -4,11 +4,12 @@ Deterministic (fixed seed): five categories (chat, code, summarisation, reasonin
 extraction), 45 prompts each, short one-liners to multi-paragraph inputs, some with a
 system message or earlier turns. Speculative acceptance differs by category (code and
 extraction repeat their input, chat does not), which is why each prompt carries one.
-Run: python scripts/gen_prompts.py
+Run: python scripts/gen_prompts.py [--out PATH]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 from pathlib import Path
@@ -173,7 +174,8 @@ def extraction(rng: random.Random, i: int) -> dict:
             + "\n".join(rows)}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    out = _out(argv)
     rng = random.Random(20261130)
     makers = {"chat": chat, "code": code, "summarisation": summarisation,
               "reasoning": reasoning, "extraction": extraction}
@@ -189,9 +191,15 @@ def main() -> None:
                 seen.add(line)
                 lines.append(line)
             i += 1
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print(f"wrote {len(lines)} prompts to {OUT}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {len(lines)} prompts to {out}")
+
+
+def _out(argv: list[str] | None) -> Path:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT, help=f"file to write (default: {OUT})")
+    return parser.parse_args(argv).out
 
 
 if __name__ == "__main__":

