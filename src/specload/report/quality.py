@@ -8,7 +8,8 @@ held it down; not for chat sessions, whose think time keeps requests in flight b
 the sessions, nor open-loop rungs, whose load is their rate); an open-loop rate more
 than 2% under its target, saying whether the cap on requests in flight or the client
 held it down; a saturated or starved load generator; too few completed requests for
-latencies (saying why: the window's cap, requests still running); tokens counted from
+latencies (saying why: the window's cap, requests still running), or none started in
+the window at all (then the rung has no TTFT); tokens counted from
 chunks where that can undercount, or estimated for requests cut short; a client figure
 more than 1% away from the simulator's own trace; an acceptance rate from the requests
 themselves more than 3% away from the server counters' (one of the two miscounts); a
@@ -141,6 +142,13 @@ def _latency_samples_fixed_window(row: Any, where: str) -> Iterator[tuple[str, s
 
 def _too_few(row: Any, where: str, fix: str) -> Iterator[tuple[str, str]]:
     if row.requests >= MIN_REQUESTS:
+        return
+    if row.requests_started == 0:
+        yield "none_started", (f"{where}: no request started in the measure window (every "
+                               "user was still streaming one it had started before), so the "
+                               "rung has no TTFT and no E2E, not even a lower bound "
+                               "(\"none sent\"); TPOT is the pace of the streams in the "
+                               "window (\"~x\") (lengthen the window: raise max_measure_s)")
         return
     running = (f", {row.interrupted} still running when the run ended"
                if row.interrupted else "")
@@ -310,6 +318,7 @@ def all_warnings(per_rep: pd.DataFrame, summary: pd.DataFrame, pairs: Sequence[P
 
 _DIGEST_TITLES = {
     "too_few_requests": "too few completed requests to trust latencies (lengthen those rungs)",
+    "none_started": "no request started in the window: no TTFT at all (raise max_measure_s)",
     "client_saturated": "load generator saturated (add --processes or workers)",
     "client_starved": "load generator short of CPU on a busy machine (timestamps late)",
     "concurrency_shortfall": "achieved concurrency more than 10% under target",

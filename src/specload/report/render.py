@@ -47,7 +47,7 @@ from specload.report.recommend_text import Recommendation, recommendation
 from specload.report.run_files import RunSource, discover
 from specload.report.rung_columns import View, headings
 from specload.report.slo import SloTarget, arm_goodput, slo_from_scenario
-from specload.report.table import cell
+from specload.report.table import NONE_SENT, cell
 from specload.workload_kinds import KINDS, RATES, USERS, WorkloadKind
 
 SUMMARY_CSV = "summary.csv"
@@ -213,12 +213,16 @@ def _table(report: Report) -> pd.DataFrame:
 TABLE_NOTE = ("> x: requests sent in the rung were still waiting for their first token "
               "after x ms; ~x: no request sent in the rung finished, TPOT is the pace of "
               "the streams in its window")
+NONE_SENT_NOTE = (f"{NONE_SENT}: no request started in the rung's window (every user was "
+                  "still streaming an earlier one): it has no TTFT at all")
 
 
 def _bounds_and_paces(table: pd.DataFrame) -> pd.DataFrame:
-    """Censored TTFT percentiles as "> wait", and where no request sent in a rung finished,
-    TPOT as "~pace" of the streams in its window (client_metrics.stream_tpot)."""
+    """Censored TTFT percentiles as "> wait", "none sent" where no request started in a
+    rung's window, and where no request sent in a rung finished, TPOT as "~pace" of the
+    streams in its window (client_metrics.stream_tpot)."""
     table = table.copy()
+    started = table.get("requests_started")
     for col in ("ttft_p50_ms", "ttft_p99_ms"):
         lb = table.get(col.replace("_ms", "_lb_ms"))
         if col in table and lb is not None:
@@ -226,6 +230,9 @@ def _bounds_and_paces(table: pd.DataFrame) -> pd.DataFrame:
             if cut.any():
                 table[col] = table[col].astype(object)
                 table.loc[cut, col] = [f"> {v:.0f}" for v in lb[cut]]
+        if col in table and started is not None and (none := started == 0).any():
+            table[col] = table[col].astype(object)
+            table.loc[none, col] = NONE_SENT
     pace = table.get("stream_tpot_p50_ms")
     if "tpot_p50_ms" in table and pace is not None:
         use = table["tpot_p50_ms"].isna() & pace.notna()
@@ -236,11 +243,13 @@ def _bounds_and_paces(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def table_note(table: pd.DataFrame, per_token: Sequence[str] = ()) -> str | None:
-    """The legend of the table's "> x" and "~x" cells, when it has any, and why the
-    acceptance of arms that stream one event per token is the server's."""
+    """The legend of the table's "> x", "~x" and "none sent" cells, when it has any, and
+    why the acceptance of arms that stream one event per token is the server's."""
     text = table.astype(str)
     marked = text.apply(lambda c: c.str.startswith(("> ", "~"))).to_numpy().any()
-    notes = [n for n in (TABLE_NOTE if marked else None, per_token_note(per_token)) if n]
+    none_sent = (text == NONE_SENT).to_numpy().any()
+    notes = [n for n in (TABLE_NOTE if marked else None, NONE_SENT_NOTE if none_sent else None,
+                         per_token_note(per_token)) if n]
     return "; ".join(notes) or None
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+NONE_SENT = "none sent"  # a latency of a rung in whose window no request started
+
 
 def cell(value: float) -> str:
     """A table number: 4 significant digits; a percentile censored by timeouts as such."""

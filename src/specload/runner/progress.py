@@ -22,6 +22,7 @@ import orjson
 
 from specload.records import EVENTS_SUFFIX, LIVE_SUFFIX, LOCUST_FAILURES_SUFFIX
 from specload.report.rung_columns import View, names
+from specload.report.table import NONE_SENT
 
 # An arm where more than this share of requests failed is marked failed.
 FAILED_ARM_SHARE = 0.5
@@ -133,7 +134,8 @@ def progress_line(label: str, line: dict[str, Any], levels: Sequence[float],
     else:
         failures = int(line.get("failures") or 0)
         total = int(line.get("requests") or 0) + failures
-        ttft = _latency(line.get("ttft_p50_ms"), line.get("ttft_p50_lb_ms"))
+        ttft = (NONE_SENT if line.get("requests_started") == 0
+                else _latency(line.get("ttft_p50_ms"), line.get("ttft_p50_lb_ms")))
         figures = (f"{tok_s:.1f} tok/s, TTFT p50 {ttft}, "
                    f"{int(line.get('requests') or 0)} requests, "
                    f"{failure_text(failures, total, str(line.get('top_failure') or ''))}")

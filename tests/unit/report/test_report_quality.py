@@ -36,6 +36,7 @@ def test_each_rung_warning() -> None:
     assert _kinds(failures=2, failures_by_kind={"stream_cut": 2}) == ["failures"]
     assert _kinds(failures=1, failures_by_kind={"stream_cut": 1}) == []  # 1 of 101 < 1%
     assert _kinds(requests=9) == ["too_few_requests"]
+    assert _kinds(requests=0, requests_started=0) == ["none_started"]
     assert _kinds(trace_ratio=0.97, trace_tok_s=103.1) == ["trace_mismatch"]
     assert _kinds(chunk_counted_share=0.5) == ["tokens_from_chunks"]
     # counting chunks is exact where every chunk carries one token

@@ -224,3 +224,16 @@ def test_queued_rungs_show_their_bounds_and_paces_with_a_legend() -> None:
     assert table["tpot_p50_ms"].tolist() == [12.0, "~61.7"]
     assert render.table_note(table) == render.TABLE_NOTE
     assert render.table_note(render._bounds_and_paces(summary.iloc[:1])) is None
+
+
+def test_a_rung_in_whose_window_no_request_started_says_so_in_its_ttft() -> None:
+    nan = float("nan")
+    summary = pd.DataFrame({
+        "arm": ["a", "a"], "concurrency": [1, 100], "requests_started": [30, 0],
+        "ttft_p50_ms": [80.0, nan], "ttft_p50_lb_ms": [nan, nan],
+        "ttft_p99_ms": [120.0, nan], "ttft_p99_lb_ms": [nan, nan],
+        "tpot_p50_ms": [12.0, nan], "stream_tpot_p50_ms": [nan, 61.7]})
+    table = render._bounds_and_paces(summary)
+    assert table["ttft_p50_ms"].tolist() == [80.0, "none sent"]
+    assert table["ttft_p99_ms"].tolist() == [120.0, "none sent"]
+    assert render.table_note(table) == f"{render.TABLE_NOTE}; {render.NONE_SENT_NOTE}"

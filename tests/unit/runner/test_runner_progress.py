@@ -43,6 +43,11 @@ def test_progress_line_shows_failures_and_their_top_reason() -> None:
     assert "no requests measured" in empty
 
 
+def test_progress_line_says_when_no_request_started_in_the_window() -> None:
+    none = {**LINE, "requests": 0, "requests_started": 0, "ttft_p50_ms": None}
+    assert "TTFT p50 none sent, 0 requests" in progress_line("a", none, [10], 1, 0)
+
+
 def test_failure_text() -> None:
     assert failure_text(0, 10, "x") == "no failures"
     assert failure_text(1, 8, "") == "failures 1 of 8 (12%)"
