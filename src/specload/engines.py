@@ -221,6 +221,15 @@ _ENTRIES = (
         "sglang", "SGLang",
         re.compile(r"\bsglang[._]launch_server\b|\bsglang\s+serve\b"),
         sim_flavors=("sglang",), series=_SGLANG_SERIES,
+        # SGLang 0.5.23: `max_model_len` of a /v1/models entry is the model's context_len
+        # (srt/entrypoints/http_server.py); POST /v1/tokenize with messages renders them
+        # as a chat completion does and answers `count` (openai/protocol.py
+        # TokenizeRequest, TokenizeResponse). Input + max_new_tokens above context_len is
+        # a 400 (srt/managers/tokenizer_manager.py `_validate_one_request`), and an EAGLE
+        # server adds its draft slots to the input first (managers/utils.py
+        # compute_num_reserved_tokens), which /v1/models does not show: near the limit
+        # a prompt the check passed may still be refused by a spec-on EAGLE server.
+        context=ContextWindow(("max_model_len",), "/v1/tokenize", "count"),
         histograms=("sglang:time_to_first_token_seconds", "sglang:inter_token_latency_seconds",
                     "sglang:e2e_request_latency_seconds"),
         # `--speculative-adaptive-config` batch-size slots (PR #24055)

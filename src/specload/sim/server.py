@@ -61,7 +61,7 @@ def build_api(args: argparse.Namespace, profile: Profile) -> SimApi:
         raise SimConfigError(f"--max-model-len {context} is above the profile's "
                              f"max_model_len ({profile.model.max_model_len})")
     limits = Limits(model_name=args.model_name or profile.model.name,
-                    max_model_len=context,
+                    max_model_len=context, cut_to_room=flavor.cuts_output_to_context,
                     max_output_tokens=profile.workload.max_output_tokens)
     settings = Settings(
         flavor=flavor, limits=limits, eos_mean=profile.workload.eos_mean_tokens,

@@ -31,7 +31,8 @@ def scenario(flavor: str, policy: str) -> dict:
     }
 
 
-@pytest.mark.parametrize(("flavor", "engine"), [("vllm", "vllm"), ("llamacpp", "llamacpp")])
+@pytest.mark.parametrize(("flavor", "engine"), [("vllm", "vllm"), ("sglang", "sglang"),
+                                               ("llamacpp", "llamacpp")])
 def test_the_flavours_list_the_context_and_count_as_their_requests_do(flavor: str,
                                                                       engine: str) -> None:
     window = engines.get(engine).context

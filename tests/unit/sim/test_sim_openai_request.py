@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -56,10 +57,14 @@ def test_text_parts_are_joined() -> None:
     assert parse_request("chat", body, LIMITS).prompt_text == "abcd"
 
 
-def test_more_output_than_the_context_leaves_is_cut_to_the_room_not_refused() -> None:
+def test_more_output_than_the_context_leaves_is_cut_or_refused_as_the_engine_does() -> None:
     # 14000 characters are 3500 tokens of the 4096: 596 left for the 1024 asked
-    req = parse_request("completions", {"prompt": "x" * 14000, "max_tokens": 1024}, LIMITS)
+    body = {"prompt": "x" * 14000, "max_tokens": 1024}
+    req = parse_request("completions", body, replace(LIMITS, cut_to_room=True))
     assert (req.prompt_tokens, req.max_tokens) == (3500, 596)
+    with pytest.raises(ApiError) as info:
+        parse_request("completions", body, LIMITS)
+    assert info.value.status == 400 and info.value.param == "max_tokens"
 
 
 @pytest.mark.parametrize(("endpoint", "body", "status", "param"), [
