@@ -56,9 +56,11 @@ def _post(url: str, body: dict) -> bytes:
         return resp.read()
 
 
+@pytest.mark.parametrize("processes", [1, 2])  # 2: a master and two workers it starts
 def test_prompts_too_long_are_left_out_of_every_request(tmp_path: Path, write_scenario,
-                                                        run_sweep) -> None:
-    res = run_sweep(str(write_scenario(scenario("vllm", "skip"))), "--out", "out")
+                                                        run_sweep, processes: int) -> None:
+    data = {**scenario("vllm", "skip"), "processes": processes}
+    res = run_sweep(str(write_scenario(data)), "--out", "out")
     assert res.returncode == 0, res.stdout + res.stderr
     said = [line for line in res.stdout.splitlines() if "exceed the server's context" in line]
     assert said and f"of 225 prompts exceed the server's context of {CONTEXT} tokens " \
