@@ -24,7 +24,7 @@ from specload.prompts import Prompt
 POLICIES = ("skip", "trim", "send")
 # a prompt is trimmed only to keep at least this many of its tokens; else it is left out
 MIN_TRIMMED_TOKENS = 16
-TRIM_TRIES = 6
+TRIM_TRIES = 8
 
 Counter = Callable[[Prompt], int]  # a prompt's tokens as the server counts them
 
@@ -88,20 +88,28 @@ def candidates(prompts: Sequence[Prompt], budgets: Sequence[int], context: int,
 
 
 def _trimmed(prompt: Prompt, tokens: int, room: int, count: Counter) -> int | None:
-    """Characters of the last message to keep so the prompt fits `room` tokens, by
-    counting the shortened prompt; None when fewer than `MIN_TRIMMED_TOKENS` of that
-    message's tokens would be left."""
+    """Characters of the last message to keep so the prompt fills `room` tokens as
+    closely as the counts allow (within 1%, or what `TRIM_TRIES` counts reach), found by
+    interpolating between a length that fits and one that does not; None when fewer than
+    `MIN_TRIMMED_TOKENS` of that message's tokens would be left."""
     rest = count(shortened(prompt, 0))  # the other messages and the template
     if room - rest < MIN_TRIMMED_TOKENS:
         return None
-    chars = len(prompt.messages[-1]["content"])
+    fits, fit_tokens = 0, rest
+    over, over_tokens = len(prompt.messages[-1]["content"]), tokens
     for _ in range(TRIM_TRIES):
-        # aim a little under, in proportion to how far over the last count was
-        chars = int(chars * (room - rest) / (tokens - rest) * 0.98)
-        tokens = count(shortened(prompt, chars))
-        if tokens <= room:
-            return chars if tokens - rest >= MIN_TRIMMED_TOKENS else None
-    return None
+        share = (room - fit_tokens) / (over_tokens - fit_tokens)
+        guess = min(max(fits + int((over - fits) * share * 0.98), fits + 1), over - 1)
+        if guess <= fits:
+            break
+        n = count(shortened(prompt, guess))
+        if n <= room:
+            fits, fit_tokens = guess, n
+            if room - n <= room // 100:
+                break
+        else:
+            over, over_tokens = guess, n
+    return fits if fit_tokens - rest >= MIN_TRIMMED_TOKENS else None
 
 
 def shortened(prompt: Prompt, chars: int) -> Prompt:

@@ -50,7 +50,7 @@ def test_trim_cuts_the_last_message_until_the_server_counts_it_within_the_room()
     fitted = prompt_fit.apply(prompts, fit.skip, fit.cut)
     room = 300 - 64
     assert count(fitted[0]) <= room
-    assert count(fitted[0]) >= room - 10  # kept about as much as fits, not a stub
+    assert count(fitted[0]) >= room - room // 100  # as much as fits, within 1%
     assert fitted[0].messages[0] == prompts[0].messages[0]  # only the last message is cut
     assert fitted[1] is prompts[1]
 
