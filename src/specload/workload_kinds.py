@@ -86,7 +86,7 @@ class WorkloadKind:
 
 _ON_THE_LADDER = ("system_throughput", "speedup", "envelope", "batch_size",
                   "per_user_throughput", "frontier", "ttft", "inter_token", "tokens_per_chunk",
-                  "token_lengths")
+                  "acceptance_spread", "token_lengths")
 _CHECKS_AROUND = ("tokens", "trace", "acceptance", "workers", "clock")
 
 USERS = WorkloadKind(

@@ -16,7 +16,8 @@ Where the engine told each request's own drafted and accepted tokens, the succes
 requests that finished in the window give the rung's acceptance from the requests
 themselves: accepted / drafted, and tokens per target step (a step emits one token and
 the drafts it accepts: tokens / (tokens - accepted)), over the same requests an engine's
-counters add up when they end. `measure` is the one entry point: the report and the live
+counters add up when they end, and the spread of that length over the requests (p10,
+p50, p90). `measure` is the one entry point: the report and the live
 views during a run both call it, so their numbers cannot differ.
 """
 
@@ -240,10 +241,14 @@ def _request_acceptance(r: _Rows, ended: np.ndarray) -> dict[str, float]:
     """Acceptance from the requests that finished in the window and said how they drafted."""
     told = ended & np.isfinite(r.drafted)
     drafted, accepted, tokens = r.drafted[told].sum(), r.accepted[told].sum(), r.tokens[told]
-    steps = (tokens - r.accepted[told]).sum()
+    own_steps = tokens - r.accepted[told]
+    steps = own_steps.sum()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        own = np.where(own_steps > 0, tokens / own_steps, np.nan)
     return {"req_accept_rate": float(accepted / drafted) if drafted else float("nan"),
             "req_accept_len": float(tokens.sum() / steps) if steps > 0 else float("nan"),
-            "req_spec_requests": int(np.count_nonzero(told))}
+            "req_spec_requests": int(np.count_nonzero(told)),
+            **_lengths(own, "req_accept_len")}
 
 
 def _share(mask: np.ndarray, of: np.ndarray) -> float:

@@ -235,6 +235,34 @@ def token_lengths(summary: pd.DataFrame) -> go.Figure:
                    "tokens per request (server's count)")
 
 
+def acceptance_spread(summary: pd.DataFrame) -> go.Figure:
+    """Each request's own acceptance length (tokens per target step, from what its engine
+    told of it): p50 with bars p10-p90 per rung, and the server counters' mean dashed."""
+    fig = go.Figure()
+    arms = list(dict.fromkeys(summary["arm"]))
+    for arm in arms:
+        part = summary[summary["arm"] == arm].sort_values("concurrency")
+        if part["req_accept_len_p50"].isna().all():
+            continue
+        colour = _colour(arms, arm)
+        fig.add_trace(go.Scatter(
+            x=part["concurrency"], y=part["req_accept_len_p50"], mode="lines+markers",
+            name=f"{arm} requests", line={"color": colour},
+            error_y={"type": "data", "symmetric": False,
+                     "array": part["req_accept_len_p90"] - part["req_accept_len_p50"],
+                     "arrayminus": part["req_accept_len_p50"] - part["req_accept_len_p10"]},
+            hovertemplate=f"{arm}<br>C=%{{x}}<br>p50 %{{y:.2f}} tokens per step"
+                          "<extra></extra>"))
+        server = part.get("accept_len_mean")
+        if server is not None and server.notna().any():
+            fig.add_trace(go.Scatter(
+                x=part["concurrency"], y=server, mode="lines", name=f"{arm} server mean",
+                line={"color": colour, "dash": "dash"},
+                hovertemplate=f"{arm} server<br>C=%{{x}}<br>%{{y:.2f}}<extra></extra>"))
+    return _layout(fig, "Acceptance per request (p50, bars p10-p90; dashed: the server's "
+                   "mean)", "acceptance length (tokens per target step)")
+
+
 def in_flight(summary: pd.DataFrame) -> go.Figure:
     """Chat sessions: requests in flight (the batch offered to the server) vs sessions."""
     fig = go.Figure()
@@ -372,6 +400,7 @@ FIGURES: dict[str, Registered] = {
     "inter_token": Registered(inter_token),
     "tokens_per_chunk": Registered(tokens_per_chunk),
     "token_lengths": Registered(token_lengths, needs="prompt_tokens_p50"),
+    "acceptance_spread": Registered(acceptance_spread, needs="req_accept_len_p50"),
     "in_flight": Registered(in_flight),
     "failures": Registered(failures),
     "rate_throughput": Registered(rate_throughput),

@@ -105,6 +105,9 @@ accept_len_mean       | tokens      | server accept len      |
 accept_rate           | share       | accept rate            |
 req_accept_rate       | share       | accept rate (requests) |
 req_accept_len        | tokens      | tok/step (requests)    |
+req_accept_len_p10    | tokens      | tok/step p10 (requests) |
+req_accept_len_p50    | tokens      | tok/step p50 (requests) |
+req_accept_len_p90    | tokens      | tok/step p90 (requests) |
 req_spec_requests     | requests    | requests with drafts   | sum
 achieved_concurrency  | requests    | achieved C             |
 server_running_mean   | requests    | batch                  |

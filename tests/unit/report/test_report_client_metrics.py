@@ -145,3 +145,23 @@ def test_a_rung_whose_requests_arrive_in_one_chunk_has_no_decode_pace(tmp_path: 
     assert got["tpot_p50_ms"][0] == 0
     assert np.isnan(got["decode_tok_s_per_user"][0])
     assert got["output_tok_s"][0] == pytest.approx(8 * 32 / 10)
+
+
+def test_each_requests_acceptance_length_is_spread_over_the_rung(tmp_path: Path) -> None:
+    """Five requests of 12 tokens each ending in the window, whose engine told 0, 3, 6, 8
+    and 9 accepted draft tokens: 12, 9, 6, 4 and 3 target steps, so 1, 1.33, 2, 3 and 4
+    tokens per step; a request that drafted nothing (no fields) is left out."""
+    told = [make.request(101.0 + i, [102.0 + i], [12], rid=f"T{i}", draft_tokens=12,
+                         accepted_tokens=a) for i, a in enumerate((0, 3, 6, 8, 9))]
+    silent = make.request(101.5, [102.5], [12], rid="S")
+    prefix = make.write_prefix(tmp_path / "run", [*told, silent],
+                               rungs=[(0, 5, 95.0, 100.0, 110.0)])
+    data = run_files.read_rep(prefix)
+    windows, _ = rung_windows(data.rungs, data.history, data.requests)
+    row = client_metrics.rung_metrics(data.requests, chunk_arrays.build(data.requests),
+                                      windows).iloc[0]
+    lengths = [1.0, 12 / 9, 2.0, 3.0, 4.0]
+    assert row["req_spec_requests"] == 5
+    assert row["req_accept_len"] == pytest.approx(60 / 34)  # all tokens over all steps
+    assert [row[f"req_accept_len_p{p}"] for p in (10, 50, 90)] == pytest.approx(
+        list(np.percentile(lengths, [10, 50, 90])))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import plotly.graph_objects as go
+import pytest
 
 from specload.report import figures
 from specload.report.crossover import CROSSES, Crossover, PairResult
@@ -106,3 +107,21 @@ def test_envelope_figure_draws_the_verify_arm_against_the_envelope() -> None:
     assert list(fig.data[2].y) == [1.0, 140 / 150, 0.99] and fig.data[2].yaxis == "y2"
     assert fig.layout.yaxis2.range == (0.8, 1.1)  # down to the worst rung's 0.93 and below
     assert all(f.layout.title.text for f in figures.all_figures(summary, [], (), found))
+
+
+def test_acceptance_spread_only_where_requests_told_their_acceptance() -> None:
+    nan = float("nan")
+    s = _summary()
+    s = s.assign(req_accept_len_p10=[2.0, 1.8, 1.5, nan, nan, nan],
+                 req_accept_len_p50=[3.0, 2.6, 2.0, nan, nan, nan],
+                 req_accept_len_p90=[3.8, 3.5, 3.0, nan, nan, nan],
+                 accept_len_mean=[3.1, 2.7, 2.1, nan, nan, nan])
+    assert s["arm"].tolist() == ["on"] * 3 + ["off"] * 3
+    figs = figures.all_figures(s, [_pair()])
+    spread = next(f for f in figs if "Acceptance per request" in f.layout.title.text)
+    assert [t.name for t in spread.data] == ["on requests", "on server mean"]
+    requests = spread.data[0]
+    assert list(requests.y) == [3.0, 2.6, 2.0]
+    assert list(requests.error_y.array) == pytest.approx([0.8, 0.9, 1.0])
+    assert list(requests.error_y.arrayminus) == pytest.approx([1.0, 0.8, 0.5])
+    assert len(figures.all_figures(_summary(), [_pair()])) == len(figs) - 1
