@@ -277,7 +277,7 @@ def serving(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> Iterator[Servin
     server = server_for(arm, session_dir / SERVER_TRACE_NAME, sweep.api_key, sweep.tls)
     sampler: MetricsSampler | None = None
     try:
-        url = _start_server(sweep, server, arm_entry, rep_dir, label)
+        url = _start_server(sweep, server, arm_entry, rep, label)
         sampler = MetricsSampler(
             server.metrics_url, Path(str(prefix) + SERVER_METRICS_SUFFIX), api_key=sweep.api_key,
             tls=sweep.tls).start()
@@ -358,14 +358,14 @@ def run_rep(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> None:
             restarts.take(arm_entry.name, exc)
 
 
-def _start_server(sweep: Sweep, server: ArmServer, arm_entry: ArmEntry, rep_dir: Path,
+def _start_server(sweep: Sweep, server: ArmServer, arm_entry: ArmEntry, rep: RepEntry,
                   label: str) -> str:
     """Start (or find) the arm's server and check the model it serves; its base URL."""
     kind = server.arm.kind
     say(f"[{label}] " + (f"checking {server.arm.url} ..." if kind == "url"
                          else f"starting the {kind} server ..."))
     try:
-        url = server.start(rep_dir / "server.log")
+        url = server.start(sweep.run_dir / rep.dir / "server.log")
     except ServerError as exc:
         raise RepFailed(str(exc)) from exc
     arm_entry.base_url = url
@@ -380,16 +380,19 @@ def _start_server(sweep: Sweep, server: ArmServer, arm_entry: ArmEntry, rep_dir:
         say(f"[{label}] warning: {note}")
         if note not in arm_entry.notes:
             arm_entry.notes.append(note)
-    _check_context(sweep, server, arm_entry, label)
+    _check_context(sweep, server, arm_entry, rep, label)
     return url
 
 
-def _check_context(sweep: Sweep, server: ArmServer, arm_entry: ArmEntry, label: str) -> None:
-    """Fit the prompts to the server's context (the first server) or check they fit."""
+def _check_context(sweep: Sweep, server: ArmServer, arm_entry: ArmEntry, rep: RepEntry,
+                   label: str) -> None:
+    """Fit the prompts to the server's context (the sweep's first server) or check that
+    what the sweep sends fits it."""
     engine, _ = resolve_engine(server.arm.model_dump(mode="json"), arm_entry.engine)
+    first = not any(r.started for a in sweep.manifest.arms for r in a.reps if r is not rep)
     found = context_check.fit_prompts(sweep.scenario, server.arm, engine, server.base_url,
                                       server.models_body(), sweep.api_key, sweep.tls,
-                                      sweep.manifest.prompt_fit)
+                                      sweep.manifest.prompt_fit, first)
     for line in found.lines:
         say(f"[{label}] {line}")
     arm_entry.notes += [n for n in found.notes if n not in arm_entry.notes]

@@ -2,12 +2,13 @@
 
 The context length is read from the server's `/v1/models` entry and prompts are counted
 by the engine's own tokenizer route, both where the engine's `ContextWindow` says
-(engines.py); `prompt_fit.plan` then decides by `request.over_context`. The first arm's
-server decides for the whole sweep: the manifest keeps the fit, so every arm, repeat and
-resumed run sends the same prompts. A later server with a smaller context is checked
-against the prompts the sweep sends, and warned about. Synthetic prompts, chat sessions
-and engines without a declared window are not checked; a server that will not count is
-named and its prompts go unchecked.
+(engines.py); `prompt_fit.plan` then decides by `request.over_context`. The sweep's
+first server decides for the whole sweep: the manifest keeps the fit, so every arm,
+repeat and resumed run sends the same prompts. A later server (with a smaller context,
+or after a first one that could not be checked) is checked against the prompts the sweep
+sends, and warned about. Synthetic prompts, chat sessions and engines without a declared
+window are not checked; a server that will not count is named and its prompts go
+unchecked.
 """
 
 from __future__ import annotations
@@ -105,8 +106,10 @@ def checked(scenario: Scenario) -> bool:
 
 def fit_prompts(scenario: Scenario, arm: Arm, engine: str | None, base_url: str,
                 models_body: bytes | None, api_key: str | None, tls: ssl.SSLContext | None,
-                known: PromptFitEntry | None) -> Checked:
-    """Check the arm's server; the sweep's fit is `known` when an earlier server made it."""
+                known: PromptFitEntry | None, first: bool = True) -> Checked:
+    """Check the arm's server. The sweep's fit is `known` when an earlier server made it;
+    without one, only the `first` server of the sweep (no other arm or repeat has run)
+    makes it: a later one must not change the prompts after an arm ran them all."""
     entry = engines.get(engine)
     window = entry.context if entry is not None else None
     if window is None or not checked(scenario):
@@ -120,9 +123,9 @@ def fit_prompts(scenario: Scenario, arm: Arm, engine: str | None, base_url: str,
                            window.count_field)
     prompts = load_prompts(scenario.request.prompts)
     try:
-        if known is None:
-            return _first(scenario, arm, prompts, context, count, window)
-        return _later(scenario, known, prompts, context, count, window)
+        if known is None and first:
+            return _first(scenario, arm, prompts, context, count)
+        return _later(scenario, known, prompts, context, count)
     except CountError as exc:
         return Checked(known, [f"note: could not count prompt tokens ({exc}): prompts "
                                f"not checked against the server's context of {context} "
@@ -137,8 +140,7 @@ def _first_model(body: bytes | None) -> str | None:
 
 
 def _plan(scenario: Scenario, prompts: list[Prompt], context: int,
-          count: prompt_fit.Counter, window: engines.ContextWindow, policy: str
-          ) -> prompt_fit.Fit:
+          count: prompt_fit.Counter, policy: str) -> prompt_fit.Fit:
     wanted = budgets(scenario, prompts)
     template = count(Prompt(({"role": "user", "content": ""},), "probe"))
     maybe = prompt_fit.candidates(prompts, wanted, context, template)
@@ -147,9 +149,9 @@ def _plan(scenario: Scenario, prompts: list[Prompt], context: int,
 
 
 def _first(scenario: Scenario, arm: Arm, prompts: list[Prompt], context: int,
-           count: prompt_fit.Counter, window: engines.ContextWindow) -> Checked:
+           count: prompt_fit.Counter) -> Checked:
     policy = scenario.request.over_context
-    fit = _plan(scenario, prompts, context, count, window, policy)
+    fit = _plan(scenario, prompts, context, count, policy)
     entry = PromptFitEntry(arm=arm.name, context=context, policy=policy,
                            prompts=len(prompts), over=list(fit.over), skip=list(fit.skip),
                            cut=fit.cut, counted=fit.counted, longest=fit.longest)
@@ -188,17 +190,20 @@ def _done(fit: prompt_fit.Fit, policy: str) -> str:
     return " and ".join(parts) + " on every arm"
 
 
-def _later(scenario: Scenario, known: PromptFitEntry, prompts: list[Prompt], context: int,
-           count: prompt_fit.Counter, window: engines.ContextWindow) -> Checked:
+def _later(scenario: Scenario, known: PromptFitEntry | None, prompts: list[Prompt],
+           context: int, count: prompt_fit.Counter) -> Checked:
     """A server after the first: warn when what the sweep sends does not fit it."""
-    if context >= known.context:
+    if known is not None and context >= known.context:
         return Checked(known)
-    sent = prompt_fit.apply(prompts, known.skip, known.cut)
-    fit = _plan(scenario, sent, context, count, window, "send")
+    sent = prompt_fit.apply(prompts, known.skip, known.cut) if known else prompts
+    fit = _plan(scenario, sent, context, count, "send")
     if not fit.over:
         return Checked(known)
+    why = (f"they were fitted to {known.arm}'s {known.context}" if known else
+           "an arm ran before them whose server could not be checked, so the prompts are "
+           "not changed mid-sweep")
     said = (f"{len(fit.over)} of the {len(sent)} prompts the sweep sends exceed this "
-            f"server's context of {context} tokens with {_asked(scenario, sent)} (they were "
-            f"fitted to {known.arm}'s {known.context}): expect failed or cut-short requests")
+            f"server's context of {context} tokens with {_asked(scenario, sent)} ({why}): "
+            "expect failed or cut-short requests")
     return Checked(known, [f"warning: {said}"], [said])
 

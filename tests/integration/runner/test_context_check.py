@@ -94,3 +94,21 @@ def test_the_flavours_meet_a_context_as_the_real_engines_do(flavor: str, engine:
                        "--max-model-len", str(CONTEXT)) as url:
         seen = context_probe.check_engine(url, engine, CONTEXT)
     assert seen["one_over"] == CONTEXT - context_probe.MAX_TOKENS + 1
+
+
+def test_prompts_are_not_changed_after_an_arm_ran_them_all(tmp_path: Path, write_scenario,
+                                                           run_sweep) -> None:
+    """The first arm's server (TGI's flavour) cannot be checked: it ran every prompt, so
+    the second one's shorter context is warned about, not fitted to."""
+    data = scenario("vllm", "skip")
+    unchecked = {"name": "tgi", "spec": "off",
+                 "sim": {"profile": "seed-glm", "spec": "off", "flavor": "tgi"}}
+    data["arms"] = [unchecked, *data["arms"]]
+    res = run_sweep(str(write_scenario(data)), "--out", "out")
+    said = [line for line in res.stdout.splitlines() if line.startswith("[spec-on] warning:")]
+    assert len(said) == 1 and "exceed this server's context of 300 tokens" in said[0] and \
+        "the prompts are not changed mid-sweep" in said[0], res.stdout
+    run = tmp_path / run_dir_of(res.stdout)
+    assert read_manifest(run)["prompt_fit"] is None
+    statuses = {r["status"] for r in read_trace(run / "spec-on" / "server_trace.jsonl")}
+    assert statuses == {200, 400}  # what was sent is what the first arm sent
