@@ -130,6 +130,14 @@ class Recorder:
             runner.register_message(MSG_ROWS, self._on_rows_message)
             runner.register_message(MSG_DONE, self._on_done_message)
         self._refresh_enabled()
+        if isinstance(runner, WorkerRunner) and runner.worker_state in (STATE_SPAWNING,
+                                                                        STATE_RUNNING):
+            # A worker that joins a running test can get its first spawn message, and
+            # fire test_start, while it still connects or runs its `init` listeners
+            # (Locust 2.47's WorkerRunner handles messages from its constructor on, and
+            # a master with --enable-rebalancing sends spawn at once): the test this
+            # recorder missed has started, so its rows must start shipping now.
+            self._on_test_start(self.env)
 
     def _refresh_enabled(self) -> None:
         records_on = RunOptions.from_env(self.env, check=False).records
