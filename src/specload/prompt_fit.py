@@ -40,10 +40,6 @@ class Fit:
     counted: int = 0  # prompts the server counted (the rest fit by their bytes)
     longest: int = 0  # tokens of the longest prompt counted
 
-    @property
-    def changed(self) -> bool:
-        return bool(self.skip or self.cut)
-
 
 def utf8_bytes(prompt: Prompt) -> int:
     return sum(len(m["content"].encode()) for m in prompt.messages)
