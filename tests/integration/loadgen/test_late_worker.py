@@ -50,7 +50,7 @@ def test_a_worker_joining_a_running_test_ships_its_rows_at_once(sim_server, tmp_
     common = ["--max-tokens", "16", "--ignore-eos"]
     master = _locust("-f", CHAT, "--master", "--headless", "--expect-workers", "1",
                      "--master-bind-host", "127.0.0.1", "--master-bind-port", port,
-                     "--enable-rebalancing", "-u", "4", "-r", "4", "-t", "40s", "--csv",
+                     "--enable-rebalancing", "-u", "4", "-r", "4", "-t", "90s", "--csv",
                      str(prefix), "--host", sim.url, "--only-summary", *common,
                      log=tmp_path / "master.log")
     worker_args = ["--worker", "--master-host", "127.0.0.1", "--master-port", port]
@@ -61,7 +61,7 @@ def test_a_worker_joining_a_running_test_ships_its_rows_at_once(sim_server, tmp_
         late = _locust("-f", f"{YIELDING},{CHAT}", *worker_args, log=tmp_path / "w2.log")
         procs.append(late)
         name = f"{socket.gethostname()}-{late.pid}"
-        wait_for(lambda: name in _clients(prefix), 20, "the late worker's rows, mid-run")
+        wait_for(lambda: name in _clients(prefix), 40, "the late worker's rows, mid-run")
         assert master.poll() is None, "the test ended before the late worker's rows came"
     finally:
         for proc in procs:
