@@ -25,6 +25,7 @@ from specload import engines, prompt_fit
 from specload.api_key import bearer
 from specload.manifest import PromptFitEntry
 from specload.prompts import Prompt, load_prompts
+from specload.runner.health_checks import listed_models
 from specload.scenario import Arm, Scenario
 
 COUNT_TIMEOUT_S = 30.0
@@ -118,7 +119,10 @@ def fit_prompts(scenario: Scenario, arm: Arm, engine: str | None, base_url: str,
     if context is None:
         return Checked(known, [f"note: {base_url}/v1/models lists no context length: "
                                "prompts not checked against it"])
-    model = scenario.request.model or _first_model(models_body)
+    if known is not None and context >= known.context:
+        return Checked(known)  # what the sweep sends fits: nothing to count or load
+    listed = listed_models(models_body or b"")
+    model = scenario.request.model or (listed[0] if listed else None)
     count = remote_counter(base_url + window.count_route, model, api_key, tls,
                            window.count_field)
     prompts = load_prompts(scenario.request.prompts)
@@ -130,13 +134,6 @@ def fit_prompts(scenario: Scenario, arm: Arm, engine: str | None, base_url: str,
         return Checked(known, [f"note: could not count prompt tokens ({exc}): prompts "
                                f"not checked against the server's context of {context} "
                                "tokens"])
-
-
-def _first_model(body: bytes | None) -> str | None:
-    try:
-        return str(orjson.loads(body or b"null")["data"][0]["id"])
-    except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
-        return None
 
 
 def _plan(scenario: Scenario, prompts: list[Prompt], context: int,
@@ -193,8 +190,6 @@ def _done(fit: prompt_fit.Fit, policy: str) -> str:
 def _later(scenario: Scenario, known: PromptFitEntry | None, prompts: list[Prompt],
            context: int, count: prompt_fit.Counter) -> Checked:
     """A server after the first: warn when what the sweep sends does not fit it."""
-    if known is not None and context >= known.context:
-        return Checked(known)
     sent = prompt_fit.apply(prompts, known.skip, known.cut) if known else prompts
     fit = _plan(scenario, sent, context, count, "send")
     if not fit.over:
