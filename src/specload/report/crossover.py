@@ -12,7 +12,9 @@ speculation stops paying off: after the last "on" rung, the curve's last downwar
 crossing of 1 before the first "off" rung, interpolated linearly in log C (or the last
 "on" rung itself when the SLO, not the speedup, decides). Every crossing of 1 and
 every rise of the curve is reported too, so a non-monotone curve shows. With repeats,
-C* is also computed per repeat pair (without a band) and its range reported.
+C* is also computed per repeat pair (without a band) and its range reported, and the
+repeats agree (`agreement`) when more of them share one verdict (its bracket for C*, or
+"always"/"never") than any other, at least two.
 `find_crossover` takes any increasing load level: open-loop runs use it on arrival
 rates (`rate_axis.py`), which need not be whole numbers.
 """
@@ -108,6 +110,56 @@ class PairResult:
     def c_star_range(self) -> tuple[float, float] | None:
         values = [c.c_star for c in self.rep_c_stars if c.c_star is not None]
         return (min(values), max(values)) if len(values) >= 2 else None
+
+    def agreement(self) -> Agreement | None:
+        return agreement(self.rep_c_stars) if self.rep_c_stars else None
+
+
+def bracket(cross: Crossover) -> tuple[str, int | float | None, int | float | None]:
+    """What two repeats must share to give the same verdict: the verdict, and where it
+    crosses, the two rungs around C*."""
+    return (cross.verdict, cross.below, cross.above) if cross.verdict == CROSSES else (
+        cross.verdict, None, None)
+
+
+def verdict_words(cross: Crossover) -> str:
+    """A repeat's verdict as it counts for agreement: "crosses between C=2 and C=4"."""
+    return (f"crosses between C={cross.below} and C={cross.above}"
+            if cross.verdict == CROSSES else f"says {cross.verdict}")
+
+
+@dataclass(frozen=True, slots=True)
+class Agreement:
+    """How the repeats' own verdicts agree: the most common one and how many hold it."""
+
+    verdict: Crossover  # the first repeat holding the most common bracket
+    repeats: int  # the repeats holding it
+    each: tuple[Crossover, ...]  # every repeat's, in order
+    settled: bool  # at least two hold it, and more than hold any other
+
+    def words(self) -> str:
+        if self.settled:
+            return f"{self.repeats} of {len(self.each)} repeats: {verdict_words(self.verdict)}"
+        return "the repeats disagree: " + "; ".join(
+            f"repeat {n} {verdict_words(c)}" for n, c in enumerate(self.each, 1))
+
+    def as_dict(self) -> dict[str, object]:
+        verdict, below, above = bracket(self.verdict)
+        return {"verdict": verdict, "below": below, "above": above,
+                "repeats": self.repeats, "of": len(self.each), "settled": self.settled}
+
+
+def agreement(crossovers: Sequence[Crossover]) -> Agreement:
+    """The repeats' most common verdict (`bracket`); settled when at least two repeats
+    hold it and no other verdict is held as often."""
+    counts: dict[tuple, int] = {}
+    for cross in crossovers:
+        counts[bracket(cross)] = counts.get(bracket(cross), 0) + 1
+    ranked = sorted(counts.values(), reverse=True)
+    top = ranked[0]
+    first = next(c for c in crossovers if counts[bracket(c)] == top)
+    settled = top >= 2 and (len(ranked) == 1 or ranked[1] < top)
+    return Agreement(first, top, tuple(crossovers), settled)
 
 
 def rung_decisions(band_lo: Sequence[float], band_hi: Sequence[float]) -> list[str]:

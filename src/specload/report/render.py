@@ -126,6 +126,13 @@ def schedule_to_verify(run_dir: Path) -> Schedule | None:
     return Schedule(tiers, rec.decision.setup.spec, folder, dict(rec.files)) if tiers else None
 
 
+def unsettled_pairs(run_dir: Path) -> list[str]:
+    """Each spec-on/spec-off pair of the run whose repeats hold no settled verdict
+    (`crossover.agreement`), in words. Raises UserError when the run has nothing to read."""
+    return [f"{p.on.name} vs {p.off.name}: {agreed.words()}" for p in build(run_dir).pairs
+            if (agreed := p.agreement()) is not None and not agreed.settled]
+
+
 def _clean(value: Any) -> Any:
     """JSON-safe: NaN/inf become null, numpy scalars plain numbers."""
     if isinstance(value, dict):
@@ -172,6 +179,7 @@ def summary_json(report: Report) -> dict[str, Any]:
             "c_star_batch_size": bound_at(pair.speedup, c_star).batch if c_star else None,
             "c_star_range": pair.c_star_range(),
             "c_star_per_rep": [c.as_dict() for c in pair.rep_c_stars],
+            "repeats_agree": agreed.as_dict() if (agreed := pair.agreement()) else None,
             "recommendation": rec.as_dict(recommended_folder(report.pairs, pair)),
         })
     return _clean({
@@ -291,6 +299,9 @@ def _crossover_lines(report: Report, with_advice: bool = True) -> list[str]:
         if span and pair.crossover.c_star is not None:
             head += f" (range over repeats {span[0]:.1f}-{span[1]:.1f})"
         lines.append(head)
+        agreed = pair.agreement()
+        if agreed is not None:
+            lines.append(f"  {agreed.words()}")
         curve = _curve_words(pair.crossover)
         if curve:
             lines.append(f"  {curve}")

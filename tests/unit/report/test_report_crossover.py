@@ -155,3 +155,28 @@ def test_analyse_pair_carries_batch_sizes_and_decides_on_slo_goodput() -> None:
     assert res.speedup["slo_decision"].tolist() == [cx.ON, cx.ON, cx.OFF]
     assert res.goodput is not None and res.decision is res.goodput
     assert (res.goodput.verdict, res.goodput.c_star) == (cx.CROSSES, 10.0)
+
+
+def _rep(below: int, above: int) -> cx.Crossover:
+    return cx.Crossover(cx.CROSSES, math.sqrt(below * above), below, above)
+
+
+def test_repeats_agree_on_one_bracket_held_more_often_than_any_other() -> None:
+    never = cx.Crossover(cx.NEVER, above=1)
+    two = cx.agreement([_rep(2, 4), _rep(2, 4)])
+    assert two.settled and two.as_dict() == {"verdict": "crosses", "below": 2, "above": 4,
+                                             "repeats": 2, "of": 2, "settled": True}
+    split = cx.agreement([_rep(2, 4), _rep(4, 8)])
+    assert not split.settled
+    assert split.words() == ("the repeats disagree: repeat 1 crosses between C=2 and C=4; "
+                             "repeat 2 crosses between C=4 and C=8")
+    third = cx.agreement([_rep(2, 4), _rep(4, 8), _rep(4, 8)])
+    assert third.settled and third.repeats == 2 and (third.verdict.below, third.verdict.above) == (
+        4, 8)
+    assert third.words() == "2 of 3 repeats: crosses between C=4 and C=8"
+    # C* itself may move within the bracket: the rungs around it decide
+    assert cx.agreement([_rep(2, 4), cx.Crossover(cx.CROSSES, 3.9, 2, 4)]).settled
+    assert not cx.agreement([_rep(1, 2), _rep(2, 4), _rep(4, 8)]).settled
+    assert not cx.agreement([_rep(2, 4), _rep(2, 4), never, never]).settled
+    assert cx.agreement([never, cx.Crossover(cx.NEVER, above=1), _rep(1, 2)]).settled
+    assert cx.agreement([never, never]).words() == "2 of 2 repeats: says never"
