@@ -490,6 +490,9 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
     """A validated scenario file: its name and ladder, the rungs' windows
     (`settings.Windows`) and the rest, in this order (errors are listed in it)."""
     repeats: int = Field(1, ge=1, le=100)
+    # while the repeats' verdicts disagree (`report.crossover.agreement`), add up to this
+    # many more rounds of every arm, one at a time
+    tiebreak_repeats: int = Field(0, ge=0, le=10)
     # run the arms rung by rung (C = 1 on every arm, then C = 2, ...), every arm's server
     # up for the whole repeat: a machine whose speed drifts over minutes moves both arms
     # of a rung together
@@ -573,6 +576,13 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
             raise ValueError(
                 "give either `processes` (one machine) or `distributed` (master and workers)"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _tiebreak_needs_repeats(self) -> Scenario:
+        if self.tiebreak_repeats and self.repeats < 2:
+            raise ValueError(f"tiebreak_repeats ({self.tiebreak_repeats}) breaks ties between "
+                             f"repeats: set repeats to 2 or more (it is {self.repeats})")
         return self
 
     @model_validator(mode="after")

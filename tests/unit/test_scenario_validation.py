@@ -80,6 +80,8 @@ INVALID = [
      ["arms[0].sim.faults: fault 'cut' must look like KIND:FRACTION[:PARAM]"]),
     ("processes and distributed", "name: x\nprocesses: 4\ndistributed: {workers: 2}\n"
      + ARMS_TAIL, ["give either `processes` (one machine) or `distributed`"]),
+    ("tie-break without repeats", "name: x\ntiebreak_repeats: 1\n" + ARMS_TAIL,
+     ["tiebreak_repeats (1) breaks ties between repeats: set repeats to 2 or more (it is 1)"]),
     ("bad command readiness URL", "name: x\narms:\n  - name: a\n    command: {start: 'run',"
      " base_url: 'http://h:1', ready_url: 'h:1/health'}\n",
      ["arms[0].command.ready_url: 'h:1/health' is not an http(s) URL"]),

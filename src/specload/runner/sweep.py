@@ -2,12 +2,12 @@
 
 Sets the sweep up (the scenario and its overrides, the run folder, the manifest, the
 API key, the TLS trust), runs the arms' repeats in rounds (`runner/rounds.py`, each
-repeat by `runner/attempt.py`), then the verification arm with the recommended
-schedule (`runner/verify.py`), and builds the report. The manifest is rewritten after
-every state change. A failing arm (server unreachable or dead, Locust failing) is
-marked failed and the others still run. Ctrl-C (or SIGTERM) stops Locust and the
-servers, keeps every finished rung and marks the run interrupted; `--resume RUN_DIR`
-then runs only the missing rungs. `--dry-run` prints the plan.
+repeat by `runner/attempt.py`; more while they disagree, `runner/tiebreak.py`), then the
+verification arm with the recommended schedule (`runner/verify.py`), and builds the
+report. The manifest is rewritten after every state change. A failing arm (server
+unreachable or dead, Locust failing) is marked failed and the others still run. Ctrl-C
+(or SIGTERM) stops Locust and the servers, keeps every finished rung and marks the run
+interrupted; `--resume RUN_DIR` then runs only the missing rungs. `--dry-run` prints the plan.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from specload.runner.progress import (
     fmt_s,
 )
 from specload.runner.rounds import run_arm, run_rounds
+from specload.runner.tiebreak import settle
 from specload.runner.verify import (
     VERIFY_ARM,
     add_arm,
@@ -118,6 +119,8 @@ def print_plan(scenario: Scenario, mode: LoadMode, out: Path) -> None:
         f"{','.join(f'{x:g}' for x in scenario.levels)}, "
         f"{scenario.warmup_s:g} s warmup + {scenario.measure_s:g} s measure per rung, "
         f"{scenario.repeats} repeat(s)"
+        + (f" (up to {scenario.tiebreak_repeats} more while they disagree on the verdict)"
+           if scenario.tiebreak_repeats else "")
         + (", the arms interleaved rung by rung" if scenario.interleave else ""))
     for arm in scenario.arms:
         server = (f"sim {arm.sim.profile} spec={arm.sim.spec} k={arm.sim.k or 'profile'}"
@@ -271,6 +274,7 @@ def _run(sweep: Sweep, args: argparse.Namespace) -> int:
         with _interrupts(sweep):
             run_rounds(sweep, [a for a in manifest.arms if a.name in sweep.selected])
             if args.arms is None:
+                settle(sweep, [a for a in manifest.arms if a.role in ("spec_on", "spec_off")])
                 run_verify(sweep)
     except KeyboardInterrupt:
         sweep.save()

@@ -1,0 +1,82 @@
+"""Tie-break repeats: when they are added, how many, and what a resumed run counts."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from specload.manifest import ArmEntry, RepEntry
+from specload.report import render
+from specload.runner import tiebreak
+
+
+def _arm(name: str, reps: int, pending: tuple[int, ...] = ()) -> ArmEntry:
+    arm = ArmEntry(name=name, reps=[
+        RepEntry(rep=r, dir=f"{name}/rep-{r}",
+                 status="pending" if r in pending else "done")
+        for r in range(1, reps + 1)])
+    arm.refresh_status()
+    return arm
+
+
+def _sweep(budget: int) -> SimpleNamespace:
+    return SimpleNamespace(scenario=SimpleNamespace(repeats=2, tiebreak_repeats=budget,
+                                                    interleave=False),
+                           run_dir="run", save=lambda: None)
+
+
+@pytest.fixture
+def verdicts(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """What the run's analysis says after each round (popped in turn); the rounds run."""
+    said: list[list[str]] = []
+    monkeypatch.setattr(render, "unsettled_pairs", lambda run_dir: said.pop(0))
+
+    def run_rounds(sweep, arms):
+        for arm in arms:
+            for rep in arm.reps:
+                rep.status = "done"
+            arm.refresh_status()
+    monkeypatch.setattr(tiebreak, "run_rounds", run_rounds)
+    return said
+
+
+def test_repeats_are_added_one_round_at_a_time_until_they_agree(
+        verdicts: list[list[str]], capsys: pytest.CaptureFixture[str]) -> None:
+    verdicts += [["on vs off: the repeats disagree"], ["on vs off: still"], []]
+    arms = [_arm("on", 2), _arm("off", 2)]
+    tiebreak.settle(_sweep(3), arms)
+    assert [[r.dir for r in a.reps] for a in arms] == [
+        [f"{n}/rep-{r}" for r in (1, 2, 3, 4)] for n in ("on", "off")]
+    out = capsys.readouterr().out
+    assert "running repeat 3 of every arm (1 of at most 3 more)" in out
+    assert "running repeat 4 of every arm (2 of at most 3 more)" in out
+    assert "tie-break: the repeats agree after 2 more" in out
+
+
+def test_the_budget_ends_it_and_says_the_repeats_still_disagree(
+        verdicts: list[list[str]], capsys: pytest.CaptureFixture[str]) -> None:
+    verdicts += [["on vs off: the repeats disagree"]] * 2
+    arms = [_arm("on", 2), _arm("off", 2)]
+    tiebreak.settle(_sweep(1), arms)
+    assert [len(a.reps) for a in arms] == [3, 3]
+    assert ("tie-break: on vs off: the repeats disagree after 1 more repeat(s) "
+            "(tiebreak_repeats: 1); the report gives their range") in capsys.readouterr().out
+
+
+def test_a_resumed_run_counts_the_repeats_it_added(verdicts: list[list[str]]) -> None:
+    # repeat 3 was added and finished before the interruption: one of two is used
+    verdicts += [["on vs off: the repeats disagree"], []]
+    arms = [_arm("on", 3), _arm("off", 3)]
+    assert tiebreak.added(arms, 2) == 1
+    tiebreak.settle(_sweep(2), arms)
+    assert [len(a.reps) for a in arms] == [4, 4]
+
+
+def test_nothing_is_tried_while_an_arm_has_not_finished(
+        verdicts: list[list[str]], capsys: pytest.CaptureFixture[str]) -> None:
+    arms = [_arm("on", 2), _arm("off", 2, pending=(2,))]
+    tiebreak.settle(_sweep(1), arms)
+    assert [len(a.reps) for a in arms] == [2, 2] and verdicts == []
+    assert "not tried, an arm did not finish every repeat" in capsys.readouterr().out
+    tiebreak.settle(_sweep(0), arms)  # no budget: not even that
