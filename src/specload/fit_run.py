@@ -9,9 +9,11 @@ mean output tokens they received (or the scenario's `request.max_tokens`). The b
 profile (`--base`) is fitted to that, the residual of every rung is printed, and the
 fitted profile is written as YAML in which each parameter names its origin (measured,
 fitted, or the base profile's value). Several run folders, repeats of one scenario on a
-noisy machine, are fitted by each rung's mean; a rung whose repeats (within a run or
-across runs) disagree counts for less. `specload sim --profile my.yaml` then
-serves it.
+noisy machine, are fitted by each rung's mean; a rung whose repeats across runs
+disagree counts for less. Within a run, a rung's repeats are a range: the fit is
+charged only for falling outside it, since which repeat a busy moment slowed cannot be
+told (the twin is judged against that range too).
+`specload sim --profile my.yaml` then serves it.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def observations(report: Report, prompt_tokens: int | None = None,
     # the arm's k, else the draft length its start command gives (`--spec-draft-n-max 4`)
     k = next((a.k or parse_command(a.command).k for a in report.source.arms
               if a.role == "spec_on" and (a.k or a.command)), None)
-    spreads = _repeat_spreads(report.per_rep)
+    ranges = _repeat_ranges(report.per_rep)
     rungs: list[Rung] = []
     for row in report.summary.to_dict(orient="records"):
         mode = modes.get(str(row["arm"]))
@@ -81,8 +83,8 @@ def observations(report: Report, prompt_tokens: int | None = None,
             continue
         accept = _number(row.get("accept_len_mean")) if mode == "on" else None
         users = int(row["concurrency"])
-        rungs.append(Rung(mode, users, tok_s, _number(row.get("server_running_mean")), accept,
-                          spreads.get((str(row["arm"]), users))))
+        rungs.append(Rung(mode, users, tok_s, _number(row.get("server_running_mean")),
+                          accept, within=ranges.get((str(row["arm"]), users))))
     if not rungs:
         raise UserError("the run has no spec-on or spec-off rung with output tok/s to fit")
     request = (report.source.manifest.scenario.get("request", {})
@@ -120,10 +122,10 @@ def mean_observations(runs: Sequence[Observations]) -> Observations:
     for obs in runs:
         for rung in obs.rungs:
             groups.setdefault((rung.mode, rung.users), []).append(rung)
-    rungs = [Rung(same[0].mode, same[0].users, sum(r.output_tok_s for r in same) / len(same),
+    rungs = [same[0] if len(same) == 1 else
+             Rung(same[0].mode, same[0].users, sum(r.output_tok_s for r in same) / len(same),
                   _mean([r.running for r in same]), _mean([r.accept_len for r in same]),
-                  _log_spread([r.output_tok_s for r in same]) if len(same) > 1
-                  else same[0].spread)
+                  _log_spread([r.output_tok_s for r in same]))
              for same in groups.values()]
     return dataclasses.replace(first, rungs=tuple(rungs))
 
@@ -137,15 +139,16 @@ def _log_spread(values: Sequence[float]) -> float | None:
     return math.sqrt(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
 
 
-def _repeat_spreads(per_rep: pd.DataFrame) -> dict[tuple[str, int], float]:
-    """Each arm and rung's spread of output tok/s between the run's repeats."""
-    out: dict[tuple[str, int], float] = {}
+def _repeat_ranges(per_rep: pd.DataFrame) -> dict[tuple[str, int], tuple[float, float]]:
+    """Each arm and rung's lowest and highest output tok/s over the run's repeats, where
+    repeated."""
+    out: dict[tuple[str, int], tuple[float, float]] = {}
     if per_rep.empty:
         return out
     for (arm, users), rows in per_rep.groupby(["arm", "concurrency"]):
-        spread = _log_spread([float(v) for v in rows["output_tok_s"].dropna()])
-        if spread is not None:
-            out[(str(arm), int(users))] = spread
+        values = [float(v) for v in rows["output_tok_s"].dropna() if v > 0]
+        if len(values) >= 2:
+            out[(str(arm), int(users))] = (min(values), max(values))
     return out
 
 

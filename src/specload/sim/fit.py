@@ -77,15 +77,31 @@ class Rung:
     running: float | None = None  # server's mean running requests
     accept_len: float | None = None  # server's mean E[accepted + 1] per verify step
     spread: float | None = None  # s.d. of log tok/s between repeats, where repeated
+    # the repeats' lowest and highest tok/s: which one a busy moment slowed cannot be
+    # told, so anywhere between them fits
+    within: tuple[float, float] | None = None
+
+
+def log_miss(predicted: float, observed: float,
+             within: tuple[float, float] | None = None) -> float:
+    """|log(predicted / observed)|, or for a rung measured as a range, how far outside it."""
+    pr = max(predicted, 1e-9)
+    if within is None:
+        return abs(math.log(pr / observed))
+    low, high = within
+    return max(math.log(pr / high), math.log(low / pr), 0.0)
 
 
 def fit_error(predicted: Sequence[float], observed: Sequence[float],
-              weights: Sequence[float]) -> float:
-    """The weighted `NORM`-norm of the log errors, squared so that it is in the units of a
-    mean squared log error (which it is for `NORM` = 2): the pull is added to it."""
+              weights: Sequence[float],
+              within: Sequence[tuple[float, float] | None] | None = None) -> float:
+    """The weighted `NORM`-norm of the log errors (`log_miss`), squared so that it is in
+    the units of a mean squared log error (which it is for `NORM` = 2): the pull is added
+    to it."""
     scaled = [w ** (NORM / 2) for w in weights]
-    total = sum(s * abs(math.log(max(pr, 1e-9) / ob)) ** NORM
-                for pr, ob, s in zip(predicted, observed, scaled, strict=True))
+    ranges = within or [None] * len(observed)
+    total = sum(s * log_miss(pr, ob, rg) ** NORM
+                for pr, ob, s, rg in zip(predicted, observed, scaled, ranges, strict=True))
     return (total / sum(scaled)) ** (2 / NORM)
 
 
@@ -304,6 +320,7 @@ def _fit_one(base: Profile, obs: Observations, free: Sequence[str] | None, seed:
             notes.append(f"spec-{mode} arm caps its running set at {cap}")
     observed = [r.output_tok_s for r in obs.rungs]
     weights = [1 / max(r.spread or 0.0, NOISE_FLOOR) ** 2 for r in obs.rungs]
+    within = [r.within for r in obs.rungs]
     start = [_to_unit(p, float(get_param(data, p) or BOUNDS[p][0])) for p in free]
     lacking = [i for i, p in enumerate(free) if not get_param(data, p)]
 
@@ -317,7 +334,7 @@ def _fit_one(base: Profile, obs: Observations, free: Sequence[str] | None, seed:
             predicted = predict_rungs(profile_at(u), obs, seed)
         except (ValueError, SimConfigError):
             return math.inf
-        err = fit_error(predicted, observed, weights)
+        err = fit_error(predicted, observed, weights, within)
         return err + pull * sum((x - s) ** 2 for x, s in zip(u, start, strict=True))
 
     for i in lacking:
@@ -335,4 +352,4 @@ def _fit_one(base: Profile, obs: Observations, free: Sequence[str] | None, seed:
     residuals = [Residual(r.mode, r.users, r.output_tok_s, pr)
                  for r, pr in zip(obs.rungs, predicted, strict=True)]
     return (FitResult(profile, origins, residuals, evals, notes),
-            fit_error(predicted, observed, weights))
+            fit_error(predicted, observed, weights, within))

@@ -16,6 +16,7 @@ from specload.sim.fit import (
     default_free,
     fit,
     fit_error,
+    log_miss,
     nelder_mead,
     running_cap,
     scale_acceptance,
@@ -201,3 +202,11 @@ def test_the_fit_error_leans_towards_the_worst_rung() -> None:
     assert squares(spike) < squares(flat)
     # in the units of a mean squared log error: one rung off by e, alone, gives e^2
     assert fit_error([110.0], [100.0], [1.0]) == pytest.approx(math.log(1.1) ** 2)
+
+
+def test_a_rung_measured_as_a_range_counts_only_what_falls_outside_it() -> None:
+    assert log_miss(95.0, 80.0, (70.0, 100.0)) == 0.0
+    assert log_miss(110.0, 80.0, (70.0, 100.0)) == pytest.approx(math.log(1.1))
+    assert log_miss(63.0, 80.0, (70.0, 100.0)) == pytest.approx(math.log(70 / 63))
+    assert fit_error([95.0, 110.0], [80.0, 100.0], [1.0, 1.0], [(70.0, 100.0), None]
+                     ) == pytest.approx((math.log(1.1) ** 4 / 2) ** 0.5)
