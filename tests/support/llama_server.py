@@ -75,16 +75,16 @@ def pair_scenario(folder: Path, name: str = "llamacpp-real", slots: int = 8,
                   ladder: tuple[int, ...] = (1, 2, 4, 8, 16), synth_len: float = 4.6,
                   draft_n_max: int = 4, key_env: str | None = None, warmup_s: float = 3,
                   measure_s: float = 15, max_tokens: int = 48,
-                  prompt_tokens: int = 32, repeats: int = 1, interleave: bool = False,
-                  min_requests: int = 0) -> Pair:
+                  prompt_tokens: int = 32, repeats: int = 1, tiebreak: int = 0,
+                  interleave: bool = False, min_requests: int = 0) -> Pair:
     """A scenario file for a spec-on / spec-off llama-server pair on free ports; with
     `key_env` the servers require the key that variable holds (the scenario names none)."""
     arms = [command_arm("spec-on", slots, spec_flags(draft_n_max, synth_len), key_env),
             command_arm("spec-off", slots, "", key_env)]
     scenario = {"name": name, "ladder": list(ladder), "warmup_s": warmup_s,
                 "measure_s": measure_s, "min_requests": min_requests, "repeats": repeats,
-                "interleave": interleave, "request": request(max_tokens, prompt_tokens),
-                "arms": arms}
+                "tiebreak_repeats": tiebreak, "interleave": interleave,
+                "request": request(max_tokens, prompt_tokens), "arms": arms}
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(scenario, sort_keys=False), encoding="utf-8")
     return Pair(path, slots, synth_len, draft_n_max, max_tokens)
