@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -130,12 +131,29 @@ def verdict_words(cross: Crossover) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Agreement:
-    """How the repeats' own verdicts agree: the most common one and how many hold it."""
+    """How the repeats' own verdicts (`bracket`) agree: settled when at least two repeats
+    hold the most common one and no other verdict is held as often."""
 
-    verdict: Crossover  # the first repeat holding the most common bracket
-    repeats: int  # the repeats holding it
     each: tuple[Crossover, ...]  # every repeat's, in order
-    settled: bool  # at least two hold it, and more than hold any other
+
+    @property
+    def _ranked(self) -> list[tuple[tuple, int]]:
+        return Counter(bracket(c) for c in self.each).most_common()
+
+    @property
+    def verdict(self) -> Crossover:
+        """The first repeat holding the most common verdict."""
+        top = self._ranked[0][0]
+        return next(c for c in self.each if bracket(c) == top)
+
+    @property
+    def repeats(self) -> int:
+        return self._ranked[0][1]
+
+    @property
+    def settled(self) -> bool:
+        ranked = self._ranked
+        return ranked[0][1] >= 2 and (len(ranked) == 1 or ranked[1][1] < ranked[0][1])
 
     def words(self) -> str:
         if self.settled:
@@ -150,16 +168,8 @@ class Agreement:
 
 
 def agreement(crossovers: Sequence[Crossover]) -> Agreement:
-    """The repeats' most common verdict (`bracket`); settled when at least two repeats
-    hold it and no other verdict is held as often."""
-    counts: dict[tuple, int] = {}
-    for cross in crossovers:
-        counts[bracket(cross)] = counts.get(bracket(cross), 0) + 1
-    ranked = sorted(counts.values(), reverse=True)
-    top = ranked[0]
-    first = next(c for c in crossovers if counts[bracket(c)] == top)
-    settled = top >= 2 and (len(ranked) == 1 or ranked[1] < top)
-    return Agreement(first, top, tuple(crossovers), settled)
+    """How the repeats' verdicts, in order, agree."""
+    return Agreement(tuple(crossovers))
 
 
 def rung_decisions(band_lo: Sequence[float], band_hi: Sequence[float]) -> list[str]:

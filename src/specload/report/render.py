@@ -111,11 +111,10 @@ def build(path: str | Path, processes: int | None = None) -> Report:
                   per_token=per_token)
 
 
-def schedule_to_verify(run_dir: Path) -> Schedule | None:
+def schedule_to_verify(report: Report) -> Schedule | None:
     """The schedule a verification arm of this run runs, with its recommendation's files:
     the multi-k study's when the run is one, else the first pair's; None when that
-    recommends no schedule. Raises UserError when the run has nothing to read."""
-    report = build(run_dir)
+    recommends no schedule."""
     if report.study is not None:
         folder, rec = MULTI_K_FOLDER, report.study.recommendation
     elif report.pairs:
@@ -126,10 +125,10 @@ def schedule_to_verify(run_dir: Path) -> Schedule | None:
     return Schedule(tiers, rec.decision.setup.spec, folder, dict(rec.files)) if tiers else None
 
 
-def unsettled_pairs(run_dir: Path) -> list[str]:
+def unsettled_pairs(report: Report) -> list[str]:
     """Each spec-on/spec-off pair of the run whose repeats hold no settled verdict
-    (`crossover.agreement`), in words. Raises UserError when the run has nothing to read."""
-    return [f"{p.on.name} vs {p.off.name}: {agreed.words()}" for p in build(run_dir).pairs
+    (`crossover.agreement`), in words."""
+    return [f"{p.on.name} vs {p.off.name}: {agreed.words()}" for p in report.pairs
             if (agreed := p.agreement()) is not None and not agreed.settled]
 
 

@@ -21,9 +21,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specload.engines import resolve_engine
+from specload.errors import UserError
 from specload.manifest import ArmEntry, Manifest, RepEntry, write_manifest
 from specload.records import (
     CLIENT_STATS_COLUMNS,
@@ -54,6 +55,9 @@ from specload.runner.resume_parts import (
 from specload.runner.servers import ArmServer, ServerError, server_for
 from specload.runner.verify import has_verify_arm
 from specload.scenario import Arm, Scenario
+
+if TYPE_CHECKING:
+    from specload.report.render import Report
 
 POLL_S = 0.5
 HEALTH_EVERY_S = 2.0
@@ -119,6 +123,17 @@ class Sweep:
 
     def arm(self, name: str) -> Arm:
         return next(a for a in self.scenario.arms if a.name == name)
+
+    def analysed(self, step: str) -> Report | None:
+        """The run as far as it went, analysed as `specload report` does; None, after
+        saying that `step` cannot go on, when there is nothing to analyse."""
+        from specload.report.render import build  # only now: pandas loads slowly
+
+        try:
+            return build(self.run_dir)
+        except UserError as exc:
+            say(f"{step}, the run cannot be analysed ({exc})")
+            return None
 
 
 # --- one repeat -------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specload import api_key
 from specload.errors import UserError
@@ -54,6 +54,9 @@ from specload.runner.verify import (
     write_files,
 )
 from specload.scenario import Scenario, load_scenario, parse_scenario
+
+if TYPE_CHECKING:
+    from specload.report.render import Report
 
 # --- setup ------------------------------------------------------------------------------
 
@@ -145,20 +148,20 @@ def _pair_done(sweep: Sweep) -> bool:
         a.status == "done" for a in arms)
 
 
-def run_verify(sweep: Sweep) -> None:
-    """Add and run the verification arm once the compared arms are done (see verify.py)."""
+def run_verify(sweep: Sweep, report: Report | None = None) -> None:
+    """Add and run the verification arm once the compared arms are done (see verify.py);
+    `report`: the compared arms' run already analysed, if it was."""
     if not sweep.scenario.verify_default or has_verify_arm(sweep.scenario):
         return
     if not _pair_done(sweep):
         say("verify: skipped, the spec-on and spec-off arms did not all finish")
         return
-    from specload.report.render import schedule_to_verify  # only now: pandas loads slowly
-
-    try:
-        found = schedule_to_verify(sweep.run_dir)
-    except UserError as exc:
-        say(f"verify: skipped, the run cannot be analysed ({exc})")
+    report = report or sweep.analysed("verify: skipped")
+    if report is None:
         return
+    from specload.report.render import schedule_to_verify
+
+    found = schedule_to_verify(report)
     if found is None:
         say("verify: no schedule to verify (the recommendation below says why)")
         return
@@ -274,8 +277,8 @@ def _run(sweep: Sweep, args: argparse.Namespace) -> int:
         with _interrupts(sweep):
             run_rounds(sweep, [a for a in manifest.arms if a.name in sweep.selected])
             if args.arms is None:
-                settle(sweep, [a for a in manifest.arms if a.role in ("spec_on", "spec_off")])
-                run_verify(sweep)
+                compared = [a for a in manifest.arms if a.role in ("spec_on", "spec_off")]
+                run_verify(sweep, settle(sweep, compared))
     except KeyboardInterrupt:
         sweep.save()
         say(f"interrupted: finished rungs kept; resume with: specload sweep --resume {run_dir}")

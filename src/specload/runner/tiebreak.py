@@ -11,11 +11,15 @@ has added.
 
 from __future__ import annotations
 
-from specload.errors import UserError
+from typing import TYPE_CHECKING
+
 from specload.manifest import ArmEntry, RepEntry
 from specload.runner.attempt import Sweep, say
 from specload.runner.manifest import rep_dir
 from specload.runner.rounds import run_rounds
+
+if TYPE_CHECKING:
+    from specload.report.render import Report
 
 
 def added(arms: list[ArmEntry], planned: int) -> int:
@@ -23,29 +27,27 @@ def added(arms: list[ArmEntry], planned: int) -> int:
     return max((len(a.reps) for a in arms), default=planned) - planned
 
 
-def settle(sweep: Sweep, arms: list[ArmEntry]) -> None:
-    """Add repeats of `arms` while the run's pairs disagree and the budget allows."""
+def settle(sweep: Sweep, arms: list[ArmEntry]) -> Report | None:
+    """Add repeats of `arms` while the run's pairs disagree and the budget allows; the
+    run as last analysed (no repeat ran since), if it was."""
     budget, planned = sweep.scenario.tiebreak_repeats, sweep.scenario.repeats
-    while budget:
-        used = added(arms, planned)
-        if any(a.status != "done" for a in arms):
-            say("tie-break: not tried, an arm did not finish every repeat")
-            return
-        from specload.report.render import unsettled_pairs  # only now: pandas loads slowly
+    if not budget:
+        return None
+    if any(a.status != "done" for a in arms):
+        say("tie-break: not tried, an arm did not finish every repeat")
+        return None
+    from specload.report.render import unsettled_pairs
 
-        try:
-            split = unsettled_pairs(sweep.run_dir)
-        except UserError as exc:
-            say(f"tie-break: not tried, the run cannot be analysed ({exc})")
-            return
+    while (report := sweep.analysed("tie-break: not tried")) is not None:
+        split, used = unsettled_pairs(report), added(arms, planned)
         if not split:
             if used:
                 say(f"tie-break: the repeats agree after {used} more")
-            return
+            return report
         if used >= budget:
             say(f"tie-break: {'; '.join(split)} after {used} more repeat(s) "
                 f"(tiebreak_repeats: {budget}); the report gives their range")
-            return
+            return report
         rep = planned + used + 1
         say(f"tie-break: {'; '.join(split)}; running repeat {rep} of every arm "
             f"({used + 1} of at most {budget} more)")
@@ -53,3 +55,8 @@ def settle(sweep: Sweep, arms: list[ArmEntry]) -> None:
             arm.reps.append(RepEntry(rep=rep, dir=rep_dir(arm.name, rep, planned)))
         sweep.save()
         run_rounds(sweep, arms)
+        if any(a.status != "done" for a in arms):
+            say(f"tie-break: repeat {rep} did not finish on every arm; the report gives "
+                "the repeats' range")
+            return None
+    return None

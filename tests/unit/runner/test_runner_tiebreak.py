@@ -23,14 +23,14 @@ def _arm(name: str, reps: int, pending: tuple[int, ...] = ()) -> ArmEntry:
 def _sweep(budget: int) -> SimpleNamespace:
     return SimpleNamespace(scenario=SimpleNamespace(repeats=2, tiebreak_repeats=budget,
                                                     interleave=False),
-                           run_dir="run", save=lambda: None)
+                           analysed=lambda step: "the run's report", save=lambda: None)
 
 
 @pytest.fixture
 def verdicts(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """What the run's analysis says after each round (popped in turn); the rounds run."""
     said: list[list[str]] = []
-    monkeypatch.setattr(render, "unsettled_pairs", lambda run_dir: said.pop(0))
+    monkeypatch.setattr(render, "unsettled_pairs", lambda report: said.pop(0))
 
     def run_rounds(sweep, arms):
         for arm in arms:
