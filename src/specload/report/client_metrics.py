@@ -75,28 +75,63 @@ def row_window(times: np.ndarray, windows: Sequence[Window]) -> np.ndarray:
     return np.where(r % 2 == 1, (r - 1) // 2, -1)
 
 
-def window_tokens(
-    ch: Chunks, start: np.ndarray, windows: Sequence[Window]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Tokens and chunks arriving inside each window, by chunk arrival time.
+# (row, window, tokens, chunks): one entry per request and window it has tokens in
+Shares = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
-    A request whose first and last chunk fall in the same region gives all its chunks
-    to that region; only requests crossing a window edge are split chunk by chunk.
+
+def token_shares(
+    ch: Chunks, start: np.ndarray, windows: Sequence[Window]
+) -> Shares:
+    """Each request's tokens and chunks arriving inside each window, by chunk arrival
+    time, as (row, window, tokens, chunks) arrays, one entry per request and window.
+
+    A request whose first and last chunk fall in the same region is one entry; only
+    requests crossing a window edge are split chunk by chunk.
     """
-    n = len(windows)
     r_first = region(ch.first_arrival, windows)
     r_last = region(ch.last_arrival, windows)
-    whole = (r_first == r_last) & (r_first % 2 == 1) & (ch.counts > 0)
-    w = (r_first[whole] - 1) // 2
-    tokens = np.bincount(w, weights=ch.row_tokens[whole], minlength=n).astype(float)
-    chunk_count = np.bincount(w, weights=ch.counts[whole], minlength=n).astype(float)
+    whole = np.flatnonzero((r_first == r_last) & (r_first % 2 == 1) & (ch.counts > 0))
     crossing = np.flatnonzero((r_first != r_last) & (ch.counts > 0))
     arrival, toks = chunk_arrays.arrivals(ch, start, crossing)
     cw = row_window(arrival, windows)
     inside = cw >= 0
-    tokens += np.bincount(cw[inside], weights=toks[inside], minlength=n)
-    chunk_count += np.bincount(cw[inside], minlength=n)
-    return tokens, chunk_count
+    rows = np.concatenate((whole, np.repeat(crossing, ch.counts[crossing])[inside]))
+    win = np.concatenate(((r_first[whole] - 1) // 2, cw[inside]))
+    tokens = np.concatenate((ch.row_tokens[whole], toks[inside])).astype(float)
+    chunks = np.concatenate((ch.counts[whole], np.ones(int(inside.sum())))).astype(float)
+    return rows, win, tokens, chunks
+
+
+def window_totals(shares: Shares, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Tokens and chunks inside each of `n` windows, from their `token_shares`."""
+    _, win, tokens, chunks = shares
+    return (np.bincount(win, weights=tokens, minlength=n).astype(float),
+            np.bincount(win, weights=chunks, minlength=n).astype(float))
+
+
+def window_tokens(
+    ch: Chunks, start: np.ndarray, windows: Sequence[Window]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Tokens and chunks arriving inside each window."""
+    return window_totals(token_shares(ch, start, windows), len(windows))
+
+
+def tok_s_se(tokens: np.ndarray, streaming_s: np.ndarray, length: float) -> float:
+    """The standard error of a window's tok/s over the requests streaming in it.
+
+    The window's length is set, and so, mostly, is how many requests the server runs
+    at once (closed loop: the users; at its cap: its slots), so the noise is in their
+    pace: tok/s = (tokens / streaming seconds) x streaming seconds / length, over the
+    requests' `tokens` and seconds from their first token on (`streaming_s`), inside
+    the window. Resampling those requests (the bootstrap) varies the pace; this is that
+    bootstrap's spread in closed form, the ratio estimator's linearisation:
+    sqrt(sum (tokens - pace x seconds)^2) / length. Queued requests take no part.
+    """
+    total = float(streaming_s.sum())
+    if not total > 0 or not length > 0:
+        return float("nan")
+    pace = float(tokens.sum()) / total
+    return float(np.sqrt(np.sum((tokens - pace * streaming_s) ** 2)) / length)
 
 
 def _tpot_ms(req: pd.DataFrame) -> np.ndarray:
@@ -292,7 +327,10 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
     "> timeout"), TPOT, ITL and E2E from the successful ones.
     """
     r = _Rows.of(req, windows)
-    tokens_by_w, chunks_by_w = window_tokens(ch, r.start, windows)
+    shares = token_shares(ch, r.start, windows)
+    share_row, share_w, share_tokens, _ = shares
+    tokens_by_w, chunks_by_w = window_totals(shares, len(windows))
+    streaming = np.where(ch.counts > 0, ch.first_arrival, np.inf)  # from its first token
     estimated = r.source == "estimated"
     est_tokens = np.zeros(len(windows))
     if estimated.any():
@@ -306,6 +344,7 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
         sel = r.ok & in_w
         gaps_of_w = gap_window == i
         overlap = np.clip(np.minimum(r.end, w.end) - np.maximum(r.start, w.start), 0, None)
+        decoding = np.clip(np.minimum(r.end, w.end) - np.maximum(streaming, w.start), 0, None)
         tpot_p = _pcts(r.tpot[sel], "tpot")
         row: dict[str, object] = {
             "rung": w.rung,
@@ -313,6 +352,10 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
             "window_start": w.start,
             "window_s": w.length,
             "output_tok_s": tokens_by_w[i] / w.length,
+            "output_tok_s_se": tok_s_se(
+                np.bincount(share_row[share_w == i], share_tokens[share_w == i],
+                            minlength=len(decoding))[decoding > 0], decoding[decoding > 0],
+                w.length),
             # all of a request's tokens in one chunk: TPOT 0, no pace to speak of
             "decode_tok_s_per_user": (1000.0 / tpot_p["tpot_p50_ms"]
                                       if tpot_p["tpot_p50_ms"] > 0 else float("nan")),

@@ -163,10 +163,10 @@ def _c_star_rows(run: Run, base: Run, keys: dict[str, dict[str, str]]
             "ratio": value / baseline, "band_lo": math.nan, "band_hi": math.nan,
             "band": "", "verdict": "",
             "note": f"{old.crossover.verdict} -> {new.crossover.verdict}"}
-        span_a, span_b = old.c_star_range(), new.c_star_range()
-        if span_a and span_b:
-            row |= {"band_lo": span_b[0] / span_a[1], "band_hi": span_b[1] / span_a[0],
-                    "band": "C* range over repeats"}
+        ia, ib = old.interval, new.interval
+        if ia and ib and ia.lo > 0 and math.isfinite(ia.hi):
+            row |= {"band_lo": ib.lo / ia.hi, "band_hi": ib.hi / ia.lo,
+                    "band": "C* intervals"}
             row["verdict"] = verdict(float(row["band_lo"]), float(row["band_hi"]))
         rows.append(row)
     return rows
@@ -243,6 +243,7 @@ def _c_star_lines(runs: Sequence[Run]) -> str:
             where = f"C* = {cross.c_star:.1f}" if cross.c_star is not None else "no C*"
             span = pair.c_star_range()
             extra = f" (range over repeats {span[0]:.1f}-{span[1]:.1f})" if span else ""
+            extra += f"; {pair.interval.words()}" if pair.interval else ""
             items.append(f"<li><b>{html.escape(run.label)}</b> {html.escape(pair.on.name)} vs "
                          f"{html.escape(pair.off.name)}: {where}{extra}, "
                          f"{html.escape(cross.verdict)} (band {html.escape(cross.band)})</li>")

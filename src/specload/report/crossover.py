@@ -14,7 +14,8 @@ crossing of 1 before the first "off" rung, interpolated linearly in log C (or th
 every rise of the curve is reported too, so a non-monotone curve shows. With repeats,
 C* is also computed per repeat pair (without a band) and its range reported, and the
 repeats agree (`agreement`) when more of them share one verdict (its bracket for C*, or
-"always"/"never") than any other, at least two.
+"always"/"never") than any other, at least two. C* has an interval, a bootstrap over the
+repeats or the rung windows' requests (`c_star_interval`).
 `find_crossover` takes any increasing load level: open-loop runs use it on arrival
 rates (`rate_axis.py`), which need not be whole numbers.
 """
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from specload.report.c_star_interval import Interval, c_star_interval
 from specload.report.run_files import ArmSource
 from specload.report.slo import SloTarget
 
@@ -102,6 +104,7 @@ class PairResult:
     crossover: Crossover  # on raw system tok/s
     rep_c_stars: list[Crossover] = field(default_factory=list)
     goodput: Crossover | None = None  # on SLO goodput, when the scenario has an SLO
+    interval: Interval | None = None  # on C* of the tok/s crossover (`c_star_interval`)
 
     @property
     def decision(self) -> Crossover:
@@ -350,4 +353,8 @@ def analyse_pair(
                                  band=band)
     rep_c_stars = [find_crossover(r["concurrency"], r["speedup"], r["speedup"], r["speedup"])
                    for r in rep_curves]
-    return PairResult(on, off, table, crossover, rep_c_stars if multi else [], goodput)
+    both = table.loc[np.isfinite(table["speedup"]), "concurrency"].to_numpy()
+    interval = c_star_interval(both, per_rep[per_rep["arm"] == on.name],
+                               per_rep[per_rep["arm"] == off.name])
+    return PairResult(on, off, table, crossover, rep_c_stars if multi else [], goodput,
+                      interval)

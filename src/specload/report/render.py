@@ -177,6 +177,7 @@ def summary_json(report: Report) -> dict[str, Any]:
             "c_star": c_star,
             "c_star_batch_size": bound_at(pair.speedup, c_star).batch if c_star else None,
             "c_star_range": pair.c_star_range(),
+            "c_star_interval": pair.interval.as_dict() if pair.interval else None,
             "c_star_per_rep": [c.as_dict() for c in pair.rep_c_stars],
             "repeats_agree": agreed.as_dict() if (agreed := pair.agreement()) else None,
             "recommendation": rec.as_dict(recommended_folder(report.pairs, pair)),
@@ -297,6 +298,8 @@ def _crossover_lines(report: Report, with_advice: bool = True) -> list[str]:
         span = pair.c_star_range()
         if span and pair.crossover.c_star is not None:
             head += f" (range over repeats {span[0]:.1f}-{span[1]:.1f})"
+        if pair.interval is not None:
+            head += f"; {pair.interval.words()}"
         lines.append(head)
         agreed = pair.agreement()
         if agreed is not None:

@@ -73,6 +73,7 @@ concurrency           | users       | C                      | key
 rate                  | 1/s         | rate/s                 | key
 rung                  | index       | rung                   |
 output_tok_s          | tok/s       | tok/s                  | mean, min, max and std
+output_tok_s_se       | tok/s       | tok/s std. error       | per repeat only
 decode_tok_s_per_user | tok/s       | decode tok/s/user      |
 request_tok_s_p50     | tok/s       | tokens/E2E p50         |
 requests_per_s        | 1/s         | requests/s             |

@@ -1,0 +1,121 @@
+"""An interval on C*: the rungs it lies between, given how much each rung's tok/s can move.
+
+A bootstrap. Each draw makes every rung of both arms again: with repeats, the rung's
+repeats resampled with replacement and averaged; within a repeat, its window's tok/s
+moved by the spread that resampling the window's requests gives
+(`client_metrics.tok_s_se`, drawn from its normal limit). The draw's speedup curve
+brackets its C* by the per-repeat rule of `crossover.find_crossover` without a band:
+between the last rung where spec-on leads and the next one (above the ladder's top,
+inf, when it leads at every rung; below its bottom, 0, when it leads at none). Between
+two rungs the curve's shape is unknown, so the interval is the draws' brackets, not
+their interpolated C*s: from the lower end that all but the lowest (1 - `LEVEL`) / 2 of
+the draws reach up to, to the upper end likewise. Finer rungs narrow it; an end beyond
+the ladder is said as such ("C* is above C=250"). Seeded: a report is the same every time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+LEVEL = 0.95
+DRAWS = 2000
+SEED = 20261204
+REPEATS = "repeats"  # what a draw resamples
+REQUESTS = "requests"
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """Where C* lies in the central `level` of the bootstrap's draws; 0 is below the
+    ladder, inf above it."""
+
+    lo: float
+    hi: float
+    bottom: float  # the ladder's ends
+    top: float
+    basis: str  # REPEATS or REQUESTS
+    level: float = LEVEL
+
+    def contains(self, c: float) -> bool:
+        return self.lo <= c <= self.hi
+
+    @property
+    def above(self) -> bool:
+        """The interval reaches past the ladder's top rung."""
+        return math.isinf(self.hi)
+
+    @property
+    def below(self) -> bool:
+        return self.lo == 0.0
+
+    def words(self) -> str:
+        """"95% interval 21.0-26.1", or where it leaves the ladder, that said plainly."""
+        pct = f"{self.level:.0%}"
+        if self.above and self.lo >= self.top:
+            return f"C* is above C={self.top:g} ({pct} of the bootstrap's draws)"
+        if self.below and self.hi <= self.bottom:
+            return f"C* is below C={self.bottom:g} ({pct} of the bootstrap's draws)"
+        lo = f"below C={self.bottom:g}" if self.below else f"{self.lo:g}"
+        hi = f"above C={self.top:g}" if self.above else f"{self.hi:g}"
+        text = f"{pct} interval {lo} to {hi}" if self.below or self.above else \
+            f"{pct} interval {lo}-{hi}"
+        if self.above:
+            text += f": C* may be above C={self.top:g}"
+        elif self.below:
+            text += f": C* may be below C={self.bottom:g}"
+        return f"{text} (bootstrap over {self.basis})"
+
+    def as_dict(self) -> dict[str, object]:
+        return {"lo": None if self.below else self.lo, "hi": None if self.above else self.hi,
+                "below_ladder": self.below, "above_ladder": self.above,
+                "level": self.level, "basis": self.basis, "words": self.words()}
+
+
+def draw_brackets(c: np.ndarray, speedup: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rungs around C* in each row of `speedup` (draws x rungs, at increasing `c`):
+    the last rung above 1 and the next; (top, inf) when every rung is above 1, (0,
+    bottom) when none is."""
+    n = c.size
+    on = speedup > 1.0
+    some = on.any(axis=1)
+    last = np.where(some, n - 1 - np.argmax(on[:, ::-1], axis=1), -1)
+    ends = np.concatenate(([0.0], c, [np.inf]))
+    return ends[last + 1], ends[last + 2]
+
+
+def _arm_draws(rows: pd.DataFrame, levels: np.ndarray, rng: np.random.Generator,
+               draws: int) -> np.ndarray:
+    """tok/s of every rung of one arm in each draw (draws x rungs)."""
+    out = np.empty((draws, levels.size))
+    for j, level in enumerate(levels):
+        at = rows[(rows["concurrency"] == level) & np.isfinite(rows["output_tok_s"])]
+        value = at["output_tok_s"].to_numpy(dtype=float)
+        se = np.nan_to_num(at["output_tok_s_se"].to_numpy(dtype=float)) \
+            if "output_tok_s_se" in at else np.zeros(value.size)
+        pick = rng.integers(0, value.size, size=(draws, value.size)) if value.size > 1 \
+            else np.zeros((draws, 1), dtype=int)
+        out[:, j] = (value[pick] + se[pick] * rng.standard_normal(pick.shape)).mean(axis=1)
+    return out
+
+
+def c_star_interval(levels: np.ndarray, on: pd.DataFrame, off: pd.DataFrame,
+                    draws: int = DRAWS, level: float = LEVEL) -> Interval | None:
+    """The interval on C* of a pair, from each arm's per-repeat rows (`rep`,
+    `concurrency`, `output_tok_s`, `output_tok_s_se`) at the pair's `levels`; None
+    without a rung both arms measured."""
+    levels = np.asarray(sorted(levels), dtype=float)
+    if levels.size == 0:
+        return None
+    rng = np.random.default_rng(SEED)
+    speedup = _arm_draws(on, levels, rng, draws) / _arm_draws(off, levels, rng, draws)
+    below, above = (np.sort(end) for end in draw_brackets(levels, speedup))
+    tail = (1.0 - level) / 2
+    lo = below[int(math.floor(tail * draws))]
+    hi = above[int(math.ceil((1.0 - tail) * draws)) - 1]
+    multi = on.groupby("concurrency")["rep"].nunique().max() > 1
+    return Interval(float(lo), float(hi), float(levels[0]), float(levels[-1]),
+                    REPEATS if multi else REQUESTS, level)

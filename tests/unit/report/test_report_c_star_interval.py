@@ -1,0 +1,95 @@
+"""The interval on C*: the window's tok/s spread over its requests, and the bootstrap's
+brackets, said plainly where they leave the ladder."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from specload.report import c_star_interval as ci
+from specload.report.client_metrics import tok_s_se
+
+
+def test_the_closed_form_spread_is_the_request_bootstrap_s() -> None:
+    rng = np.random.default_rng(1)
+    seconds = rng.uniform(2.0, 30.0, 200)  # streaming seconds inside a 30 s window
+    tokens = seconds * rng.gamma(20.0, 0.5, 200)  # each request's own pace, ~10 tok/s
+    length = 30.0
+    pace = []
+    for _ in range(4000):
+        pick = rng.integers(0, tokens.size, tokens.size)
+        pace.append(tokens[pick].sum() / seconds[pick].sum())
+    # the bootstrap varies the pace; the window's streaming seconds are as measured
+    brute = np.std(pace) * seconds.sum() / length
+    assert tok_s_se(tokens, seconds, length) == pytest.approx(brute, rel=0.06)
+
+
+def test_requests_at_one_pace_give_no_spread_and_an_empty_window_none() -> None:
+    seconds = np.array([10.0, 30.0, 5.0])
+    assert tok_s_se(12.5 * seconds, seconds, 30.0) == pytest.approx(0.0, abs=1e-9)
+    assert math.isnan(tok_s_se(np.zeros(0), np.zeros(0), 30.0))
+
+
+def test_each_draw_is_bracketed_by_its_last_leading_rung_and_the_next() -> None:
+    c = np.array([1.0, 4.0, 16.0, 64.0])
+    speedup = np.array([[1.5, 1.2, 0.9, 0.8],   # crosses between 4 and 16
+                        [1.5, 0.9, 1.1, 0.8],   # dips, recovers: the last lead counts
+                        [1.5, 1.2, 1.1, 1.05],  # leads everywhere
+                        [0.9, 0.9, 0.8, 0.7]])  # nowhere
+    below, above = ci.draw_brackets(c, speedup)
+    assert below.tolist() == [4.0, 16.0, 64.0, 0.0]
+    assert above.tolist() == [16.0, 64.0, math.inf, 1.0]
+
+
+def _rows(tok_s: dict[int, list[float]], se: float = 0.0) -> pd.DataFrame:
+    return pd.DataFrame([(rep, c, v, se) for c, values in tok_s.items()
+                         for rep, v in enumerate(values, 1)],
+                        columns=["rep", "concurrency", "output_tok_s", "output_tok_s_se"])
+
+
+def test_a_clear_crossing_is_its_bracket() -> None:
+    on = _rows({1: [150.0], 4: [300.0], 16: [400.0], 64: [500.0]}, se=2.0)
+    off = _rows({1: [100.0], 4: [250.0], 16: [500.0], 64: [800.0]}, se=2.0)
+    got = ci.c_star_interval(np.array([1, 4, 16, 64]), on, off)
+    assert (got.lo, got.hi, got.basis) == (4.0, 16.0, ci.REQUESTS)
+    assert got.contains(8.0) and not got.contains(20.0)
+    assert got.words() == "95% interval 4-16 (bootstrap over requests)"
+
+
+def test_a_rung_whose_noise_holds_1_widens_the_interval_to_its_neighbours() -> None:
+    # at C=16 spec-on leads by 1% with a 2% spread: about a third of the draws fall behind
+    on = _rows({1: [150.0], 4: [300.0], 16: [505.0], 64: [500.0]}, se=10.0)
+    off = _rows({1: [100.0], 4: [250.0], 16: [500.0], 64: [800.0]}, se=0.0)
+    got = ci.c_star_interval(np.array([1, 4, 16, 64]), on, off)
+    assert (got.lo, got.hi) == (4.0, 64.0)
+
+
+def test_repeats_are_resampled_and_their_disagreement_is_the_interval() -> None:
+    on = _rows({1: [150.0, 150.0], 4: [300.0, 240.0], 16: [400.0, 400.0]})
+    off = _rows({1: [100.0, 100.0], 4: [250.0, 250.0], 16: [500.0, 500.0]})
+    got = ci.c_star_interval(np.array([1, 4, 16]), on, off)
+    assert (got.lo, got.hi, got.basis) == (1.0, 16.0, ci.REPEATS)
+
+
+def test_an_interval_beyond_the_ladder_says_so_plainly() -> None:
+    on = _rows({10: [300.0], 250: [500.0]}, se=1.0)
+    off = _rows({10: [100.0], 250: [400.0]}, se=1.0)
+    above = ci.c_star_interval(np.array([10, 250]), on, off)
+    assert above.words() == "C* is above C=250 (95% of the bootstrap's draws)"
+    assert above.as_dict()["above_ladder"] and above.as_dict()["hi"] is None
+    near = ci.c_star_interval(np.array([10, 250]), _rows({10: [300.0], 250: [402.0]}, 4.0),
+                              off)
+    assert near.words() == ("95% interval 10 to above C=250: C* may be above C=250 "
+                            "(bootstrap over requests)")
+    below = ci.c_star_interval(np.array([10, 250]), off, on)
+    assert below.words() == "C* is below C=10 (95% of the bootstrap's draws)"
+
+
+def test_the_interval_is_the_same_every_time() -> None:
+    on = _rows({1: [150.0], 4: [252.0], 16: [400.0]}, se=5.0)
+    off = _rows({1: [100.0], 4: [250.0], 16: [500.0]}, se=5.0)
+    levels = np.array([1, 4, 16])
+    assert ci.c_star_interval(levels, on, off) == ci.c_star_interval(levels, on, off)
