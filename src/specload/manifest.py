@@ -116,6 +116,27 @@ class PromptFitEntry(_Entry):
     longest: int = 0
 
 
+class SearchRound(_Entry):
+    """One pass of the crossover search: the rungs it adds to its arms, and why."""
+
+    levels: list[int]
+    reasons: list[str] = Field(default_factory=list)
+    spent_s: float = 0.0  # the pass's wall time, once it has run
+
+
+class SearchEntry(_Entry):
+    """The crossover search of a `ladder: auto` run (`specload.search`): its arms, its
+    passes (the coarse one first) and why it stopped."""
+
+    arms: list[str]
+    rounds: list[SearchRound]
+    stop: str | None = None
+
+    def planned(self) -> list[int]:
+        """Every rung the passes run on each arm, a rung measured twice twice, in order."""
+        return sorted(x for r in self.rounds for x in r.levels)
+
+
 class Manifest(_Entry):
     """The whole manifest."""
 
@@ -128,6 +149,7 @@ class Manifest(_Entry):
     arms: list[ArmEntry]
     status: Status = "pending"
     prompt_fit: PromptFitEntry | None = None
+    search: SearchEntry | None = None  # a `ladder: auto` run's crossover search
 
     def arm(self, name: str) -> ArmEntry:
         return next(a for a in self.arms if a.name == name)

@@ -45,7 +45,16 @@ from specload.conversations import load_conversations
 from specload.errors import UserError
 from specload.ladder import DEFAULT_LADDER, parse_ladder, validate_ladder
 from specload.prompts import load_prompts
-from specload.settings import Request, Simulator, Windows, declared, joint_problems, to_args
+from specload.search import AUTO, coarse
+from specload.settings import (
+    Request,
+    Search,
+    Simulator,
+    Windows,
+    declared,
+    joint_problems,
+    to_args,
+)
 from specload.settings import Workload as SettingsWorkload
 from specload.sim import SimConfigError
 from specload.sim.faults import DEFAULT_PARAMS as FAULT_KINDS
@@ -480,10 +489,25 @@ class Workload(_model_of(SettingsWorkload)):  # type: ignore[misc]
         return KINDS[self.kind].holds_sessions(self.unit)
 
 
+class SearchSettings(_model_of(Search)):  # type: ignore[misc]
+    """`ladder: auto`: the crossover search's range and budget (`settings.Search`)."""
+
+    @model_validator(mode="after")
+    def _range(self) -> SearchSettings:
+        if self.max_concurrency is None:
+            raise ValueError("max_concurrency is required: the highest C the search may run")
+        if self.max_concurrency <= self.min_concurrency:
+            raise ValueError(f"max_concurrency ({self.max_concurrency}) must be more than "
+                             f"min_concurrency ({self.min_concurrency})")
+        return self
+
+
 class _Ladder(_Strict):
     name: str
     description: str = ""
-    ladder: list[int] = Field(default_factory=lambda: list(DEFAULT_LADDER))
+    # a list of user counts, or "auto": the crossover search (`search.py`) plans them
+    ladder: list[int] | Literal["auto"] = Field(default_factory=lambda: list(DEFAULT_LADDER))
+    search: SearchSettings | None = None
 
 
 class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
@@ -524,7 +548,7 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
     @field_validator("ladder", mode="before")
     @classmethod
     def _ladder_ok(cls, v: Any) -> Any:
-        if isinstance(v, str):
+        if isinstance(v, str) and v != AUTO:
             v = parse_ladder(v)
         if isinstance(v, list):
             problems = validate_ladder(v)
@@ -554,6 +578,21 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
                              "`ladder`: leave `ladder` out")
         return self
 
+    @model_validator(mode="after")
+    def _search_with_auto(self) -> Scenario:
+        if self.ladder == AUTO and self.search is None:
+            raise ValueError("ladder: auto needs `search:` with at least max_concurrency "
+                             "(the highest C the search may run)")
+        if self.search is not None and self.ladder != AUTO:
+            raise ValueError("`search:` plans the ladder: set `ladder: auto` (or leave "
+                             "`search:` out)")
+        return self
+
+    @property
+    def searching(self) -> bool:
+        """The rungs are the crossover search's (`ladder: auto`)."""
+        return self.search is not None
+
     @property
     def workload_kind(self) -> WorkloadKind:
         return KINDS[self.workload.kind]
@@ -561,9 +600,14 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
     @property
     def levels(self) -> list[float] | list[int]:
         """What the rungs step: the workload's levels (an open workload's rates), else the
-        ladder's user or session counts."""
+        ladder's user or session counts (a search's: its coarse pass until the runner
+        sets the rungs planned so far)."""
         key = self.workload_kind.axis.workload_key
-        return list(getattr(self.workload, key) if key else self.ladder)
+        if key:
+            return list(getattr(self.workload, key))
+        if self.ladder == AUTO:
+            return coarse(self.search)
+        return list(self.ladder)
 
     @property
     def rung_bound_s(self) -> float:

@@ -259,6 +259,22 @@ class Windows:
 
 
 @dataclass(frozen=True, slots=True)
+class Search:
+    """`ladder: auto`: where the crossover search may look and what it may spend."""
+
+    max_concurrency: int | None = setting(None, "the highest concurrency the search may run "
+                                          "(required)", unit="users", ge=2)
+    min_concurrency: int = setting(1, "the lowest concurrency it runs", unit="users", ge=1)
+    precision: float = setting(0.10, "stop once C* is known to within this share either "
+                               "way", gt=0, le=0.5)
+    rounds: int = setting(2, "refinement rounds at most after the coarse pass (each starts "
+                          "a command arm's server once more)", ge=0, le=10)
+    max_rungs: int = setting(8, "rungs per arm at most, the coarse pass's included", ge=2)
+    max_minutes: float = setting(0.0, "the search's time at most, the coarse pass's "
+                                 "included (0: no limit)", unit="min", ge=0)
+
+
+@dataclass(frozen=True, slots=True)
 class Workload:
     """What chat sessions and open-loop arrivals do (docs/workloads.md)."""
 
@@ -312,4 +328,5 @@ class Simulator:
 # The reference's sections: where in a scenario each class's keys go.
 SECTIONS: tuple[tuple[str, type], ...] = (
     ("Requests: `request:`", Request), ("Rung windows: the scenario's top level", Windows),
+    ("Crossover search: `search:` with `ladder: auto`", Search),
     ("Workload: `workload:`", Workload), ("Simulated servers: an arm's `sim:`", Simulator))

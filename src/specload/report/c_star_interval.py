@@ -1,16 +1,20 @@
-"""An interval on C*: the rungs it lies between, given how much each rung's tok/s can move.
+"""An interval on C*: where the crossover lies, given how much each rung's tok/s can move
+and how little the rungs say about the curve between them.
 
 A bootstrap. Each draw makes every rung of both arms again: with repeats, the rung's
 repeats resampled with replacement and averaged; within a repeat, its window's tok/s
 moved by the spread that resampling the window's requests gives
-(`client_metrics.tok_s_se`, drawn from its normal limit). The draw's speedup curve
-brackets its C* by the per-repeat rule of `crossover.find_crossover` without a band:
-between the last rung where spec-on leads and the next one (above the ladder's top,
-inf, when it leads at every rung; below its bottom, 0, when it leads at none). Between
-two rungs the curve's shape is unknown, so the interval is the draws' brackets, not
-their interpolated C*s: from the lower end that all but the lowest (1 - `LEVEL`) / 2 of
-the draws reach up to, to the upper end likewise. Finer rungs narrow it; an end beyond
-the ladder is said as such ("C* is above C=250"). Seeded: a report is the same every time.
+(`client_metrics.tok_s_se`, drawn from its normal limit). The draw's C* follows the
+per-repeat rule of `crossover.find_crossover` without a band: after the last rung where
+spec-on leads, interpolated in log C to the next (above the ladder's top, inf, when it
+leads at every rung; below its bottom, 0, when it leads at none). Between two rungs the
+curve's shape is unknown, so each draw's C* stands for a span: `SHAPE` of its bracket's
+width in log C either way (within the bracket). On the simulator's profiles the log-C
+interpolation missed the true crossing by at most 0.24 of its bracket
+(docs/measurement.md), so a coarse ladder's interval spans most of its bracket and
+finer rungs narrow it. The interval runs from the lower end that all but (1 - `LEVEL`)
+/ 2 of the draws reach up to, to the upper end likewise; an end past the ladder is said
+as such ("C* is above C=250"). Seeded: a report is the same every time.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import pandas as pd
 LEVEL = 0.95
 DRAWS = 2000
 SEED = 20261204
+SHAPE = 0.3  # of a bracket's width in log C: how far C* may lie from its interpolation
 REPEATS = "repeats"  # what a draw resamples
 REQUESTS = "requests"
 
@@ -59,8 +64,8 @@ class Interval:
             return f"C* is above C={self.top:g} ({pct} of the bootstrap's draws)"
         if self.below and self.hi <= self.bottom:
             return f"C* is below C={self.bottom:g} ({pct} of the bootstrap's draws)"
-        lo = f"below C={self.bottom:g}" if self.below else f"{self.lo:g}"
-        hi = f"above C={self.top:g}" if self.above else f"{self.hi:g}"
+        lo = f"below C={self.bottom:g}" if self.below else f"{self.lo:.3g}"
+        hi = f"above C={self.top:g}" if self.above else f"{self.hi:.3g}"
         text = f"{pct} interval {lo} to {hi}" if self.below or self.above else \
             f"{pct} interval {lo}-{hi}"
         if self.above:
@@ -75,16 +80,24 @@ class Interval:
                 "level": self.level, "basis": self.basis, "words": self.words()}
 
 
-def draw_brackets(c: np.ndarray, speedup: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rungs around C* in each row of `speedup` (draws x rungs, at increasing `c`):
-    the last rung above 1 and the next; (top, inf) when every rung is above 1, (0,
-    bottom) when none is."""
+def draw_spans(c: np.ndarray, speedup: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where C* may lie in each row of `speedup` (draws x rungs, at increasing `c`): its
+    log-C interpolation after the last rung above 1, `SHAPE` of the bracket's log width
+    either way within it; (top, inf) when every rung is above 1, (0, bottom) when none."""
     n = c.size
     on = speedup > 1.0
     some = on.any(axis=1)
     last = np.where(some, n - 1 - np.argmax(on[:, ::-1], axis=1), -1)
     ends = np.concatenate(([0.0], c, [np.inf]))
-    return ends[last + 1], ends[last + 2]
+    low, high = ends[last + 1], ends[last + 2]
+    mid = np.flatnonzero(some & (last < n - 1))
+    m = last[mid]
+    s0, s1 = speedup[mid, m], speedup[mid, m + 1]
+    width = np.log(c[m + 1]) - np.log(c[m])
+    at = np.log(c[m]) + (s0 - 1.0) / (s0 - s1) * width
+    low[mid] = np.exp(np.maximum(at - SHAPE * width, np.log(c[m])))
+    high[mid] = np.exp(np.minimum(at + SHAPE * width, np.log(c[m + 1])))
+    return low, high
 
 
 def _arm_draws(rows: pd.DataFrame, levels: np.ndarray, rng: np.random.Generator,
@@ -112,10 +125,10 @@ def c_star_interval(levels: np.ndarray, on: pd.DataFrame, off: pd.DataFrame,
         return None
     rng = np.random.default_rng(SEED)
     speedup = _arm_draws(on, levels, rng, draws) / _arm_draws(off, levels, rng, draws)
-    below, above = (np.sort(end) for end in draw_brackets(levels, speedup))
+    below, above = (np.sort(end) for end in draw_spans(levels, speedup))
     tail = (1.0 - level) / 2
-    lo = below[int(math.floor(tail * draws))]
-    hi = above[int(math.ceil((1.0 - tail) * draws)) - 1]
+    lo = below[math.floor(tail * draws)]
+    hi = above[math.ceil((1.0 - tail) * draws) - 1]
     multi = on.groupby("concurrency")["rep"].nunique().max() > 1
     return Interval(float(lo), float(hi), float(levels[0]), float(levels[-1]),
                     REPEATS if multi else REQUESTS, level)

@@ -203,6 +203,8 @@ def summary_json(report: Report) -> dict[str, Any]:
         "verify": [e.as_dict() for e in report.envelopes],
         "warnings": report.warnings,
         "per_token_arms": report.per_token,
+        "search": manifest.search.model_dump(mode="json") if manifest and manifest.search
+        else None,
     })
 
 
@@ -288,11 +290,23 @@ def _curve_words(cross: Crossover) -> str | None:
     return text
 
 
+def search_lines(report: Report) -> list[str]:
+    """A `ladder: auto` run's search: each pass's rungs, and why it stopped."""
+    search = report.source.manifest.search if report.source.manifest else None
+    if search is None:
+        return []
+    passes = "; ".join(f"{'coarse' if n == 0 else f'round {n}'} C={','.join(map(str, r.levels))}"
+                       for n, r in enumerate(search.rounds))
+    end = search.stop or "not finished (resume the sweep to go on)"
+    return [f"crossover search ({len(search.planned())} rungs per arm): {passes}; {end}"]
+
+
 def _crossover_lines(report: Report, with_advice: bool = True) -> list[str]:
     if not (report.pairs or report.rate_pairs):
         return [f"{report.kind.axis.crossover}: no spec-on/spec-off pair of arms (roles or "
                 "names with on/off) to compare"]
     lines = [line for pair in report.rate_pairs for line in rate_lines(pair)]
+    lines += search_lines(report)
     for pair, rec in zip(report.pairs, report.recommendations, strict=True):
         head = f"{pair.on.name} vs {pair.off.name}: {_c_star_words(pair, pair.crossover)}"
         span = pair.c_star_range()

@@ -17,6 +17,7 @@ import os
 import shutil
 import ssl
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -91,6 +92,7 @@ class Sweep:
     tls: ssl.SSLContext | None = None  # the users' TLS trust, for the runner's probes
     started: float = field(default_factory=time.monotonic)
     interrupts: int = 0
+    adding: str | None = None  # why the runs under way add rungs ("search round 1")
 
     @property
     def rung_s(self) -> float:
@@ -109,8 +111,7 @@ class Sweep:
                 continue
             for rep in arm.reps:
                 if rep.status != "done":
-                    done = len(finished_levels(self.run_dir / rep.dir / "locust"))
-                    total += len(self.scenario.levels) - done
+                    total += len(missing_levels(self, arm, rep))
         if self._verify_to_come():
             total += len(self.scenario.levels) * self.scenario.repeats
         return total * self.rung_s
@@ -123,6 +124,14 @@ class Sweep:
 
     def arm(self, name: str) -> Arm:
         return next(a for a in self.scenario.arms if a.name == name)
+
+    def planned(self, arm_name: str) -> list[float]:
+        """Every rung each repeat of the arm runs: the crossover search's so far for the
+        arms it compares (a rung measured twice twice), else the scenario's."""
+        search = self.manifest.search
+        if search is not None and arm_name in search.arms:
+            return list(search.planned())
+        return list(self.scenario.levels)
 
     def analysed(self, step: str) -> Report | None:
         """The run as far as it went, analysed as `specload report` does; None, after
@@ -318,7 +327,8 @@ def run_levels(sweep: Sweep, live: Serving, levels: list[float], announce: bool 
     live.runs += 1
     if announce:
         resumed = live.prefix != run_prefix
-        suffix = f" (resuming {len(levels)} missing rungs)" if resumed else ""
+        suffix = (f" ({sweep.adding})" if sweep.adding else
+                  f" (resuming {len(levels)} missing rungs)" if resumed else "")
         steps = sweep.scenario.workload_kind.axis.run_words
         say(f"[{live.label}] {live.url} ready; running "
             f"{steps}{','.join(f'{m:g}' for m in levels)}{suffix}")
@@ -336,9 +346,10 @@ def run_levels(sweep: Sweep, live: Serving, levels: list[float], announce: bool 
             merge_part(run_prefix, live.prefix, sweep.scenario.levels)
 
 
-def missing_levels(sweep: Sweep, rep: RepEntry) -> list[float]:
-    done = finished_levels(sweep.run_dir / rep.dir / "locust")
-    return [u for u in sweep.scenario.levels if u not in done]
+def missing_levels(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> list[float]:
+    """The rungs the repeat has still to run (one planned twice and run once: once)."""
+    done = Counter(finished_levels(sweep.run_dir / rep.dir / "locust"))
+    return sorted((Counter(sweep.planned(arm_entry.name)) - done).elements())
 
 
 class Restarts:
@@ -365,7 +376,7 @@ def run_rep(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> None:
     """Run the missing rungs of one repeat, the server started again if it exits and
     may; raises RepFailed or KeyboardInterrupt."""
     restarts = Restarts(sweep, arm_entry)
-    while missing := missing_levels(sweep, rep):
+    while missing := missing_levels(sweep, arm_entry, rep):
         try:
             with serving(sweep, arm_entry, rep) as live:
                 run_levels(sweep, live, missing)

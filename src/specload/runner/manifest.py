@@ -41,7 +41,8 @@ def arm_entry(arm: Arm, scenario: Scenario) -> ArmEntry:
         base_url=arm.url or (arm.command.base_url if arm.command else None),
         reps=[RepEntry(rep=r, dir=rep_dir(arm.name, r, scenario.repeats))
               for r in range(1, scenario.repeats + 1)],
-        ladder=list(scenario.ladder), warmup_s=scenario.warmup_s,
+        ladder=list(scenario.levels if scenario.searching else scenario.ladder),
+        warmup_s=scenario.warmup_s,
         measure_s=scenario.measure_s, engine=arm.engine,
     )
 

@@ -141,7 +141,7 @@ def run_interleaved(sweep: Sweep, pending: list[tuple[ArmEntry, RepEntry]]) -> N
     error: BaseException | None = None
     try:
         _serve_all(sweep, pending, up)
-        todo = {a.name: missing_levels(sweep, rep) for a, rep in pending}
+        todo = {a.name: missing_levels(sweep, a, rep) for a, rep in pending}
         restarts = {a.name: Restarts(sweep, a) for a, _ in pending}
         for level in sweep.scenario.levels:
             for arm_entry, rep in pending:

@@ -2,7 +2,8 @@
 
 Sets the sweep up (the scenario and its overrides, the run folder, the manifest, the
 API key, the TLS trust), runs the arms' repeats in rounds (`runner/rounds.py`, each
-repeat by `runner/attempt.py`; more while they disagree, `runner/tiebreak.py`), then the
+repeat by `runner/attempt.py`; with `ladder: auto`, the compared arms' crossover search,
+`runner/search.py`; more while they disagree, `runner/tiebreak.py`), then the
 verification arm with the recommended schedule (`runner/verify.py`), and builds the
 report. The manifest is rewritten after every state change. A failing arm (server
 unreachable or dead, Locust failing) is marked failed and the others still run. Ctrl-C
@@ -28,6 +29,7 @@ from specload import api_key
 from specload.errors import UserError
 from specload.manifest import (
     MANIFEST,
+    ArmEntry,
     Manifest,
     read_manifest,
 )
@@ -44,6 +46,7 @@ from specload.runner.progress import (
     fmt_s,
 )
 from specload.runner.rounds import run_arm, run_rounds
+from specload.runner.search import explore
 from specload.runner.tiebreak import settle
 from specload.runner.verify import (
     VERIFY_ARM,
@@ -118,6 +121,11 @@ def print_plan(scenario: Scenario, mode: LoadMode, out: Path) -> None:
     per_rep = len(scenario.levels) * (scenario.warmup_s + scenario.measure_s)
     total = per_rep * scenario.repeats * len(scenario.arms)
     steps = scenario.workload_kind.axis.plan_words
+    if scenario.search is not None:
+        spec = scenario.search
+        steps = (f"crossover search from C={spec.min_concurrency} to "
+                 f"C={spec.max_concurrency} (up to {spec.rounds} refinement rounds, "
+                 f"{spec.max_rungs} rungs per arm), coarse pass")
     say(f"scenario {scenario.name}, workload {scenario.workload.kind}: {steps} "
         f"{','.join(f'{x:g}' for x in scenario.levels)}, "
         f"{scenario.warmup_s:g} s warmup + {scenario.measure_s:g} s measure per rung, "
@@ -183,6 +191,19 @@ def run_verify(sweep: Sweep, report: Report | None = None) -> None:
     sweep.selected.append(VERIFY_ARM)
     say(f"[{VERIFY_ARM}] the recommended schedule ({found.folder}): {schedule}")
     run_arm(sweep, entry)
+
+
+def _search(sweep: Sweep, arms: list[ArmEntry]) -> tuple[Report | None, list[ArmEntry]]:
+    """A `ladder: auto` run's crossover search on its compared arms (`runner/search.py`):
+    the run as last analysed, and the arms left to run through the rungs it planned."""
+    if not sweep.scenario.searching:
+        return None, arms
+    compared = [a for a in arms if a.role in ("spec_on", "spec_off")]
+    if {a.role for a in compared} != {"spec_on", "spec_off"}:
+        say("search: needs a spec-on and a spec-off arm among the arms run; they run its "
+            "coarse pass")
+        return None, arms
+    return explore(sweep, compared), [a for a in arms if a not in compared]
 
 
 def _build_report(run_dir: Path) -> int:
@@ -275,10 +296,12 @@ def _run(sweep: Sweep, args: argparse.Namespace) -> int:
     say(f"run folder: {run_dir} (planned {fmt_s(sweep.remaining_s())})")
     try:
         with _interrupts(sweep):
-            run_rounds(sweep, [a for a in manifest.arms if a.name in sweep.selected])
+            arms = [a for a in manifest.arms if a.name in sweep.selected]
+            searched, rest = _search(sweep, arms)
+            run_rounds(sweep, rest)
             if args.arms is None:
                 compared = [a for a in manifest.arms if a.role in ("spec_on", "spec_off")]
-                run_verify(sweep, settle(sweep, compared))
+                run_verify(sweep, settle(sweep, compared) or searched)
     except KeyboardInterrupt:
         sweep.save()
         say(f"interrupted: finished rungs kept; resume with: specload sweep --resume {run_dir}")

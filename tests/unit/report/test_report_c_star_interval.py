@@ -1,5 +1,5 @@
 """The interval on C*: the window's tok/s spread over its requests, and the bootstrap's
-brackets, said plainly where they leave the ladder."""
+interpolated spans, said plainly where they leave the ladder."""
 
 from __future__ import annotations
 
@@ -33,15 +33,26 @@ def test_requests_at_one_pace_give_no_spread_and_an_empty_window_none() -> None:
     assert math.isnan(tok_s_se(np.zeros(0), np.zeros(0), 30.0))
 
 
-def test_each_draw_is_bracketed_by_its_last_leading_rung_and_the_next() -> None:
+def _span(c0: float, c1: float, s0: float, s1: float) -> tuple[float, float]:
+    """Where C* may lie between two rungs: the interpolation, SHAPE of the bracket
+    either way in log C, within it."""
+    width = math.log(c1 / c0)
+    at = math.log(c0) + (s0 - 1) / (s0 - s1) * width
+    return (math.exp(max(at - ci.SHAPE * width, math.log(c0))),
+            math.exp(min(at + ci.SHAPE * width, math.log(c1))))
+
+
+def test_each_draw_spans_its_interpolation_within_its_bracket() -> None:
     c = np.array([1.0, 4.0, 16.0, 64.0])
     speedup = np.array([[1.5, 1.2, 0.9, 0.8],   # crosses between 4 and 16
                         [1.5, 0.9, 1.1, 0.8],   # dips, recovers: the last lead counts
                         [1.5, 1.2, 1.1, 1.05],  # leads everywhere
-                        [0.9, 0.9, 0.8, 0.7]])  # nowhere
-    below, above = ci.draw_brackets(c, speedup)
-    assert below.tolist() == [4.0, 16.0, 64.0, 0.0]
-    assert above.tolist() == [16.0, 64.0, math.inf, 1.0]
+                        [0.9, 0.9, 0.8, 0.7],   # nowhere
+                        [1.5, 1.01, 0.5, 0.4]])  # just past a rung: clipped to it
+    low, high = ci.draw_spans(c, speedup)
+    spans = [_span(4, 16, 1.2, 0.9), _span(16, 64, 1.1, 0.8), (64.0, math.inf), (0.0, 1.0),
+             (4.0, _span(4, 16, 1.01, 0.5)[1])]
+    assert list(zip(low, high, strict=True)) == [pytest.approx(x) for x in spans]
 
 
 def _rows(tok_s: dict[int, list[float]], se: float = 0.0) -> pd.DataFrame:
@@ -50,28 +61,34 @@ def _rows(tok_s: dict[int, list[float]], se: float = 0.0) -> pd.DataFrame:
                         columns=["rep", "concurrency", "output_tok_s", "output_tok_s_se"])
 
 
-def test_a_clear_crossing_is_its_bracket() -> None:
-    on = _rows({1: [150.0], 4: [300.0], 16: [400.0], 64: [500.0]}, se=2.0)
-    off = _rows({1: [100.0], 4: [250.0], 16: [500.0], 64: [800.0]}, se=2.0)
+def test_without_noise_the_interval_is_the_interpolation_s_span() -> None:
+    on = _rows({1: [150.0], 4: [300.0], 16: [400.0], 64: [500.0]})
+    off = _rows({1: [100.0], 4: [250.0], 16: [500.0], 64: [800.0]})
     got = ci.c_star_interval(np.array([1, 4, 16, 64]), on, off)
-    assert (got.lo, got.hi, got.basis) == (4.0, 16.0, ci.REQUESTS)
-    assert got.contains(8.0) and not got.contains(20.0)
-    assert got.words() == "95% interval 4-16 (bootstrap over requests)"
+    assert (got.lo, got.hi) == pytest.approx(_span(4, 16, 1.2, 0.8))
+    assert got.basis == ci.REQUESTS
+    assert got.words() == f"95% interval {got.lo:.3g}-{got.hi:.3g} (bootstrap over requests)"
 
 
-def test_a_rung_whose_noise_holds_1_widens_the_interval_to_its_neighbours() -> None:
-    # at C=16 spec-on leads by 1% with a 2% spread: about a third of the draws fall behind
-    on = _rows({1: [150.0], 4: [300.0], 16: [505.0], 64: [500.0]}, se=10.0)
+def test_noise_widens_the_interval_and_a_flipping_rung_moves_it_to_its_neighbour() -> None:
     off = _rows({1: [100.0], 4: [250.0], 16: [500.0], 64: [800.0]}, se=0.0)
-    got = ci.c_star_interval(np.array([1, 4, 16, 64]), on, off)
-    assert (got.lo, got.hi) == (4.0, 64.0)
+    quiet = ci.c_star_interval(np.array([1, 4, 16, 64]),
+                               _rows({1: [150.0], 4: [300.0], 16: [515.0], 64: [500.0]}), off)
+    noisy = ci.c_star_interval(np.array([1, 4, 16, 64]),
+                               _rows({1: [150.0], 4: [300.0], 16: [515.0], 64: [500.0]}, 10.0),
+                               off)
+    assert quiet.lo == pytest.approx(16) and noisy.lo < 15  # some draws fall behind at 16
+    assert noisy.hi > quiet.hi
 
 
 def test_repeats_are_resampled_and_their_disagreement_is_the_interval() -> None:
     on = _rows({1: [150.0, 150.0], 4: [300.0, 240.0], 16: [400.0, 400.0]})
     off = _rows({1: [100.0, 100.0], 4: [250.0, 250.0], 16: [500.0, 500.0]})
     got = ci.c_star_interval(np.array([1, 4, 16]), on, off)
-    assert (got.lo, got.hi, got.basis) == (1.0, 16.0, ci.REPEATS)
+    # repeat 2 alone crosses between 1 and 4; repeat 1 alone, between 4 and 16
+    assert got.basis == ci.REPEATS
+    assert got.lo == pytest.approx(_span(1, 4, 1.5, 0.96)[0])
+    assert got.hi == pytest.approx(_span(4, 16, 1.2, 0.8)[1])
 
 
 def test_an_interval_beyond_the_ladder_says_so_plainly() -> None:
@@ -82,8 +99,8 @@ def test_an_interval_beyond_the_ladder_says_so_plainly() -> None:
     assert above.as_dict()["above_ladder"] and above.as_dict()["hi"] is None
     near = ci.c_star_interval(np.array([10, 250]), _rows({10: [300.0], 250: [402.0]}, 4.0),
                               off)
-    assert near.words() == ("95% interval 10 to above C=250: C* may be above C=250 "
-                            "(bootstrap over requests)")
+    assert near.words().endswith(" to above C=250: C* may be above C=250 (bootstrap over "
+                                 "requests)")
     below = ci.c_star_interval(np.array([10, 250]), off, on)
     assert below.words() == "C* is below C=10 (95% of the bootstrap's draws)"
 

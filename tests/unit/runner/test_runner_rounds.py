@@ -45,7 +45,7 @@ def test_an_interleaved_round_that_breaks_leaves_no_repeat_marked_done(
 
     monkeypatch.setattr(rounds, "serving", serving)
     monkeypatch.setattr(rounds, "run_levels", run_levels)
-    monkeypatch.setattr(rounds, "missing_levels", lambda sweep, rep: [1])
+    monkeypatch.setattr(rounds, "missing_levels", lambda sweep, arm, rep: [1])
     arms = [_arm("on", 1), _arm("off", 1)]
     state = SimpleNamespace(scenario=SimpleNamespace(interleave=True, levels=[1]),
                             save=lambda: None)

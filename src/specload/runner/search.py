@@ -1,0 +1,119 @@
+"""The crossover search of a `ladder: auto` sweep: a coarse pass, then refinement rounds.
+
+The coarse pass runs `search.coarse` on every compared arm; after each pass the run is
+analysed and `search.refine` gives the next round's rungs (printed, each with its
+reason) or why the search stops. A round runs its rungs on every compared arm as the
+planned rounds do (`runner/rounds.py`): one Locust run and one server start per arm
+and repeat. The passes are kept in the manifest (`SearchEntry`) as they are planned and
+run, so `--resume` finishes a pass cut short and goes on searching from there.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from specload.manifest import ArmEntry, SearchEntry, SearchRound
+from specload.runner.attempt import Sweep, say
+from specload.runner.rounds import run_rounds
+from specload.search import COARSE_RATIO, Found, coarse, refine
+
+if TYPE_CHECKING:
+    from specload.report.render import Report
+
+
+def _plan(sweep: Sweep, arms: list[ArmEntry]) -> SearchEntry:
+    """The search on record, or a new one with its coarse pass."""
+    if sweep.manifest.search is not None:
+        return sweep.manifest.search
+    spec = sweep.scenario.search
+    assert spec is not None
+    levels = coarse(spec)
+    why = (f"coarse pass: geometric from C={spec.min_concurrency} to "
+           f"C={spec.max_concurrency}, neighbours at most {COARSE_RATIO:g}x apart")
+    sweep.manifest.search = SearchEntry(arms=[a.name for a in arms],
+                                        rounds=[SearchRound(levels=levels, reasons=[why])])
+    say(f"search: {why}: C={','.join(map(str, levels))}; then up to {spec.rounds} "
+        f"refinement round(s) inside C*'s interval until it is known to "
+        f"±{spec.precision:.0%} (at most {spec.max_rungs} rungs per arm"
+        + (f", {spec.max_minutes:g} min" if spec.max_minutes else "") + ")")
+    return sweep.manifest.search
+
+
+def _apply(sweep: Sweep, log: SearchEntry) -> None:
+    """Every planned rung in the scenario's ladder and each searched arm's entry."""
+    planned = log.planned()
+    sweep.scenario = sweep.scenario.model_copy(update={"ladder": sorted(set(planned))})
+    for arm in sweep.manifest.arms:
+        if arm.name in log.arms:
+            arm.ladder = planned
+    sweep.save()
+
+
+def _found(report: Report, log: SearchEntry, round_s: float) -> Found | None:
+    """What the search needs of the analysis: the first pair of its arms."""
+    pair = next((p for p in report.pairs
+                 if {p.on.name, p.off.name} <= set(log.arms)), None)
+    if pair is None:
+        return None
+    table = pair.speedup
+    interval = pair.interval
+    return Found(
+        measured=tuple(log.planned()), c_star=pair.crossover.c_star,
+        lo=interval.lo if interval else 0.0,
+        hi=interval.hi if interval else float("inf"),
+        ties=tuple(int(c) for c in table.loc[table["decision"] == "tie", "concurrency"]),
+        elapsed_s=sum(r.spent_s for r in log.rounds), round_s=round_s)
+
+
+def _run_pass(sweep: Sweep, arms: list[ArmEntry], log: SearchEntry) -> bool:
+    """Run what the last pass has left on every arm; whether every arm finished it."""
+    started = time.monotonic()
+    n = len(log.rounds) - 1
+    sweep.adding = f"search round {n}" if n else None
+    try:
+        run_rounds(sweep, arms)
+    finally:
+        sweep.adding = None
+    log.rounds[-1].spent_s += time.monotonic() - started
+    sweep.save()
+    return all(a.status == "done" for a in arms)
+
+
+def explore(sweep: Sweep, arms: list[ArmEntry]) -> Report | None:
+    """Run the search on the compared `arms`; the run as last analysed (nothing ran
+    since), or None when the search could not go on."""
+    spec = sweep.scenario.search
+    assert spec is not None
+    log = _plan(sweep, arms)
+    _apply(sweep, log)
+    round_s = sweep.rung_s * len(arms) * sweep.scenario.repeats
+    while True:
+        if not _run_pass(sweep, arms, log):
+            say("search: stopped, an arm did not finish its rungs (resume to go on)")
+            return None
+        report = sweep.analysed("search: stopped")
+        if report is None or log.stop is not None:
+            return report
+        found = _found(report, log, round_s)
+        if found is None:
+            log.stop = "no spec-on/spec-off pair to search a crossover of"
+            say(f"search: {log.stop}")
+            sweep.save()
+            return report
+        step = refine(spec, found, rounds_done=len(log.rounds) - 1)
+        if step.stop is not None:
+            log.stop = step.stop
+            sweep.save()
+            rungs = len(log.planned())
+            say(f"search: {step.stop} ({rungs} rungs per arm in {len(log.rounds)} "
+                f"pass(es))")
+            return report
+        n = len(log.rounds)
+        log.rounds.append(SearchRound(levels=step.levels, reasons=[p.why for p in step.rungs]))
+        for p in step.rungs:
+            say(f"search: round {n}: C={p.level}: {p.why}")
+        for arm in arms:
+            for rep in arm.reps:
+                rep.status = "pending"
+        _apply(sweep, log)
