@@ -550,6 +550,8 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
     def _ladder_ok(cls, v: Any) -> Any:
         if isinstance(v, str) and v != AUTO:
             v = parse_ladder(v)
+        elif not isinstance(v, list | str):
+            raise ValueError(f"expected a list of user counts, or auto, got {v!r}")
         if isinstance(v, list):
             problems = validate_ladder(v)
             if problems:

@@ -6,8 +6,9 @@ analysed, and `refine` turns what the analysis found (`Found`: the rungs measure
 far, C*, its interval and the rungs whose noise band holds 1) into the next round: the
 rungs to add, each with its reason, or why the search stops. A refinement round places
 two rungs around the estimated C* inside the interval, a third of the interval apart
-in log C while more rounds are left and `precision` either side in the last one, and
-measures again each rung of the interval whose noise band holds 1 (once). The search
+in log C while more rounds are left and `precision` either side in the last one (both
+on one side, the second further out, when a measured rung already stands on the
+other), and measures again each rung of the interval whose noise band holds 1 (once). The search
 stops once C*'s interval is within ±`precision`, when it lies past an end of the
 search's range, when no whole concurrency is left inside it, or when the rounds, the
 rungs per arm or the minutes are spent. Every rung a round adds runs on every compared
@@ -81,14 +82,25 @@ def _estimate(found: Found, lo: float, hi: float) -> float:
     return c if c is not None and lo < c < hi else math.sqrt(lo * hi)
 
 
-def _around(estimate: float, lo: float, hi: float, width: float) -> list[int]:
-    """Two whole concurrencies `width` apart in log C around `estimate`, strictly inside
-    (lo, hi), rounded inwards; a side that would leave it goes halfway to its end."""
-    half = math.sqrt(width)
-    below = estimate / half if estimate / half > lo else math.sqrt(lo * estimate)
-    above = estimate * half if estimate * half < hi else math.sqrt(estimate * hi)
-    picks = {math.ceil(below - 1e-9), math.floor(above + 1e-9)}
-    return sorted(x for x in picks if lo < x < hi)
+def _around(estimate: float, lo: float, hi: float, width: float, tight: float,
+            measured: Sequence[int]) -> list[int]:
+    """Whole concurrencies `width` apart in log C around `estimate`, strictly inside (lo,
+    hi), rounded inwards, one each side. A side where a measured rung already stands
+    within `tight` (the precision's width) of the estimate gets none, and the other side
+    gets a second, a whole `width` further out; a rung that would leave the interval goes
+    halfway to its end."""
+    half, near = math.sqrt(width), math.sqrt(tight)
+    below = any(estimate / near <= m <= estimate for m in measured)
+    above = any(estimate <= m <= estimate * near for m in measured)
+    wanted = [] if below else [estimate / half]
+    wanted += [] if above else [estimate * half]
+    if below != above:
+        wanted.append(estimate * half * width if below else estimate / half / width)
+    picks = set()
+    for x in wanted:
+        x = x if lo < x < hi else math.sqrt((lo if x <= lo else hi) * estimate)
+        picks.add(math.ceil(x - 1e-9) if x < estimate else math.floor(x + 1e-9))
+    return sorted(x for x in picks if lo < x < hi and x not in measured)
 
 
 def refine(spec: Search, found: Found, rounds_done: int) -> Step:
@@ -115,7 +127,8 @@ def refine(spec: Search, found: Found, rounds_done: int) -> Step:
     inside = f"inside C*'s interval C={level_words(lo)}-{level_words(hi)}"
     rungs = [Planned(x, f"{'below' if x < estimate else 'above'} the estimate "
                         f"C*≈{estimate:.1f}, {inside}")
-             for x in _around(estimate, lo, hi, width) if x not in found.measured]
+             for x in _around(estimate, lo, hi, width, known_ratio(spec.precision),
+                              found.measured)]
     rungs += [Planned(x, f"measured again: its speedup's noise band holds 1, {inside}")
               for x in sorted(set(found.ties))
               if lo <= x <= hi and found.measured.count(x) == 1]

@@ -51,6 +51,7 @@ class Rule:
     # the text is a distribution (a length or a think time) that this class parses
     distribution: type[Distribution] | None = None
     scenario: bool = True  # False: a Locust option only, not a scenario key
+    option: bool = True  # False: a scenario key only (the runner's), no Locust option
 
 
 def setting(default: Any, help: str, **rule: Any) -> Any:
@@ -179,7 +180,8 @@ def reference(sections: tuple[tuple[str, type], ...] | None = None) -> str:
             key = f"`{d.name}`" if d.rule.scenario else "(option only)"
             shown = str(d.default).lower() if isinstance(d.default, bool) else d.default
             default = "none" if d.default in (None, "") else f"`{shown}`"
-            out.append(f"| {key} | `{d.flag}` | {default} | {d.rule.unit} | {d.rule.help} |")
+            flag = f"`{d.flag}`" if d.rule.option else "(none)"
+            out.append(f"| {key} | {flag} | {default} | {d.rule.unit} | {d.rule.help} |")
         out.append("")
     return "\n".join(out)
 
@@ -260,18 +262,22 @@ class Windows:
 
 @dataclass(frozen=True, slots=True)
 class Search:
-    """`ladder: auto`: where the crossover search may look and what it may spend."""
+    """`ladder: auto`: where the crossover search may look and what it may spend (the
+    runner's keys: no Locust option)."""
 
-    max_concurrency: int | None = setting(None, "the highest concurrency the search may run "
-                                          "(required)", unit="users", ge=2)
-    min_concurrency: int = setting(1, "the lowest concurrency it runs", unit="users", ge=1)
+    max_concurrency: int | None = setting(
+        None, "the highest concurrency the search may run (required)", unit="users", ge=2,
+        option=False)
+    min_concurrency: int = setting(1, "the lowest concurrency it runs", unit="users", ge=1,
+                                   option=False)
     precision: float = setting(0.10, "stop once C* is known to within this share either "
-                               "way", gt=0, le=0.5)
+                               "way", gt=0, le=0.5, option=False)
     rounds: int = setting(2, "refinement rounds at most after the coarse pass (each starts "
-                          "a command arm's server once more)", ge=0, le=10)
-    max_rungs: int = setting(8, "rungs per arm at most, the coarse pass's included", ge=2)
+                          "a command arm's server once more)", ge=0, le=10, option=False)
+    max_rungs: int = setting(8, "rungs per arm at most, the coarse pass's included", ge=2,
+                             option=False)
     max_minutes: float = setting(0.0, "the search's time at most, the coarse pass's "
-                                 "included (0: no limit)", unit="min", ge=0)
+                                 "included (0: no limit)", unit="min", ge=0, option=False)
 
 
 @dataclass(frozen=True, slots=True)

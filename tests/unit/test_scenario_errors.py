@@ -63,7 +63,19 @@ CASES = [
      "stall_first_byte, stall_between, malformed, stream_error, 0 <= FRACTION <= 1 and "
      "PARAM >= 0"),
     # ladders
-    ("ladder is a number", "name: x\nladder: 5\n" + A, ONE + "ladder: expected a list, got 5"),
+    ("ladder is a number", "name: x\nladder: 5\n" + A,
+     ONE + "ladder: expected a list of user counts, or auto, got 5"),
+    ("auto without its search", "name: x\nladder: auto\n" + A,
+     ONE + "(top level): ladder: auto needs `search:` with at least max_concurrency (the "
+     "highest C the search may run)"),
+    ("a search without auto", "name: x\nsearch: {max_concurrency: 64}\n" + A,
+     ONE + "(top level): `search:` plans the ladder: set `ladder: auto` (or leave "
+     "`search:` out)"),
+    ("a search with no top", "name: x\nladder: auto\nsearch: {min_concurrency: 4}\n" + A,
+     ONE + "search: max_concurrency is required: the highest C the search may run"),
+    ("a search upside down",
+     "name: x\nladder: auto\nsearch: {min_concurrency: 64, max_concurrency: 8}\n" + A,
+     ONE + "search: max_concurrency (8) must be more than min_concurrency (64)"),
     ("fractional users", "name: x\nladder: [1, 2.5]\n" + A,
      ONE + "ladder: rung 1: user count 2.5 is not a whole number"),
     ("negative users", "name: x\nladder: [-1, 2]\n" + A,

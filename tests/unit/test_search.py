@@ -98,3 +98,13 @@ def test_rounds_rungs_and_minutes_are_a_budget() -> None:
 def test_no_whole_concurrency_left_stops_the_search() -> None:
     step = search.refine(_spec(precision=0.01), _found((1, 2, 3), 2, 3, c_star=2.5), 0)
     assert step.stop == "no whole concurrency is left to try between C=2 and C=3"
+
+
+def test_a_side_a_measured_rung_covers_gives_its_rung_to_the_other_side() -> None:
+    # 19 stands within the precision below the estimate 20.3: both new rungs go above it,
+    # the second a whole precision width further out (a run left 22 to 64 unmeasured)
+    found = _found((1, 8, 64, 13, 19), 16.6, 31.9, c_star=20.3)
+    step = search.refine(_spec(max_concurrency=64), found, rounds_done=1)
+    q = search.known_ratio(0.10)
+    assert step.levels == [math.floor(20.3 * math.sqrt(q)), math.floor(20.3 * q ** 1.5)]
+    assert [p.why.split(",")[0] for p in step.rungs] == ["above the estimate C*≈20.3"] * 2

@@ -101,14 +101,23 @@ def speedup(pairs: Sequence[PairResult]) -> go.Figure:
                           "spec-off %{customdata[1]:.1f} tok/s<extra></extra>",
         ))
         c_star = pair.crossover.c_star
+        interval = pair.interval
+        shaded = interval is not None and not (interval.below or interval.above)
         if c_star is not None:
+            span = (f", {interval.level:.0%} interval {interval.lo:.3g}-{interval.hi:.3g} "
+                    "shaded" if shaded else "")
             fig.add_trace(go.Scatter(
-                x=[c_star], y=[1.0], mode="markers+text", name=f"C* = {c_star:.1f} ({name})",
+                x=[c_star], y=[1.0], mode="markers+text",
+                name=f"C* = {c_star:.1f} ({name}{span})",
                 marker={"color": colour, "size": 14, "symbol": "x"},
                 text=[f"C* = {c_star:.1f}"], textposition="top right",
                 hovertemplate="C* = %{x:.2f} (interpolated in log C)<extra></extra>",
             ))
             fig.add_vline(x=c_star, line={"color": colour, "dash": "dot", "width": 1})
+        if shaded:
+            # a shape, not an annotation: on a log axis plotly places those in log units
+            fig.add_vrect(x0=interval.lo, x1=interval.hi, fillcolor=colour, opacity=0.08,
+                          line={"width": 0})
     fig.add_hline(y=1.0, line={"color": "black", "dash": "dash", "width": 1},
                   annotation_text="1.0 = break-even", annotation_position="bottom left")
     return _layout(fig, "Speedup of speculative decoding (spec-on / spec-off system tok/s)",
