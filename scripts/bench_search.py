@@ -131,8 +131,11 @@ def real(profile: str) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             scenario, counters = _scenario(Path(tmp), ladder, profile)
             began = time.monotonic()
-            subprocess.run([sys.executable, "-m", "specload.cli", "sweep", str(scenario),
-                            "--out", tmp], check=True, capture_output=True, text=True)
+            done = subprocess.run([sys.executable, "-m", "specload.cli", "sweep",
+                                   str(scenario), "--out", tmp], capture_output=True, text=True)
+            if done.returncode != 0:
+                sys.exit(f"the sweep failed ({done.returncode}):\n{done.stdout[-2000:]}"
+                         f"\n{done.stderr[-2000:]}")
             wall = time.monotonic() - began
             summary = json.loads(next(Path(tmp).rglob("summary.json")).read_text())
             pair = summary["pairs"][0]

@@ -100,6 +100,7 @@ def _add_sim_curve(sub: argparse._SubParsersAction) -> None:
     _add_engine_args(p)
     p.add_argument("--ladder", type=_ladder, default=list(DEFAULT_LADDER),
                    help="comma-separated increasing concurrencies (default: %(default)s)")
+    add_options(p, Simulator, only=("acceptance_length",))
     p.add_argument("--max-tokens", type=int, default=None,
                    help="output tokens per request (default: the profile's workload)")
     p.add_argument("--prompt-tokens", type=int, default=None,

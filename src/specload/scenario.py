@@ -345,8 +345,13 @@ class Arm(_Strict):
     command: CommandArm | None = None
     url: str | None = None
     spec: Spec | None = None
-    # a list runs one arm per draft length (`<name>-k<k>`, Scenario._expand_k)
+    # a list runs one arm per draft length (`<name>-k<k>`, Scenario._expand)
     k: Annotated[int, Field(ge=0)] | list[Annotated[int, Field(ge=1, le=16)]] | None = None
+    # the mean acceptance length the arm's server is set to; a list runs one arm per
+    # length (`<name>-a<length>`, Scenario._expand): the sim's acceptance_length, or the
+    # engine's benchmarking knob through {acceptance} in command.start
+    acceptance: (Annotated[float, Field(ge=1, le=17)]
+                 | list[Annotated[float, Field(ge=1, le=17)]] | None) = None
     role: Role | None = None
     engine: str | None = None
     _engine = field_validator("engine")(lambda v: _registered(v, engines.ids()))
@@ -377,6 +382,28 @@ class Arm(_Strict):
                              "command.start")
         if self.sim and (self.sim.spec != "on" or self.sim.k is not None):
             raise ValueError("a k list on a sim arm needs sim.spec: on and no sim.k")
+        return self
+
+    @model_validator(mode="after")
+    def _acceptance_list_fits(self) -> Arm:
+        if not isinstance(self.acceptance, list):
+            return self
+        if not self.acceptance or len(set(self.acceptance)) != len(self.acceptance):
+            raise ValueError("an acceptance list needs distinct mean acceptance lengths, e.g. "
+                             "[2.0, 2.5, 3.0]")
+        if isinstance(self.k, list):
+            raise ValueError("a k list and an acceptance list: give one of them")
+        if self.url:
+            raise ValueError("an acceptance list needs a sim or command arm (a url arm "
+                             "cannot change its server's acceptance)")
+        if self.command and not any(p in self.command.start for p in (
+                engines.ACCEPTANCE, engines.ACCEPTED_DRAFTS)):
+            raise ValueError(f"an acceptance list on a command arm needs {engines.ACCEPTANCE} "
+                             f"(or {engines.ACCEPTED_DRAFTS}) in command.start, at the "
+                             "engine's knob (docs/measurement.md: the acceptance map)")
+        if self.sim and (self.sim.spec != "on" or self.sim.acceptance_length is not None):
+            raise ValueError("an acceptance list on a sim arm needs sim.spec: on and no "
+                             "sim.acceptance_length")
         return self
 
     @model_validator(mode="after")
@@ -412,6 +439,24 @@ class Arm(_Strict):
             update["command"] = self.command.model_copy(
                 update={"start": self.command.start.replace(K_PLACEHOLDER, str(k))})
         return self.model_copy(update=update)
+
+    def with_acceptance(self, length: float) -> Arm:
+        """This arm at one mean acceptance length of its list: `<name>-a<length>`, the
+        sim's `acceptance_length`, `{acceptance}` in the start command."""
+        update: dict[str, Any] = {"name": f"{self.name}-a{length:g}", "acceptance": length}
+        if self.sim:
+            update["sim"] = self.sim.model_copy(update={"acceptance_length": length})
+        if self.command:
+            update["command"] = self.command.model_copy(update={
+                "start": engines.fill_acceptance(self.command.start, length)})
+        return self.model_copy(update=update)
+
+    @property
+    def target_acceptance(self) -> float | None:
+        """The mean acceptance length the arm's server is set to, if it is."""
+        if self.sim and self.sim.acceptance_length is not None:
+            return self.sim.acceptance_length
+        return self.acceptance if isinstance(self.acceptance, float | int) else None
 
     @property
     def arm_role(self) -> str:
@@ -533,14 +578,18 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
 
     @field_validator("arms")
     @classmethod
-    def _expand_k(cls, arms: list[Arm]) -> list[Arm]:
-        """An arm with a k list becomes one arm per k; names must stay unique."""
+    def _expand(cls, arms: list[Arm]) -> list[Arm]:
+        """An arm with a k list becomes one arm per k, one with an acceptance list one arm
+        per mean acceptance length; names must stay unique."""
         out = [x for a in arms for x in
-               ([a.with_k(k) for k in a.k] if isinstance(a.k, list) else [a])]
+               ([a.with_k(k) for k in a.k] if isinstance(a.k, list) else
+                [a.with_acceptance(x) for x in a.acceptance]
+                if isinstance(a.acceptance, list) else [a])]
         seen = [a.name for a in out]
         clash = sorted({n for n in seen if seen.count(n) > 1})
         if clash:
-            raise ValueError(f"arm names clash after expanding k lists: {', '.join(clash)}")
+            raise ValueError(f"arm names clash after expanding k or acceptance lists: "
+                             f"{', '.join(clash)}")
         return out
 
     _name = field_validator("name")(lambda v: _folder_name(v, "scenario name"))

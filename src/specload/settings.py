@@ -154,10 +154,13 @@ def to_args(values: Any, cls: type) -> list[str]:
     return args
 
 
-def add_options(parser: argparse.ArgumentParser, cls: type, **extra: Any) -> None:
-    """Add the settings `cls` declares to `parser` as options (with `extra` keywords for
-    each, such as Locust's include_in_web_ui)."""
+def add_options(parser: argparse.ArgumentParser, cls: type, only: tuple[str, ...] = (),
+                **extra: Any) -> None:
+    """Add the settings `cls` declares (`only` those, when given) to `parser` as options
+    (with `extra` keywords for each, such as Locust's include_in_web_ui)."""
     for d in declared(cls):
+        if only and d.name not in only:
+            continue
         names = (d.flag, *d.rule.aliases)
         shared = {"dest": d.name, "default": d.default, "help": d.help, **extra}
         if d.base is bool:
@@ -325,6 +328,11 @@ class Simulator:
     max_model_len: int | None = setting(
         None, "the context a request's prompt and output must fit, as vLLM's option of the "
         "same name (at most the profile's; default: the profile's)", unit="tokens", ge=2)
+    acceptance_length: float | None = setting(
+        None, "tokens a speculating request emits per step on average (accepted drafts + "
+        "1, at its k): the profile's acceptance rates scaled to it, as the engines' "
+        "synthetic acceptance modes fix it (default: the profile's rates)", unit="tokens",
+        ge=1)
     per_request_spec_decode_metrics: str = setting(
         "none", "vllm: each request's drafted and accepted tokens in its final usage chunk "
         "(`metrics.speculative_decoding`), as vLLM's flag of the same name does",

@@ -59,7 +59,7 @@ def test_k_lists_that_cannot_run(arm: dict[str, Any], why: str) -> None:
 def test_expanded_names_must_not_clash() -> None:
     text = _problems({"name": "on", "k": [2], "sim": {"spec": "on"}},
                      {"name": "on-k2", "sim": {"spec": "on"}}, OFF)
-    assert "clash after expanding k lists: on-k2" in text
+    assert "clash after expanding k or acceptance lists: on-k2" in text
 
 
 def test_verify_defaults_to_simulated_pairs_only() -> None:

@@ -326,8 +326,9 @@ def analyse_pair(
     table = _ratio_table(_arm_rows(summary, on.name), _arm_rows(summary, off.name))
     cols = ["concurrency", "output_tok_s"]
     rep_curves = []
-    reps_on = per_rep[per_rep["arm"] == on.name]
-    reps_off = per_rep[per_rep["arm"] == off.name]
+    # a rung a search measured twice in a repeat counts once there, at its mean
+    reps_on, reps_off = (per_rep[per_rep["arm"] == a.name].groupby(
+        ["rep", "concurrency"], as_index=False)["output_tok_s"].mean() for a in (on, off))
     for rep in sorted(set(reps_on["rep"]) & set(reps_off["rep"])):
         curve = _ratio_table(reps_on.loc[reps_on["rep"] == rep, cols],
                              reps_off.loc[reps_off["rep"] == rep, cols])

@@ -19,6 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
+from specload.report.acceptance_map import AcceptanceMap
 from specload.report.crossover import PairResult
 from specload.report.envelope import EFFICIENCY_GOAL, Envelope
 from specload.report.rate_axis import RatePair
@@ -383,12 +384,40 @@ def envelope(found: Sequence[Envelope]) -> go.Figure:
     return fig
 
 
+def acceptance_map(maps: Sequence[AcceptanceMap]) -> go.Figure:
+    """The speedup over acceptance length x C as a heat map (1 in white), the break-even
+    acceptance per C, and a spec-on arm whose acceptance was not set at what its server
+    reported."""
+    amap = maps[0]
+    table = amap.speedup
+    c = [float(x) for x in table.columns]
+    fig = go.Figure(go.Heatmap(
+        x=c, y=[float(a) for a in table.index], z=table.to_numpy(), zmid=1.0,
+        colorscale="RdBu", colorbar={"title": "speedup"},
+        hovertemplate="C=%{x}<br>acceptance length %{y}<br>speedup %{z:.3f}×<extra></extra>"))
+    inside = [b for b in amap.break_even if not b.bound]
+    fig.add_trace(go.Scatter(
+        x=[b.concurrency for b in inside], y=[b.length for b in inside], mode="lines+markers",
+        name="break-even acceptance (speedup 1)", line={"color": "black", "width": 2},
+        hovertemplate="C=%{x}<br>breaks even at %{y:.2f}<extra></extra>"))
+    if amap.real is not None and amap.real_acceptance is not None:
+        real = amap.real_acceptance.dropna()
+        fig.add_trace(go.Scatter(
+            x=list(real.index), y=list(real), mode="lines+markers",
+            name=f"{amap.real.on.name} (acceptance its server reported)",
+            line={"color": "darkgreen", "dash": "dash"}, marker={"symbol": "diamond"},
+            hovertemplate="C=%{x}<br>accepts %{y:.2f}<extra></extra>"))
+    fig = _layout(fig, f"Acceptance map: speedup over {amap.off} by mean acceptance length",
+                  "mean acceptance length (tokens per step)")
+    return fig.update_yaxes(rangemode="normal")
+
+
 @dataclass(frozen=True, slots=True)
 class Registered:
     """One registered figure: what it draws from, and when it has something to show."""
 
     draw: Callable[[Any], go.Figure]
-    source: str = "summary"  # or "pairs", "rate_pairs", "envelopes": what `draw` takes
+    source: str = "summary"  # or "pairs", "rate_pairs", "envelopes", "acceptance_maps"
     needs: str | None = None  # a summary column it is drawn only where measured
 
     def shown(self, sources: dict[str, Any]) -> bool:
@@ -401,6 +430,7 @@ class Registered:
 FIGURES: dict[str, Registered] = {
     "system_throughput": Registered(system_throughput),
     "speedup": Registered(speedup, "pairs"),
+    "acceptance_map": Registered(acceptance_map, "acceptance_maps"),
     "envelope": Registered(envelope, "envelopes"),
     "batch_size": Registered(batch_size, needs="server_running_mean"),
     "per_user_throughput": Registered(per_user_throughput),
@@ -421,9 +451,11 @@ FIGURES: dict[str, Registered] = {
 
 def all_figures(summary: pd.DataFrame, pairs: Sequence[PairResult],
                 rate_pairs: Sequence[RatePair] = (), envelopes: Sequence[Envelope] = (),
-                kind: WorkloadKind = USERS) -> list[go.Figure]:
+                kind: WorkloadKind = USERS,
+                acceptance_map: AcceptanceMap | None = None) -> list[go.Figure]:
     """Every figure the kind shows, in its order (envelopes: those with rungs)."""
     sources = {"summary": summary, "pairs": list(pairs), "rate_pairs": list(rate_pairs),
-               "envelopes": [e for e in envelopes if len(e.table)]}
+               "envelopes": [e for e in envelopes if len(e.table)],
+               "acceptance_maps": [acceptance_map] if acceptance_map else []}
     shown = [FIGURES[name] for name in kind.figures if FIGURES[name].shown(sources)]
     return [f.draw(sources[f.source]) for f in shown]

@@ -29,6 +29,7 @@ from specload import __version__
 from specload.errors import UserError
 from specload.report import figures, quality
 from specload.report.acceptance import per_token_arms, per_token_note, with_acceptance
+from specload.report.acceptance_map import AcceptanceMap, analyse_map
 from specload.report.aggregate import combine_reps, measure_all
 from specload.report.crossover import Crossover, PairResult, analyse_pair, pair_arms
 from specload.report.envelope import Envelope, envelopes, with_efficiency
@@ -69,6 +70,7 @@ class Report:
     study: KStudy | None = None  # a multi-k study's best k per band
     envelopes: list[Envelope] = field(default_factory=list)  # verification arms
     per_token: list[str] = field(default_factory=list)  # arms streaming one event per token
+    acceptance_map: AcceptanceMap | None = None  # spec-on arms set to acceptance lengths
 
     @property
     def workload(self) -> str:
@@ -108,7 +110,8 @@ def build(path: str | Path, processes: int | None = None) -> Report:
     found = envelopes(summary, source.arms, schedules)
     return Report(source, per_rep, with_efficiency(summary, found), pairs, warnings, recs, slo,
                   kind, study=analyse_study(source.arms, per_rep, summary), envelopes=found,
-                  per_token=per_token)
+                  per_token=per_token,
+                  acceptance_map=analyse_map(source.arms, pairs, summary))
 
 
 def schedule_to_verify(report: Report) -> Schedule | None:
@@ -205,6 +208,7 @@ def summary_json(report: Report) -> dict[str, Any]:
         "per_token_arms": report.per_token,
         "search": manifest.search.model_dump(mode="json") if manifest and manifest.search
         else None,
+        "acceptance_map": report.acceptance_map.as_dict() if report.acceptance_map else None,
     })
 
 
@@ -336,6 +340,7 @@ def _crossover_lines(report: Report, with_advice: bool = True) -> list[str]:
 def _study_lines(report: Report, with_advice: bool = True) -> list[str]:
     """The multi-k study's picks and schedule, and each verification arm's efficiency."""
     lines = report.study.lines() if report.study else []
+    lines += report.acceptance_map.lines() if report.acceptance_map else []
     if report.study and with_advice:
         rec = report.study.recommendation
         lines += [f"  {line}" for line in rec.lines]
@@ -405,7 +410,8 @@ def _html(report: Report) -> str:
     else:
         warns = "<li>none</li>"
     plots = figures_html(figures.all_figures(report.summary, report.pairs, report.rate_pairs,
-                                             report.envelopes, report.kind))
+                                             report.envelopes, report.kind,
+                                             report.acceptance_map))
     frame = _table(report)
     note = table_note(frame, report.per_token)
     table = frame.to_html(index=False, na_rep="–", float_format=cell, border=0,

@@ -64,6 +64,7 @@ class ArmSource:
     kind: str | None = None
     k: int | None = None
     reps: list[RepSource] = field(default_factory=list)
+    acceptance: float | None = None  # the mean acceptance length its server was set to
     engine: str | None = None  # "vllm", "sglang", ... (specload.engines)
     engine_source: str = "unknown"  # how the engine is known
     command: str | None = None  # the start command of a `command:` arm
@@ -153,7 +154,7 @@ def _from_manifest(run_dir: Path) -> RunSource:
                         spec=entry.spec, kind=entry.kind, k=entry.k, engine=engine,
                         engine_source=engine_source,
                         command=command.get("start") if isinstance(command, dict) else None,
-                        profile=entry.profile)
+                        profile=entry.profile, acceptance=entry.acceptance)
         for rep in entry.reps:
             prefix = run_dir / rep.dir / SWEEP_PREFIX_NAME
             if has_requests(prefix):

@@ -136,6 +136,8 @@ def print_plan(scenario: Scenario, mode: LoadMode, out: Path) -> None:
     for arm in scenario.arms:
         server = (f"sim {arm.sim.profile} spec={arm.sim.spec} k={arm.sim.k or 'profile'}"
                   if arm.sim else arm.command.base_url if arm.command else arm.url)
+        if arm.target_acceptance is not None:
+            server += f", mean acceptance length {arm.target_acceptance:g}"
         say(f"  arm {arm.name}: {arm.kind} ({server}), role {arm.arm_role}")
     if scenario.verify_default:
         say(f"  then arm {VERIFY_ARM}: the recommended schedule, through the same ladder")

@@ -4,7 +4,8 @@ The profile gives conditional acceptance rates per draft position: α_j = P(posi
 accepted | positions < j accepted). A request that drafted k tokens accepts the longest
 accepted prefix, so P(accepted ≥ j) = α_1·…·α_j; one uniform draw against those
 cumulative products samples exactly that distribution. The step then emits the accepted
-tokens plus the target's own (bonus) token.
+tokens plus the target's own (bonus) token. `rates_for_length` scales the rates to a
+target mean, the simulator's benchmarking mode (`--acceptance-length`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,26 @@ def survival(rates: Sequence[float], k: int) -> list[float]:
 def expected_tokens_per_step(rates: Sequence[float], k: int) -> float:
     """E[accepted + 1]: tokens one speculating request emits per step."""
     return 1.0 + sum(survival(rates, k))
+
+
+def rates_for_length(rates: Sequence[float], k: int, length: float) -> list[float]:
+    """The first `k` rates scaled by one factor (each at most 1) so that a step drafting
+    `k` tokens emits `length` tokens on average (accepted + 1); ValueError outside
+    [1, k + 1]. The benchmarking modes of the engines fix the same mean (vLLM's
+    synthetic_acceptance_length, llama.cpp's --spec-synth-len)."""
+    if not 1.0 <= length <= k + 1:
+        raise ValueError(f"an acceptance length of {length:g} needs 1 <= length <= k + 1 "
+                         f"= {k + 1}")
+    base = list(rates[:k])
+
+    def emitted(f: float) -> float:
+        return expected_tokens_per_step([min(1.0, f * r) for r in base], k)
+
+    lo, hi = 0.0, 1.0 / max(min(base), 1e-12)
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if emitted(mid) < length else (lo, mid)
+    return [min(1.0, hi * r) for r in base]
 
 
 def k_for_batch(schedule: Sequence[tuple[int, int, int]], batch_size: int) -> int:

@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from specload.sim import SimConfigError
+from specload.sim.acceptance import rates_for_length
 
 PROFILES_DIR = Path(__file__).with_name("profiles")
 # The open end of an adaptive schedule written `16-:0`: above any running-request cap.
@@ -337,10 +338,27 @@ def with_schedule(profile: Profile, schedule: Sequence[tuple[int, int, int]]) ->
     return profile.model_copy(update={"speculative": spec})
 
 
+def with_acceptance_length(profile: Profile, length: float, k: int | None = None) -> Profile:
+    """The profile with its acceptance rates scaled so a step drafting `k` tokens (default:
+    the profile's) emits `length` tokens on average (`acceptance.rates_for_length`)."""
+    spec = profile.speculative
+    k = k or spec.k
+    try:
+        rates = rates_for_length(spec.acceptance, k, length)
+    except ValueError as exc:
+        raise SimConfigError(f"--acceptance-length: {exc}") from None
+    return profile.model_copy(update={"speculative": spec.model_copy(
+        update={"acceptance": [*rates, *spec.acceptance[k:]]})})
+
+
 def engine_profile(args: argparse.Namespace) -> Profile:
-    """The profile `sim` and `sim-curve` run: `--profile`, with `--adaptive-schedule`'s
-    schedule in place of the profile's when given (only `--spec adaptive` uses one)."""
+    """The profile `sim` and `sim-curve` run: `--profile`, its acceptance rates scaled to
+    `--acceptance-length` when given, with `--adaptive-schedule`'s schedule in place of
+    the profile's when given (only `--spec adaptive` uses one)."""
     profile = load_profile(args.profile)
+    length = getattr(args, "acceptance_length", None)
+    if length is not None:
+        profile = with_acceptance_length(profile, length, getattr(args, "k", None))
     text = getattr(args, "adaptive_schedule", None)
     if text is None:
         return profile

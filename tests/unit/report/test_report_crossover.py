@@ -181,3 +181,18 @@ def test_repeats_agree_on_one_bracket_held_more_often_than_any_other() -> None:
     assert not cx.agreement([_rep(2, 4), _rep(2, 4), never, never]).settled
     assert cx.agreement([never, cx.Crossover(cx.NEVER, above=1), _rep(1, 2)]).settled
     assert cx.agreement([never, never]).words() == "2 of 2 repeats: says never"
+
+
+def test_a_rung_measured_twice_in_a_repeat_counts_once_at_its_mean() -> None:
+    # a search measured C=10 again in each repeat (its noise band held 1)
+    per_rep = pd.DataFrame([
+        ("on", 1, 1, 200.0), ("on", 1, 10, 400.0), ("on", 1, 10, 380.0),
+        ("on", 2, 1, 220.0), ("on", 2, 10, 360.0), ("on", 2, 10, 380.0),
+        ("off", 1, 1, 100.0), ("off", 1, 10, 500.0), ("off", 1, 10, 500.0),
+        ("off", 2, 1, 100.0), ("off", 2, 10, 400.0), ("off", 2, 10, 400.0),
+    ], columns=["arm", "rep", "concurrency", "output_tok_s"])
+    summary = per_rep.groupby(["arm", "concurrency"], as_index=False)["output_tok_s"].mean()
+    res = cx.analyse_pair(_arm("on", "spec_on"), _arm("off", "spec_off"), summary, per_rep)
+    assert res.speedup["speedup_min"].tolist() == pytest.approx([2.0, 0.78])
+    assert res.speedup["speedup_max"].tolist() == pytest.approx([2.2, 0.925])
+    assert [c.below for c in res.rep_c_stars] == [1, 1]

@@ -1,0 +1,60 @@
+"""The break-even acceptance map against the simulator's own truth.
+
+Three simulated seed-glm spec-on arms set to mean acceptance lengths 2, 3 and 4
+(`acceptance: [2.0, 3.0, 4.0]`), the profile's own drafter as a fourth, and a spec-off
+arm, at C = 4, 16 and 32 with 256-token prompts and 64-token replies. `sim-curve`
+(virtual time) gives the speedup on a fine grid of acceptance lengths at each C, and so
+the true break-even acceptance (`_truth`). The report's break-even must agree with it
+within ±0.15 at every C where it lies inside the lengths measured, and place the real
+drafter on the map.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from specload.report.acceptance_map import break_even
+from specload.sim.profile import load_profile, with_acceptance_length
+from specload.sim.virtual import run_closed_loop
+from tests.support.sweeps import run_dir_of, run_sweep, write_scenario
+
+pytestmark = pytest.mark.slow
+PROFILE, PROMPT, REPLY, LADDER = "seed-glm", 256, 64, [4, 16, 32]
+
+
+def _truth(c: int) -> float:
+    """The acceptance length at which spec-on breaks even at C, by sim-curve."""
+    profile = load_profile(PROFILE)
+    shape = {"prompt_tokens": PROMPT, "output_tokens": REPLY}
+    off = run_closed_loop(profile, "off", None, c, **shape).output_tok_s
+    grid = np.linspace(1.5, 4.0, 51)
+    speedup = [run_closed_loop(with_acceptance_length(profile, a), "on", None, c,
+                               **shape).output_tok_s / off for a in grid]
+    return break_even(grid, speedup, c).length
+
+
+def test_the_break_even_acceptance_is_the_simulators(tmp_path: Path) -> None:
+    scenario = write_scenario(tmp_path, {
+        "name": "map", "ladder": LADDER, "warmup_s": 3, "measure_s": 6, "min_requests": 10,
+        "drain_s": 5,
+        "request": {"prompt_tokens": PROMPT, "max_tokens": REPLY, "ignore_eos": True},
+        "arms": [{"name": "on", "acceptance": [2.0, 3.0, 4.0],
+                  "sim": {"profile": PROFILE, "spec": "on"}},
+                 {"name": "drafter", "sim": {"profile": PROFILE, "spec": "on"}},
+                 {"name": "off", "sim": {"profile": PROFILE, "spec": "off"}}]})
+    done = run_sweep(tmp_path, str(scenario), "--out", "out", timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    found = json.loads((tmp_path / run_dir_of(done.stdout) / "summary.json").read_text())
+    amap = found["acceptance_map"]
+    assert amap["lengths"] == [2.0, 3.0, 4.0] and amap["real"]["arm"] == "drafter"
+    inside = [b for b in amap["break_even"] if b["bound"] is None]
+    assert inside, amap["break_even"]
+    for b in inside:
+        truth = _truth(int(b["concurrency"]))
+        assert b["length"] == pytest.approx(truth, abs=0.15), (b, truth)
+    assert "a drafter needs an acceptance length of at least" in done.stdout
+    assert any(r["margin"] for r in amap["real"]["margin"])
