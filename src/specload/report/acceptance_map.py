@@ -8,12 +8,13 @@ acceptance at every C); below the lowest length measured or above the highest it
 bounded. C* per length is that pair's crossover, so C* is a function of acceptance. A
 spec-on arm whose acceptance was not set (the real drafter) is placed on the map at the
 acceptance its server reported (`accept_len`) with its own speedup, and its margin is
-that acceptance minus the break-even, at each rung and at its C*.
+that acceptance minus the break-even at each rung; at the last rung below its C* (the
+recommendation's bound) it says how far acceptance may fall before speculating there
+stops paying.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -81,15 +82,6 @@ class AcceptanceMap:
                 rows.append((b.concurrency, got, b.length, got - b.length))
         return pd.DataFrame(rows, columns=["concurrency", "accept_len", "break_even", "margin"])
 
-    def needed_at(self, c: float) -> float | None:
-        """The break-even acceptance at any C inside the measured ones (log C)."""
-        known = [(b.concurrency, b.length) for b in self.break_even if not b.bound]
-        for (c0, a0), (c1, a1) in itertools.pairwise(known):
-            if c0 <= c <= c1:
-                t = math.log(c / c0) / math.log(c1 / c0) if c1 > c0 else 0.0
-                return a0 + t * (a1 - a0)
-        return next((a for x, a in known if x == c), None)
-
     def lines(self) -> list[str]:
         lengths = list(self.speedup.index)
         out = [f"acceptance map ({self.off} against spec-on at mean acceptance lengths "
@@ -110,15 +102,21 @@ class AcceptanceMap:
                        + ", ".join(f"C={r.concurrency:g} {r.accept_len:.2f} vs "
                                    f"{r.break_even:.2f} ({r.margin:+.2f})"
                                    for r in margin.itertuples()))
-            c_star = self.real.crossover.c_star
-            need = self.needed_at(c_star) if c_star is not None else None
-            if need is not None:
-                got = np.interp(math.log(c_star), np.log(margin["concurrency"]),
-                                margin["accept_len"])
-                out.append(f"  at its C* = {c_star:.1f} it accepts {got:.2f} where "
-                           f"{need:.2f} breaks even: an acceptance margin of "
-                           f"{got - need:+.2f}")
+            out += self._bound_words(margin)
         return out
+
+    def _bound_words(self, margin: pd.DataFrame) -> list[str]:
+        """The real drafter's margin at the last rung below its recommended bound: how far
+        its acceptance may fall before speculating there stops paying."""
+        c_star = self.real.crossover.c_star if self.real else None
+        below = margin[margin["concurrency"] < c_star] if c_star is not None else margin[:0]
+        if below.empty:
+            return []
+        last = below.iloc[-1]
+        return [f"  the recommendation's bound C* = {c_star:.1f}: at C = "
+                f"{last.concurrency:g}, the last rung below it, {self.real.on.name} accepts "
+                f"{last.accept_len:.2f} where {last.break_even:.2f} breaks even: an "
+                f"acceptance margin of {last.margin:+.2f} ({last.margin / last.accept_len:+.0%})"]
 
     def as_dict(self) -> dict[str, object]:
         margin = self.margin()

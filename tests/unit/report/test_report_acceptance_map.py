@@ -53,7 +53,8 @@ def test_the_map_of_a_run_with_three_lengths_and_a_real_drafter() -> None:
                                "C=4 2.25, C=16 3.33")
     assert "  at C = 16 a drafter needs an acceptance length of at least 3.33 to pay" in lines
     assert any(line.startswith("  C* by acceptance length: 2 -> ") for line in lines)
-    assert any("acceptance margin of" in line for line in lines)
+    assert any(line.startswith("  the recommendation's bound C* = ") and
+               "an acceptance margin of +0.55 (+20%)" in line for line in lines), lines
     assert got.as_dict()["break_even"][0] == {"concurrency": 1.0, "length": 2.0,
                                               "bound": "below"}
 

@@ -13,6 +13,7 @@ from specload.manifest import SearchEntry, SearchRound
 from specload.runner import search as runner_search
 from specload.runner.manifest import new_manifest
 from specload.scenario import parse_scenario
+from tests.support.sweeps import finish_every_repeat
 
 
 def _sweep(analyses: list[tuple[float, float, float]]) -> SimpleNamespace:
@@ -42,10 +43,7 @@ def passes(monkeypatch: pytest.MonkeyPatch) -> list[list[float]]:
 
     def run_rounds(sweep: SimpleNamespace, arms: list) -> None:
         ran.append(list(sweep.scenario.levels))
-        for arm in arms:
-            for rep in arm.reps:
-                rep.status = "done"
-            arm.refresh_status()
+        finish_every_repeat(sweep, arms)
     monkeypatch.setattr(runner_search, "run_rounds", run_rounds)
     return ran
 

@@ -9,6 +9,7 @@ import pytest
 from specload.manifest import ArmEntry, RepEntry
 from specload.report import render
 from specload.runner import tiebreak
+from tests.support.sweeps import finish_every_repeat
 
 
 def _arm(name: str, reps: int, pending: tuple[int, ...] = ()) -> ArmEntry:
@@ -32,12 +33,7 @@ def verdicts(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     said: list[list[str]] = []
     monkeypatch.setattr(render, "unsettled_pairs", lambda report: said.pop(0))
 
-    def run_rounds(sweep, arms):
-        for arm in arms:
-            for rep in arm.reps:
-                rep.status = "done"
-            arm.refresh_status()
-    monkeypatch.setattr(tiebreak, "run_rounds", run_rounds)
+    monkeypatch.setattr(tiebreak, "run_rounds", finish_every_repeat)
     return said
 
 
