@@ -55,7 +55,7 @@ def other_value(d: Declared, tmp_path: Path) -> Any:
     if d.base is int:
         return (d.default or 0) + 3
     if d.base is float:
-        return d.default + 1.5
+        return (d.default or 1.0) + 1.5
     return "MY_KEY" if d.name == "api_key_env" else f"x-{d.name}"
 
 
