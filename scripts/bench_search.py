@@ -124,10 +124,11 @@ def _scenario(folder: Path, ladder: object, profile: str) -> tuple[Path, dict[st
     return path, counters
 
 
-def real(profile: str) -> None:
+def real(profile: str, only: str | None = None) -> None:
     truth = _truth(profile, (256, 64))
     print(f"{profile} 256/64, live sweeps; sim-curve's C* = {_fmt(truth)}")
-    for ladder in (list(DEFAULT_LADDER), "auto"):
+    ladders = {"fixed": list(DEFAULT_LADDER), "auto": "auto"}
+    for ladder in [v for k, v in ladders.items() if only in (None, k)]:
         with tempfile.TemporaryDirectory() as tmp:
             scenario, counters = _scenario(Path(tmp), ladder, profile)
             began = time.monotonic()
@@ -152,9 +153,10 @@ def real(profile: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--real", metavar="PROFILE", help="run live sweeps on this profile")
+    parser.add_argument("--only", choices=("fixed", "auto"), help="--real: one of the two")
     args = parser.parse_args()
     if args.real:
-        real(args.real)
+        real(args.real, args.only)
     else:
         virtual()
 
