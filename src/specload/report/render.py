@@ -338,7 +338,8 @@ def _crossover_lines(report: Report, with_advice: bool = True) -> list[str]:
 
 
 def _study_lines(report: Report, with_advice: bool = True) -> list[str]:
-    """The multi-k study's picks and schedule, and each verification arm's efficiency."""
+    """The multi-k study's picks and schedule, the acceptance map's break-even and
+    margin, and each verification arm's efficiency."""
     lines = report.study.lines() if report.study else []
     lines += report.acceptance_map.lines() if report.acceptance_map else []
     if report.study and with_advice:

@@ -52,6 +52,8 @@ def _apply(sweep: Sweep, log: SearchEntry) -> None:
 
 def _found(report: Report, log: SearchEntry, round_s: float) -> Found | None:
     """What the search needs of the analysis: the first pair of its arms."""
+    from specload.report.crossover import TIE  # loaded with the analysis (pandas)
+
     pair = next((p for p in report.pairs
                  if {p.on.name, p.off.name} <= set(log.arms)), None)
     if pair is None:
@@ -62,7 +64,7 @@ def _found(report: Report, log: SearchEntry, round_s: float) -> Found | None:
         measured=tuple(log.planned()), c_star=pair.crossover.c_star,
         lo=interval.lo if interval else 0.0,
         hi=interval.hi if interval else float("inf"),
-        ties=tuple(int(c) for c in table.loc[table["decision"] == "tie", "concurrency"]),
+        ties=tuple(int(c) for c in table.loc[table["decision"] == TIE, "concurrency"]),
         elapsed_s=sum(r.spent_s for r in log.rounds), round_s=round_s)
 
 

@@ -121,7 +121,7 @@ def print_plan(scenario: Scenario, mode: LoadMode, out: Path) -> None:
     per_rep = len(scenario.levels) * (scenario.warmup_s + scenario.measure_s)
     total = per_rep * scenario.repeats * len(scenario.arms)
     steps = scenario.workload_kind.axis.plan_words
-    if scenario.search is not None:
+    if scenario.searching:
         spec = scenario.search
         steps = (f"crossover search from C={spec.min_concurrency} to "
                  f"C={spec.max_concurrency} (up to {spec.rounds} refinement rounds, "
