@@ -12,7 +12,13 @@ completed.
   `warmup_s` at most.
 - The measure window lasts at least `measure_s` and until `min_requests` requests that
   started in it have completed, but `max_measure_s` at most, so even the slowest rung
-  gets latencies where the server allows it.
+  gets latencies where the server allows it. Where this rung's requests take so long
+  that such a window could see none start (closed-loop users of equal requests move in
+  step: every one was mid-request when the window opened), the cap stretches to
+  `STRETCH` times the longest request of the rung that has ended (while none has, the
+  time since the rung began stands for it), so that every user's request in flight
+  ends and a new one starts and ends inside it, up to `STRETCH_LIMIT` times
+  `max_measure_s` (`window_cap`).
 - After the last rung the run drains: users finish the request they are in and start
   no new one, so the last rung keeps its tokens and latencies (`drain_s` at most).
 `nominal_duration` gives the shortest time the plan can take (for ETAs), `spawn_rate`
@@ -34,6 +40,12 @@ DEFAULT_DRAIN_S = 120.0
 # per second per load process (runners.py: LocalRunner.start, and MasterRunner.start per
 # worker), because faster spawning can starve a process's event loop.
 MAX_SPAWN_RATE_PER_PROCESS = 100.0
+# A window that must see its users' requests start stretches to this many times the
+# longest request of its rung (the requests in flight end within one, the next ones
+# start and end within another, with room for the spread), ...
+STRETCH = 2.5
+# ... but no further than this many times `max_measure_s`.
+STRETCH_LIMIT = 4.0
 
 
 class LadderError(ValueError):
@@ -127,20 +139,30 @@ def start(now: float) -> Position:
     return Position(0, "warmup", now, now)
 
 
+def window_cap(rung: RungPlan, longest_s: float) -> float:
+    """The longest a rung's measure window may last, given the longest request the rung
+    has completed so far (see the module docstring)."""
+    return max(rung.max_measure_s,
+               min(STRETCH * longest_s, STRETCH_LIMIT * rung.max_measure_s))
+
+
 def advance(rungs: Sequence[RungPlan], pos: Position, now: float,
-            completed_since: Callable[[float], int], drain_s: float, drained: bool
+            completed_since: Callable[[float], int], drain_s: float, drained: bool,
+            longest_since: Callable[[float], float | None] = lambda t: 0.0,
             ) -> tuple[Position, Rung | None]:
     """The position at `now`, and the rung that finished its measure window, if any.
 
     `completed_since(t)`: requests that started at or after `t` and have completed (the
-    caller's observation); `drained`: nothing is in flight any more (during the drain).
+    caller's observation); `longest_since(t)`: the longest request that started at or
+    after `t` and has ended, failed or not (None while none has), in seconds; `drained`:
+    nothing is in flight any more (during the drain).
     A warmup cut by its cap ends at its cap, not at the tick that notices, and the
     measure window that follows is judged in the same call; a window ends at `now`,
     when the user count really changes.
     """
     finished = None
     for _ in range(3):  # warmup -> measure -> next rung, at most, in one tick
-        nxt, done = _step(rungs, pos, now, completed_since, drain_s, drained)
+        nxt, done = _step(rungs, pos, now, completed_since, drain_s, drained, longest_since)
         finished = finished or done
         if nxt == pos or done is not None:
             return nxt, finished
@@ -149,8 +171,8 @@ def advance(rungs: Sequence[RungPlan], pos: Position, now: float,
 
 
 def _step(rungs: Sequence[RungPlan], pos: Position, now: float,
-          completed_since: Callable[[float], int], drain_s: float, drained: bool
-          ) -> tuple[Position, Rung | None]:
+          completed_since: Callable[[float], int], drain_s: float, drained: bool,
+          longest_since: Callable[[float], float | None]) -> tuple[Position, Rung | None]:
     rung = rungs[pos.rung] if pos.rung < len(rungs) else None
     elapsed = now - pos.phase_start
     if pos.phase == "warmup" and rung is not None:
@@ -162,7 +184,10 @@ def _step(rungs: Sequence[RungPlan], pos: Position, now: float,
     if pos.phase == "measure" and rung is not None:
         long_enough = (elapsed >= rung.measure_s
                        and completed_since(pos.phase_start) >= rung.min_requests)
-        if not (long_enough or elapsed >= rung.max_measure_s):
+        longest = longest_since(pos.rung_start)
+        if longest is None:  # every request of the rung is still running: this long at least
+            longest = now - pos.rung_start
+        if not (long_enough or elapsed >= window_cap(rung, longest)):
             return pos, None
         done = Rung(rung.index, rung.users, pos.rung_start, pos.phase_start, now)
         if rung.index + 1 < len(rungs):

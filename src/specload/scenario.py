@@ -43,7 +43,7 @@ from specload import engines
 from specload.arrival_plan import validate_rates
 from specload.conversations import load_conversations
 from specload.errors import UserError
-from specload.ladder import DEFAULT_LADDER, parse_ladder, validate_ladder
+from specload.ladder import DEFAULT_LADDER, STRETCH_LIMIT, parse_ladder, validate_ladder
 from specload.prompts import load_prompts
 from specload.search import AUTO, coarse
 from specload.settings import (
@@ -662,8 +662,14 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
 
     @property
     def rung_bound_s(self) -> float:
-        """The longest one rung may take (warmup in full, measure window at its cap)."""
-        return self.warmup_s + (self.max_measure_s or 4 * self.measure_s)
+        """The longest one rung may take (warmup in full, measure window at its cap, the
+        cap stretched as far as it may be: `ladder.window_cap`)."""
+        return self.warmup_s + STRETCH_LIMIT * self.max_window_s
+
+    @property
+    def max_window_s(self) -> float:
+        """A measure window's cap, `max_measure_s` (0: four times `measure_s`)."""
+        return self.max_measure_s or 4 * self.measure_s
 
     @model_validator(mode="after")
     def _one_load_mode(self) -> Scenario:

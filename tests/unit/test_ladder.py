@@ -5,6 +5,8 @@ import pytest
 from specload.ladder import (
     DEFAULT_LADDER,
     MAX_SPAWN_RATE_PER_PROCESS,
+    STRETCH,
+    STRETCH_LIMIT,
     LadderError,
     PhaseSpan,
     Position,
@@ -18,6 +20,7 @@ from specload.ladder import (
     spawn_rate,
     start,
     validate_ladder,
+    window_cap,
 )
 
 
@@ -128,3 +131,25 @@ def test_parse_ladder() -> None:
     assert parse_ladder("1, 2,5,10") == [1, 2, 5, 10]
     with pytest.raises(LadderError, match="comma-separated"):
         parse_ladder("1,two")
+
+
+def test_a_window_whose_requests_are_long_stretches_until_users_start_new_ones() -> None:
+    """Equal requests of closed-loop users move in step: all were mid-request when the
+    window opened, so a window capped under one request's length would see none start.
+    The cap stretches to STRETCH times the rung's longest request, within STRETCH_LIMIT
+    times max_measure_s."""
+    rung = RUNGS[0]  # max_measure_s 20
+    assert window_cap(rung, 0.0) == window_cap(rung, 8.0) == 20.0
+    assert window_cap(rung, 12.0) == pytest.approx(STRETCH * 12.0)
+    assert window_cap(rung, 1000.0) == STRETCH_LIMIT * 20.0
+    pos = Position(0, "measure", 100.0, 103.0)
+
+    def at(now: float, longest: float | None) -> Position:
+        return advance(RUNGS, pos, now, lambda t: 0, 30.0, False, lambda t: longest)[0]
+
+    assert at(123.0, 0.0).rung == 1  # short requests: the 20 s cap holds
+    assert at(123.0, 12.0) == pos  # 12 s requests: stretched to 30 s
+    assert at(133.0, 12.0).rung == 1
+    # none has ended yet: each has run since the rung began, 23 s at least
+    assert at(123.0, None) == pos
+    assert at(183.0, None).rung == 1  # up to STRETCH_LIMIT x 20 s

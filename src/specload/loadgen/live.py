@@ -192,6 +192,11 @@ class LiveRungs:
         """Successful requests received that started at or after `t`."""
         return sum(1 for start, _end, ok in self.rows if ok and start >= t)
 
+    def longest_since(self, t: float) -> float | None:
+        """The longest of the requests received (ended, with or without success) that
+        started at or after `t`, in seconds; None while none has ended."""
+        return max((end - start for start, end, _ok in self.rows if start >= t), default=None)
+
     def drained(self, seq: int) -> bool:
         """Every load process has seen drain `seq` and has nothing in flight."""
         states = self._processes()

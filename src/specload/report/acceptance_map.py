@@ -5,12 +5,14 @@ A run whose spec-on arms were set to mean acceptance lengths (an `acceptance:` l
 C is a row of the map. At each C the break-even acceptance is where the speedup crosses
 1 between two neighbouring lengths, linear in acceptance (the speedup grows with
 acceptance at every C); below the lowest length measured or above the highest it is only
-bounded. C* per length is that pair's crossover, so C* is a function of acceptance. A
-spec-on arm whose acceptance was not set (the real drafter) is placed on the map at the
-acceptance its server reported (`accept_len`) with its own speedup, and its margin is
-that acceptance minus the break-even at each rung; at the last rung below its C* (the
-recommendation's bound) it says how far acceptance may fall before speculating there
-stops paying.
+bounded. The lengths are what each arm's server reported at that C where every mapped
+arm reported one (a real engine's knob may deliver less than it was set to: drafts
+shorter than their maximum), else what they were set to. C* per length is that pair's
+crossover, so C* is a function of acceptance. A spec-on arm whose acceptance was not
+set (the real drafter) is placed on the map at the acceptance its server reported
+(`accept_len`) with its own speedup, and its margin is that acceptance minus the
+break-even at each rung; at the last rung below its C* (the recommendation's bound) it
+says how far acceptance may fall before speculating there stops paying.
 """
 
 from __future__ import annotations
@@ -38,9 +40,9 @@ class BreakEven:
 
     def words(self) -> str:
         if self.bound == BELOW:
-            return f"below {self.length:g}"
+            return f"below {self.length:.3g}"
         if self.bound == ABOVE:
-            return f"above {self.length:g}"
+            return f"above {self.length:.3g}"
         return f"{self.length:.2f}"
 
 
@@ -67,6 +69,7 @@ class AcceptanceMap:
     off: str
     speedup: pd.DataFrame  # acceptance x concurrency, the speedup
     break_even: list[BreakEven]
+    delivered: pd.DataFrame  # acceptance x concurrency, what each arm's server reported
     c_star: dict[float, PairResult]  # by acceptance length
     real: PairResult | None = None
     real_acceptance: pd.Series | None = None  # by concurrency, what its server reported
@@ -86,7 +89,8 @@ class AcceptanceMap:
         lengths = list(self.speedup.index)
         out = [f"acceptance map ({self.off} against spec-on at mean acceptance lengths "
                f"{', '.join(f'{x:g}' for x in lengths)}): break-even acceptance length "
-               + ", ".join(f"C={b.concurrency:g} {b.words()}" for b in self.break_even)]
+               + ", ".join(f"C={b.concurrency:g} {b.words()}" for b in self.break_even)
+               + self._basis()]
         inside = [b for b in self.break_even if not b.bound]
         if inside:
             top = inside[-1]
@@ -104,6 +108,16 @@ class AcceptanceMap:
                                    for r in margin.itertuples()))
             out += self._bound_words(margin)
         return out
+
+    def _basis(self) -> str:
+        """Which lengths the break-even was read on, when the servers reported them."""
+        reported = [c for c in self.speedup.columns if _reported_at(self.delivered, c)]
+        if not reported:
+            return ""
+        if len(reported) == len(self.speedup.columns):
+            return " (on the lengths the servers reported)"
+        return (" (on the lengths the servers reported at C="
+                + ", ".join(f"{c:g}" for c in reported) + ")")
 
     def _bound_words(self, margin: pd.DataFrame) -> list[str]:
         """The real drafter's margin at the last rung below its recommended bound: how far
@@ -125,6 +139,9 @@ class AcceptanceMap:
             "lengths": [float(x) for x in self.speedup.index],
             "concurrency": [float(c) for c in self.speedup.columns],
             "speedup": self.speedup.to_numpy().tolist(),
+            # what each arm's server reported per C (null where it reported none)
+            "reported": [[None if math.isnan(x) else float(x) for x in row]
+                         for row in self.delivered.to_numpy()],
             "break_even": [{"concurrency": b.concurrency, "length": b.length,
                             "bound": b.bound or None} for b in self.break_even],
             "c_star": {f"{a:g}": p.crossover.c_star for a, p in self.c_star.items()},
@@ -146,11 +163,37 @@ def analyse_map(arms: Sequence[ArmSource], pairs: Sequence[PairResult],
     by_length = dict(sorted((set_to[p.on.name], p) for p in mapped))
     speedup = pd.DataFrame({a: p.speedup.set_index("concurrency")["speedup"]
                             for a, p in by_length.items()}).T.sort_index(axis=1)
-    lengths = list(speedup.index)
-    points = [break_even(lengths, speedup[c].to_numpy(), float(c)) for c in speedup.columns]
+    delivered = _reported(summary, by_length, speedup)
+    points = [break_even(_lengths_at(delivered, c), speedup[c].to_numpy(), float(c))
+              for c in speedup.columns]
     real = next((p for p in pairs if p.off.name == off and p.on.name not in set_to), None)
     accept = None
     if real is not None and "accept_len" in summary:
         rows = summary[summary["arm"] == real.on.name]
         accept = rows.set_index("concurrency")["accept_len"].astype(float)
-    return AcceptanceMap(off, speedup, points, by_length, real, accept)
+    return AcceptanceMap(off, speedup, points, delivered, by_length, real, accept)
+
+
+def _reported(summary: pd.DataFrame, by_length: dict[float, PairResult],
+              speedup: pd.DataFrame) -> pd.DataFrame:
+    """Each mapped arm's reported acceptance length per C, shaped like `speedup`."""
+    out = pd.DataFrame(np.nan, index=speedup.index, columns=speedup.columns)
+    if "accept_len" not in summary:
+        return out
+    for length, pair in by_length.items():
+        rows = summary[summary["arm"] == pair.on.name].set_index("concurrency")["accept_len"]
+        out.loc[length] = rows.reindex(out.columns).astype(float).to_numpy()
+    return out
+
+
+def _reported_at(delivered: pd.DataFrame, c: object) -> bool:
+    """Every mapped arm's server reported a length at C, rising with the setting."""
+    got = delivered[c].to_numpy()
+    return bool(np.isfinite(got).all() and (np.diff(got) > 0).all())
+
+
+def _lengths_at(delivered: pd.DataFrame, c: object) -> list[float]:
+    """The lengths the break-even at C interpolates over: the reported ones where
+    `_reported_at`, else the set lengths."""
+    got = delivered[c] if _reported_at(delivered, c) else delivered.index
+    return [float(x) for x in got]

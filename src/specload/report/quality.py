@@ -12,7 +12,8 @@ latencies (saying why: the window's cap, requests still running), or none starte
 the window at all (then the rung has no TTFT); tokens counted from
 chunks where that can undercount, or estimated for requests cut short; a client figure
 more than 1% away from the simulator's own trace; an acceptance rate from the requests
-themselves more than 3% away from the server counters' (one of the two miscounts); a
+themselves more than 3% away from the server counters' (one of the two miscounts), or
+an arm set to an acceptance length whose server reported another (more than 3% off); a
 load process lost during the window
 (its requests in flight and last rows are missing, and the rung ran short of users until
 Locust restarted them elsewhere); a worker's clock offset that was uncertain or jumped
@@ -288,6 +289,32 @@ def token_mismatch_warnings(
     return out
 
 
+def acceptance_target_warnings(pairs: Sequence[PairResult], summary: pd.DataFrame
+                               ) -> list[dict[str, Any]]:
+    """A spec-on arm set to an acceptance length (an acceptance map's) whose server
+    reported another, more than 3% away at some rung: the engine's knob did not deliver
+    it (drafts shorter than the maximum, requests that end mid-draft), so the map places
+    that arm by what was reported."""
+    out = []
+    for pair in pairs:
+        target = pair.on.acceptance
+        if target is None or "accept_len" not in summary:
+            continue
+        rows = summary[summary["arm"] == pair.on.name]
+        off = [(int(c), float(got)) for c, got in zip(rows["concurrency"], rows["accept_len"],
+                                                      strict=True)
+               if np.isfinite(got) and abs(got / target - 1) > ACCEPTANCE_LIMIT]
+        if off:
+            out.append(_warning(
+                "acceptance_off_target",
+                f"{pair.on.name} was set to an acceptance length of {target:g} and reported "
+                + ", ".join(f"{got:.2f} at C={c} ({got / target - 1:+.1%})" for c, got in off)
+                + ": the engine delivered another (its drafts were shorter than their "
+                "maximum, or requests ended mid-draft); the acceptance map places the arm "
+                "by what it reported", arm=pair.on.name))
+    return out
+
+
 def source_warnings(per_rep: pd.DataFrame) -> list[dict[str, Any]]:
     """Notes on where rung windows came from when no rungs file existed."""
     out = []
@@ -313,6 +340,7 @@ def all_warnings(per_rep: pd.DataFrame, summary: pd.DataFrame, pairs: Sequence[P
     found += source_warnings(per_rep)
     found += rung_warnings(per_rep, kind)
     found += token_mismatch_warnings(pairs, summary, ignore_eos_in(manifest))
+    found += acceptance_target_warnings(pairs, summary)
     return found
 
 

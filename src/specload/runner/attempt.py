@@ -243,7 +243,8 @@ def _watch(
         for line in live_lines(run_prefix)[len(rungs):]:
             rungs.append(rung_figures(run_prefix, line))
             say(progress_line(label, rungs[-1], sweep.scenario.levels,
-                              time.monotonic() - sweep.started, sweep.remaining_s()))
+                              time.monotonic() - sweep.started, sweep.remaining_s(),
+                              sweep.scenario.max_window_s))
         if code is not None:
             if code != 0 and (code == WRITE_FAILED_EXIT or out_of_space(run_prefix.parent)):
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(run_prefix.parent))

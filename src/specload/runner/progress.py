@@ -14,6 +14,7 @@ problem.
 from __future__ import annotations
 
 import csv
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ from specload.report.table import NONE_SENT
 
 # An arm where more than this share of requests failed is marked failed.
 FAILED_ARM_SHARE = 0.5
+# A window longer than its cap by more than this (the shape's tick) was stretched.
+STRETCH_NOTICE_S = 1.0
 
 
 def fmt_s(seconds: float) -> str:
@@ -121,8 +124,10 @@ def failure_text(failures: int, total: int, reason: str) -> str:
 
 
 def progress_line(label: str, line: dict[str, Any], levels: Sequence[float],
-                  elapsed_s: float, remaining_s: float) -> str:
-    """One finished rung, as a person reading the console wants it."""
+                  elapsed_s: float, remaining_s: float, max_window_s: float = math.inf
+                  ) -> str:
+    """One finished rung, as a person reading the console wants it; a window that ran
+    past `max_window_s` (its requests were long: `ladder.window_cap`) says so."""
     rate = line.get("rate")
     level = rate if rate is not None else int(line["users"])
     rung = list(levels).index(level) + 1
@@ -139,6 +144,10 @@ def progress_line(label: str, line: dict[str, Any], levels: Sequence[float],
         figures = (f"{tok_s:.1f} tok/s, TTFT p50 {ttft}, "
                    f"{int(line.get('requests') or 0)} requests, "
                    f"{failure_text(failures, total, str(line.get('top_failure') or ''))}")
+    window = float(line.get("measure_end", 0.0)) - float(line.get("measure_start", 0.0))
+    if window > max_window_s + STRETCH_NOTICE_S:
+        figures += (f", window stretched to {fmt_s(window)} (max {fmt_s(max_window_s)}): its "
+                    "requests are long, and every user's had to end and a new one start")
     return f"{head} | {figures} | elapsed {fmt_s(elapsed_s)}, ETA ~{fmt_s(remaining_s)}"
 
 

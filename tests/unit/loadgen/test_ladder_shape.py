@@ -24,7 +24,8 @@ class FakeClock:
 
 
 class FakeLive:
-    """What the shape asks the live rungs: completions since a time, and drained."""
+    """What the shape asks the live rungs: completions since a time, the longest of them,
+    and drained."""
 
     def __init__(self) -> None:
         self.active = False
@@ -37,6 +38,10 @@ class FakeLive:
 
     def completed_since(self, t: float) -> int:
         return sum(1 for s in self.completions if s >= t)
+
+    def longest_since(self, t: float) -> float | None:
+        """Requests here are short: no window stretches (`ladder.window_cap`)."""
+        return 0.0
 
     def drained(self, seq: int) -> bool:
         return self.in_flight == 0

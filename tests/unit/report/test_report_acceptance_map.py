@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from specload.report import acceptance_map as am
+from specload.report import quality
 from specload.report.crossover import analyse_pair
 from specload.report.run_files import ArmSource
 
@@ -66,3 +67,32 @@ def test_no_map_without_two_lengths_against_one_spec_off_arm() -> None:
     arms = [ArmSource("off", "spec_off"), ArmSource("on-a2", "spec_on", acceptance=2.0)]
     pairs = [analyse_pair(arms[1], arms[0], summary, per_rep)]
     assert am.analyse_map(arms, pairs, summary) is None
+
+
+def test_the_break_even_is_read_on_the_lengths_the_servers_reported() -> None:
+    """A real engine's knob may deliver less than it was set to (llama.cpp's n-gram drafts
+    shorter than their maximum): where every mapped arm's server reported a length, the
+    break-even is interpolated on those, and an arm more than 3% off its setting is
+    warned about."""
+    off = {1: 100.0, 8: 300.0}
+    on = {4.0: {1: 90.0, 8: 240.0}, 5.0: {1: 110.0, 8: 330.0}}
+    reported = {4.0: {1: 3.9, 8: math.nan}, 5.0: {1: 4.6, 8: 4.9}}
+    rows = _pair_rows("off", off)
+    accept = [math.nan] * 2
+    for a, tok in on.items():
+        rows += _pair_rows(f"on-a{a:g}", tok)
+        accept += list(reported[a].values())
+    per_rep = pd.DataFrame(rows, columns=["arm", "rep", "concurrency", "output_tok_s"])
+    summary = per_rep.drop(columns="rep").assign(accept_len=accept)
+    arms = [ArmSource("off", "spec_off")] + [
+        ArmSource(f"on-a{a:g}", "spec_on", acceptance=a) for a in on]
+    pairs = [analyse_pair(a, arms[0], summary, per_rep) for a in arms[1:]]
+    got = am.analyse_map(arms, pairs, summary)
+    assert got is not None
+    # C=1 on the reported 3.9 and 4.6 (set: 4.5); C=8 on the set lengths (4.0 reported none)
+    assert [b.words() for b in got.break_even] == ["4.25", "4.67"]
+    assert got.lines()[0].endswith("(on the lengths the servers reported at C=1)")
+    assert got.as_dict()["reported"] == [[3.9, None], [4.6, 4.9]]
+    (warning,) = quality.acceptance_target_warnings(pairs, summary)
+    assert warning["arm"] == "on-a5" and warning["kind"] == "acceptance_off_target"
+    assert "4.60 at C=1 (-8.0%)" in warning["message"] and "C=8" not in warning["message"]

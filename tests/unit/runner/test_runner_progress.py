@@ -104,3 +104,12 @@ def test_a_rung_whose_requests_all_queue_says_how_long_they_waited(tmp_path: Pat
     assert progress_line("on", line, [3], 60, 0) == (
         "[on] rung 1/1 C=3 | 0.5 tok/s, TTFT p50 > 7000 ms (still queued), 0 requests, "
         "no failures | elapsed 1m00s, ETA ~0s")
+
+
+def test_progress_line_says_when_the_window_was_stretched() -> None:
+    """A window that ran past its cap (`ladder.window_cap`: the rung's requests were
+    long) says so; one within it says nothing more."""
+    stretched = progress_line("a", {**LINE, "measure_end": 110.0}, [10], 1, 0, 45.0)
+    assert ("40 requests, no failures, window stretched to 1m50s (max 45s): its requests "
+            "are long, and every user's had to end and a new one start |") in stretched
+    assert "stretched" not in progress_line("a", LINE, [10], 1, 0, 10.0)
