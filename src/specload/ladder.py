@@ -12,12 +12,12 @@ completed.
   `warmup_s` at most.
 - The measure window lasts at least `measure_s` and until `min_requests` requests that
   started in it have completed, but `max_measure_s` at most, so even the slowest rung
-  gets latencies where the server allows it. Where this rung's requests take so long
-  that such a window could see none start (closed-loop users of equal requests move in
-  step: every one was mid-request when the window opened), the cap stretches to
-  `STRETCH` times the longest request of the rung that has ended (while none has, the
-  time since the rung began stands for it), so that every user's request in flight
-  ends and a new one starts and ends inside it, up to `STRETCH_LIMIT` times
+  gets latencies where the server allows it. But a window ends at its cap only once a
+  request has ended inside it (and `STRETCH_GRACE` of the cap after that): a user
+  starts its next request when one ends, so before that none started in the window
+  and the rung would have no TTFT at all. Closed-loop users of equal requests move in
+  step, every one mid-request when the window opens, so a long request at a high C can
+  outlast the cap. The window then stretches, up to `STRETCH_LIMIT` times
   `max_measure_s` (`window_cap`).
 - After the last rung the run drains: users finish the request they are in and start
   no new one, so the last rung keeps its tokens and latencies (`drain_s` at most).
@@ -40,11 +40,10 @@ DEFAULT_DRAIN_S = 120.0
 # per second per load process (runners.py: LocalRunner.start, and MasterRunner.start per
 # worker), because faster spawning can starve a process's event loop.
 MAX_SPAWN_RATE_PER_PROCESS = 100.0
-# A window that must see its users' requests start stretches to this many times the
-# longest request of its rung (the requests in flight end within one, the next ones
-# start and end within another, with room for the spread), ...
-STRETCH = 2.5
-# ... but no further than this many times `max_measure_s`.
+# A window stretched until a request ended inside it lasts this share of its cap more
+# (the next request of that user has started: time for its first token), ...
+STRETCH_GRACE = 0.1
+# ... and no further than this many times `max_measure_s`.
 STRETCH_LIMIT = 4.0
 
 
@@ -139,30 +138,34 @@ def start(now: float) -> Position:
     return Position(0, "warmup", now, now)
 
 
-def window_cap(rung: RungPlan, longest_s: float) -> float:
-    """The longest a rung's measure window may last, given the longest request the rung
-    has completed so far (see the module docstring)."""
+def window_cap(rung: RungPlan, first_end_s: float | None) -> float:
+    """The longest a rung's measure window may last, given when (seconds into it) the
+    first request ended inside it, None while none has (see the module docstring)."""
+    limit = STRETCH_LIMIT * rung.max_measure_s
+    if first_end_s is None:
+        return limit
     return max(rung.max_measure_s,
-               min(STRETCH * longest_s, STRETCH_LIMIT * rung.max_measure_s))
+               min(first_end_s + STRETCH_GRACE * rung.max_measure_s, limit))
 
 
 def advance(rungs: Sequence[RungPlan], pos: Position, now: float,
             completed_since: Callable[[float], int], drain_s: float, drained: bool,
-            longest_since: Callable[[float], float | None] = lambda t: 0.0,
+            first_end_since: Callable[[float], float | None] = lambda t: t,
             ) -> tuple[Position, Rung | None]:
     """The position at `now`, and the rung that finished its measure window, if any.
 
     `completed_since(t)`: requests that started at or after `t` and have completed (the
-    caller's observation); `longest_since(t)`: the longest request that started at or
-    after `t` and has ended, failed or not (None while none has), in seconds; `drained`:
-    nothing is in flight any more (during the drain).
+    caller's observation); `first_end_since(t)`: when the first request to end at or
+    after `t` ended, failed or not (None while none has); `drained`: nothing is in flight
+    any more (during the drain).
     A warmup cut by its cap ends at its cap, not at the tick that notices, and the
     measure window that follows is judged in the same call; a window ends at `now`,
     when the user count really changes.
     """
     finished = None
     for _ in range(3):  # warmup -> measure -> next rung, at most, in one tick
-        nxt, done = _step(rungs, pos, now, completed_since, drain_s, drained, longest_since)
+        nxt, done = _step(rungs, pos, now, completed_since, drain_s, drained,
+                          first_end_since)
         finished = finished or done
         if nxt == pos or done is not None:
             return nxt, finished
@@ -172,7 +175,8 @@ def advance(rungs: Sequence[RungPlan], pos: Position, now: float,
 
 def _step(rungs: Sequence[RungPlan], pos: Position, now: float,
           completed_since: Callable[[float], int], drain_s: float, drained: bool,
-          longest_since: Callable[[float], float | None]) -> tuple[Position, Rung | None]:
+          first_end_since: Callable[[float], float | None]
+          ) -> tuple[Position, Rung | None]:
     rung = rungs[pos.rung] if pos.rung < len(rungs) else None
     elapsed = now - pos.phase_start
     if pos.phase == "warmup" and rung is not None:
@@ -184,10 +188,9 @@ def _step(rungs: Sequence[RungPlan], pos: Position, now: float,
     if pos.phase == "measure" and rung is not None:
         long_enough = (elapsed >= rung.measure_s
                        and completed_since(pos.phase_start) >= rung.min_requests)
-        longest = longest_since(pos.rung_start)
-        if longest is None:  # every request of the rung is still running: this long at least
-            longest = now - pos.rung_start
-        if not (long_enough or elapsed >= window_cap(rung, longest)):
+        first_end = first_end_since(pos.phase_start)
+        cap = window_cap(rung, None if first_end is None else first_end - pos.phase_start)
+        if not (long_enough or elapsed >= cap):
             return pos, None
         done = Rung(rung.index, rung.users, pos.rung_start, pos.phase_start, now)
         if rung.index + 1 < len(rungs):

@@ -258,8 +258,8 @@ class Windows:
     min_requests: int = setting(DEFAULT_MIN_REQUESTS, "ladder: a measure window lasts until "
                                 "this many requests that started in it have completed", ge=0)
     max_measure_s: float = setting(0.0, "ladder: measured time per rung at most (0: four "
-                                   "times --measure), stretched for requests longer than "
-                                   "it (up to four times)", unit="s", flag="--max-measure",
+                                   "times --measure), longer until a request ended in "
+                                   "the window (up to four times)", unit="s", flag="--max-measure",
                                    ge=0)
     drain_s: float = setting(DEFAULT_DRAIN_S, "ladder: after the last rung, time to let "
                              "requests in flight finish", unit="s", flag="--drain", ge=0)

@@ -5,7 +5,7 @@ import pytest
 from specload.ladder import (
     DEFAULT_LADDER,
     MAX_SPAWN_RATE_PER_PROCESS,
-    STRETCH,
+    STRETCH_GRACE,
     STRETCH_LIMIT,
     LadderError,
     PhaseSpan,
@@ -133,23 +133,22 @@ def test_parse_ladder() -> None:
         parse_ladder("1,two")
 
 
-def test_a_window_whose_requests_are_long_stretches_until_users_start_new_ones() -> None:
-    """Equal requests of closed-loop users move in step: all were mid-request when the
-    window opened, so a window capped under one request's length would see none start.
-    The cap stretches to STRETCH times the rung's longest request, within STRETCH_LIMIT
-    times max_measure_s."""
+def test_a_window_ends_at_its_cap_only_once_a_request_ended_in_it() -> None:
+    """A user starts its next request when one ends: a window in which none has ended
+    has seen none start. Equal requests of closed-loop users move in step, so a long one
+    can outlast the cap; the window then stretches until one ends (and a tenth of the
+    cap more, for the next one's first token), at most STRETCH_LIMIT times the cap."""
     rung = RUNGS[0]  # max_measure_s 20
-    assert window_cap(rung, 0.0) == window_cap(rung, 8.0) == 20.0
-    assert window_cap(rung, 12.0) == pytest.approx(STRETCH * 12.0)
-    assert window_cap(rung, 1000.0) == STRETCH_LIMIT * 20.0
+    assert window_cap(rung, 3.0) == 20.0  # ended early: the cap holds
+    assert window_cap(rung, 25.0) == pytest.approx(25.0 + STRETCH_GRACE * 20.0)
+    assert window_cap(rung, None) == window_cap(rung, 1000.0) == STRETCH_LIMIT * 20.0
     pos = Position(0, "measure", 100.0, 103.0)
 
-    def at(now: float, longest: float | None) -> Position:
-        return advance(RUNGS, pos, now, lambda t: 0, 30.0, False, lambda t: longest)[0]
+    def at(now: float, first_end: float | None) -> Position:
+        return advance(RUNGS, pos, now, lambda t: 0, 30.0, False, lambda t: first_end)[0]
 
-    assert at(123.0, 0.0).rung == 1  # short requests: the 20 s cap holds
-    assert at(123.0, 12.0) == pos  # 12 s requests: stretched to 30 s
-    assert at(133.0, 12.0).rung == 1
-    # none has ended yet: each has run since the rung began, 23 s at least
-    assert at(123.0, None) == pos
+    assert at(123.0, 110.0).rung == 1  # one ended at 7 s: the 20 s cap holds
+    assert at(123.0, None) == pos  # none has ended: no user started one
+    assert at(129.0, 128.0) == pos  # one ended at 25 s: until 27 s
+    assert at(130.0, 128.0).rung == 1
     assert at(183.0, None).rung == 1  # up to STRETCH_LIMIT x 20 s

@@ -192,10 +192,10 @@ class LiveRungs:
         """Successful requests received that started at or after `t`."""
         return sum(1 for start, _end, ok in self.rows if ok and start >= t)
 
-    def longest_since(self, t: float) -> float | None:
-        """The longest of the requests received (ended, with or without success) that
-        started at or after `t`, in seconds; None while none has ended."""
-        return max((end - start for start, end, _ok in self.rows if start >= t), default=None)
+    def first_end_since(self, t: float) -> float | None:
+        """When the first request received that ended at or after `t` ended (with or
+        without success); None while none has."""
+        return min((end for _start, end, _ok in self.rows if end >= t), default=None)
 
     def drained(self, seq: int) -> bool:
         """Every load process has seen drain `seq` and has nothing in flight."""

@@ -176,10 +176,10 @@ class LadderShape(LoadTestShape):
             live.active = True  # keep rows: a ladder runs
             live.poll()
         completed = live.completed_since if live is not None else (lambda t: 0)
-        longest = live.longest_since if live is not None else (lambda t: 0.0)
+        first_end = live.first_end_since if live is not None else (lambda t: t)
         drained = live.drained(self._drain_seq) if live is not None else True
         pos, finished = advance(self._rungs, self._pos, now, completed, self._drain_s,
-                                drained, longest)
+                                drained, first_end)
         if finished is not None:
             self._finished.append(finished)
             self._rungs_file.append(finished.index, finished.users, finished.warmup_start,

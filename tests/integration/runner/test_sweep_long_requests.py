@@ -3,8 +3,8 @@
 Eight closed-loop users of equal 200-token requests on a 20 ms-per-step simulator move
 in step: each request takes 4 s, and a window capped at 2 s (`max_measure_s`) opening
 after a 1 s warmup would see none of them start (the report's "none sent": no TTFT at
-all). The cap stretches (`ladder.window_cap`): the rung gets TTFTs and completed
-requests, and its progress line says the window ran past its cap and why.
+all). The window stretches until a request has ended inside it (`ladder.window_cap`):
+the rung gets TTFTs, and its progress line says the window ran past its cap and why.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ def test_a_window_stretches_until_its_users_start_requests(tmp_path, write_scena
     run = tmp_path / run_dir_of(done.stdout)
     (rung,) = read_csv(run / "plain" / "locust_rungs.csv")
     window = float(rung["measure_end"]) - float(rung["measure_start"])
-    assert 4.0 < window <= 8.0 + 1.0, window  # past one request; 4 x max_measure_s at most
+    # the users' first requests end about 3 s into it; 4 x max_measure_s at most
+    assert 2.5 < window <= 8.0 + 1.0, window
     assert "window stretched to" in done.stdout and "(max 2s)" in done.stdout
     summary = json.loads((run / "summary.json").read_text())
     (row,) = summary["summary"]
-    assert row["requests"] >= 8 and row["ttft_p50_ms"] > 0, row
+    assert row["requests_started"] >= 8 and row["ttft_p50_ms"] > 0, row
     assert not [w for w in summary["warnings"] if w["kind"] == "none_started"]

@@ -24,8 +24,8 @@ class FakeClock:
 
 
 class FakeLive:
-    """What the shape asks the live rungs: completions since a time, the longest of them,
-    and drained."""
+    """What the shape asks the live rungs: completions since a time, when one first ended
+    after a time, and drained."""
 
     def __init__(self) -> None:
         self.active = False
@@ -39,9 +39,9 @@ class FakeLive:
     def completed_since(self, t: float) -> int:
         return sum(1 for s in self.completions if s >= t)
 
-    def longest_since(self, t: float) -> float | None:
-        """Requests here are short: no window stretches (`ladder.window_cap`)."""
-        return 0.0
+    def first_end_since(self, t: float) -> float | None:
+        """Requests here end all the time: no window stretches (`ladder.window_cap`)."""
+        return t
 
     def drained(self, seq: int) -> bool:
         return self.in_flight == 0

@@ -87,9 +87,9 @@ def test_rows_wait_for_their_workers_offset(master) -> None:
     assert live.completed_since(T + 0.4) == 2 and live.completed_since(T + 0.8) == 1
     live.add_rows([row(T + 1.0, T + 2.0)], "w-true")  # no offset yet: kept aside
     assert live.completed_since(T) == 2
-    # the longest of them on the master's clock (a window's stretch: `ladder.window_cap`)
-    assert live.longest_since(T) == pytest.approx(2.0)
-    assert live.longest_since(T + 5.0) is None
+    # the first to end after a time, on the master's clock (`ladder.window_cap`)
+    assert live.first_end_since(T) == pytest.approx(T + 2.0)
+    assert live.first_end_since(T + 3.5) is None
 
 
 def test_a_missing_worker_holds_neither_rungs_nor_the_drain(master) -> None:
