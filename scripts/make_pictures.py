@@ -6,6 +6,8 @@ any change to the figures, the Tokens tab or the quickstart:
     python scripts/make_pictures.py --run reports/quickstart/<UTC timestamp>
     python scripts/make_pictures.py --run reports/llamacpp-cpu/<ts> --only speedup \
         --name llamacpp-speedup.png --title "..."             # docs/real-engines.md
+    python scripts/make_pictures.py --run reports/acceptance-map/<ts> \
+        --only acceptance-map --name acceptance-map.png --title "..."  # measurement.md
 
 1. `docs/img/speedup.png`: the report's speedup curve with its noise band and C*
    (`report.figures.speedup`) of a quickstart sweep: `specload sweep
@@ -33,6 +35,8 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+
+import plotly.graph_objects as go
 
 from specload.report import figures, render
 from specload.runner.locust_proc import LoadMode, locust_command
@@ -81,18 +85,29 @@ QUICKSTART_TITLE = ("Speedup of speculative decoding on the quickstart's simulat
                     "(spec-on / spec-off tok/s)")
 
 
+def figure_picture(fig: go.Figure, folder: Path, name: str, title: str) -> None:
+    """`docs/img/<name>`: one report figure, alone on a page, as Chromium renders it."""
+    fig.update_layout(width=SPEEDUP_SIZE[0], height=SPEEDUP_SIZE[1], margin={"t": 60, "r": 30},
+                      title=title)
+    page = folder / f"{Path(name).stem}.html"
+    fig.write_html(page, include_plotlyjs=True, full_html=True,
+                   config={"displayModeBar": False, "staticPlot": True})
+    screenshot(page.as_uri(), OUT / name, SPEEDUP_SIZE, folder / f"profile-{Path(name).stem}")
+
+
 def speedup_picture(run_dir: Path, folder: Path, name: str = "speedup.png",
                     title: str = QUICKSTART_TITLE) -> None:
     report = render.build(run_dir)
     if not report.pairs:
         sys.exit(f"{run_dir}: no spec-on/spec-off pair to draw")
-    fig = figures.speedup(report.pairs)
-    fig.update_layout(width=SPEEDUP_SIZE[0], height=SPEEDUP_SIZE[1], margin={"t": 60, "r": 30},
-                      title=title)
-    page = folder / "speedup.html"
-    fig.write_html(page, include_plotlyjs=True, full_html=True,
-                   config={"displayModeBar": False, "staticPlot": True})
-    screenshot(page.as_uri(), OUT / name, SPEEDUP_SIZE, folder / "profile-speedup")
+    figure_picture(figures.speedup(report.pairs), folder, name, title)
+
+
+def map_picture(run_dir: Path, folder: Path, name: str, title: str) -> None:
+    report = render.build(run_dir)
+    if report.acceptance_map is None:
+        sys.exit(f"{run_dir}: no acceptance map (spec-on arms set to two or more lengths)")
+    figure_picture(figures.acceptance_map([report.acceptance_map]), folder, name, title)
 
 
 def _live(base: str) -> dict:
@@ -143,17 +158,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", default=None,
                         help="a finished quickstart sweep folder (default: run one)")
-    parser.add_argument("--only", choices=("speedup", "tokens-tab"), default=None)
+    parser.add_argument("--only", choices=("speedup", "tokens-tab", "acceptance-map"),
+                        default=None)
     parser.add_argument("--name", default="speedup.png",
                         help="file name of the speedup picture under docs/img")
     parser.add_argument("--title", default=QUICKSTART_TITLE, help="the speedup picture's title")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="specload-pictures-"))
-    if args.only != "tokens-tab":
+    if args.only == "acceptance-map":
+        if not args.run:
+            sys.exit("--only acceptance-map needs --run: a finished acceptance-map sweep")
+        map_picture(Path(args.run), folder, args.name, args.title)
+        return 0
+    if args.only is None or args.only == "speedup":
         speedup_picture(Path(args.run) if args.run else quickstart_sweep(folder), folder,
                         args.name, args.title)
-    if args.only != "speedup":
+    if args.only is None or args.only == "tokens-tab":
         tokens_tab_picture(folder)
     return 0
 

@@ -41,6 +41,7 @@ from pydantic import (
 
 from specload import engines
 from specload.arrival_plan import validate_rates
+from specload.category_mix import CategoryMix
 from specload.conversations import load_conversations
 from specload.errors import UserError
 from specload.ladder import DEFAULT_LADDER, STRETCH_LIMIT, parse_ladder, validate_ladder
@@ -217,6 +218,16 @@ class RequestSettings(_model_of(Request)):  # type: ignore[misc]
     def _prompts_exist(cls, v: str, info: ValidationInfo) -> str:
         return v and _checked_file(v, info, "prompts", load_prompts)
 
+    @field_validator("categories", mode="before")
+    @classmethod
+    def _mix_text(cls, v: Any) -> str:
+        if v is None or v == "":
+            return ""
+        try:
+            return CategoryMix.parse(v).text()
+        except UserError as exc:
+            raise ValueError(str(exc)) from None
+
     @field_validator("api_key_env")
     @classmethod
     def _env_name(cls, v: str) -> str:
@@ -229,6 +240,14 @@ class RequestSettings(_model_of(Request)):  # type: ignore[misc]
 
     @model_validator(mode="after")
     def _joint(self) -> RequestSettings:
+        if self.categories:
+            if self.prompt_tokens:
+                raise ValueError("categories select from the prompt set; synthetic prompts "
+                                 "(prompt_tokens) have none")
+            try:
+                CategoryMix.parse(self.categories).deal(load_prompts(self.prompts or None))
+            except UserError as exc:
+                raise ValueError(str(exc)) from None
         return _jointly(self, Request)
 
 

@@ -215,6 +215,9 @@ class Request:
     output_tokens: str = setting(
         "", "max_tokens per request drawn like --prompt-tokens (default: --max-tokens)",
         distribution=LengthSpec)
+    categories: str = setting(
+        "", "prompt categories to send and their shares of the requests: code:0.5,chat:0.5 "
+        "(default: the prompt set as it is)")
     shared_prefix_tokens: int = setting(
         0, "synthetic prompts: a system prompt of this many tokens, the same for every "
         "request (prefix caching)", unit="tokens", ge=0)

@@ -84,7 +84,8 @@ class WorkloadKind:
         return self.keys_for(self.session_unit) if self.session_unit else self.keys
 
 
-_ON_THE_LADDER = ("system_throughput", "speedup", "acceptance_map", "envelope",
+_ON_THE_LADDER = ("system_throughput", "speedup", "category_speedup", "acceptance_map",
+                  "envelope",
                   "batch_size", "per_user_throughput", "frontier", "ttft", "inter_token",
                   "tokens_per_chunk", "acceptance_spread", "token_lengths")
 _CHECKS_AROUND = ("tokens", "trace", "acceptance", "workers", "clock")

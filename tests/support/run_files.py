@@ -21,7 +21,8 @@ HISTORY_COLUMNS = ["Timestamp", "User Count", "Type", "Name", "Requests/s", "Fai
 def request(start: float, arrivals: Sequence[float], tokens: Sequence[int] | None = None,
             *, error_kind: str = "", interrupted: bool = False, end: float | None = None,
             output_tokens: int | None = None, finish_reason: str = "stop",
-            tokens_source: str = "usage", rid: str = "r", **tags: Any) -> records.RequestRecord:
+            tokens_source: str = "usage", rid: str = "r", category: str = "chat",
+            **tags: Any) -> records.RequestRecord:
     """A record whose chunks arrive at the given absolute times (epoch s); `tags` are
     further record fields (session_id, turn, scheduled, late_ms, late_by, ...)."""
     gaps, toks = records.encode_chunks(start, arrivals, tokens)
@@ -31,7 +32,7 @@ def request(start: float, arrivals: Sequence[float], tokens: Sequence[int] | Non
     e2e = (arrivals[-1] - start) * 1e3 if arrivals else None
     tpot = (e2e - ttft) / (out - 1) if arrivals and out > 1 else None
     return records.RequestRecord(
-        request_id=rid, client_id="c1", user_id=0, endpoint="chat", category="chat",
+        request_id=rid, client_id="c1", user_id=0, endpoint="chat", category=category,
         start=start, end=end if end is not None else (arrivals[-1] if arrivals else start),
         status=0 if error_kind else 200, ttft_ms=None if error_kind else ttft,
         e2e_ms=None if error_kind else e2e, tpot_ms=None if error_kind else tpot,

@@ -36,6 +36,7 @@ from locust.env import Environment
 from locust.runners import LocalRunner, WorkerRunner
 
 from specload import api_key, prompt_fit
+from specload.category_mix import CategoryMix
 from specload.conversations import SessionDeck
 from specload.errors import UserError
 from specload.loadgen.options import RunOptions
@@ -67,7 +68,9 @@ class ProcessContext:
         prompts = prompt_fit.apply(load_prompts(self.opts.prompts),
                                    prompt_fit.parse_skip(self.opts.skip_prompts),
                                    prompt_fit.parse_cut(self.opts.cut_prompts))
-        self._order = PromptOrder(prompts, self.opts.seed, index, share_count)
+        mixed = CategoryMix.parse(self.opts.categories).deal(prompts) if (
+            self.opts.categories) else prompts
+        self._order = PromptOrder(mixed, self.opts.seed, index, share_count)
         opts = self.opts
         seed = opts.seed * 1_000_003 + index  # each process its own draws
         self._lengths = random.Random(seed)

@@ -213,6 +213,7 @@ class _Rows:
     reconnects: np.ndarray
     drafted: np.ndarray  # NaN where the engine did not say
     accepted: np.ndarray
+    category: np.ndarray
 
     @classmethod
     def of(cls, req: pd.DataFrame, windows: Sequence[Window]) -> _Rows:
@@ -245,7 +246,9 @@ class _Rows:
             late_by=req["late_by"].to_numpy(dtype=object),
             reconnects=req["reconnects"].to_numpy(),
             drafted=req["draft_tokens"].to_numpy(dtype=float),
-            accepted=req["accepted_tokens"].to_numpy(dtype=float))
+            accepted=req["accepted_tokens"].to_numpy(dtype=float),
+            category=(req["category"].to_numpy(dtype=object) if "category" in req
+                      else np.full(len(req), "", dtype=object)))
 
 
 def _failure_columns(r: _Rows, in_w: np.ndarray) -> dict[str, object]:
@@ -284,6 +287,31 @@ def _request_acceptance(r: _Rows, ended: np.ndarray) -> dict[str, float]:
             "req_accept_len": float(tokens.sum() / steps) if steps > 0 else float("nan"),
             "req_spec_requests": int(np.count_nonzero(told)),
             **_lengths(own, "req_accept_len")}
+
+
+def _by_category(r: _Rows, window_tokens: np.ndarray, in_flight_s: np.ndarray,
+                 sel: np.ndarray, ended: np.ndarray) -> dict[str, dict[str, float]]:
+    """Per prompt category, where a window has two or more: its tokens in the window
+    (`window_tokens`, per request), its requests' time in flight there (`in_flight_s`),
+    so its pace per request in flight (tokens per request-second: queueing counts, and
+    no request is left out for not having ended), the requests that started in it and
+    succeeded, their TPOT p50, and the acceptance length of those that ended in it
+    (`_request_acceptance`)."""
+    present = np.unique(r.category[(window_tokens > 0) | sel])
+    if present.size < 2:
+        return {}
+    out = {}
+    for name in present:
+        mine = r.category == name
+        flight = float(in_flight_s[mine].sum())
+        tokens = float(window_tokens[mine].sum())
+        out[str(name)] = {"tokens": tokens, "in_flight_s": flight,
+                          "tok_s_per_request": tokens / flight if flight > 0 else float("nan"),
+                          "requests": float(np.count_nonzero(sel & mine)),
+                          "tpot_p50_ms": _pcts(r.tpot[sel & mine], "tpot")["tpot_p50_ms"],
+                          "req_accept_len": _request_acceptance(r, ended & mine)[
+                              "req_accept_len"]}
+    return out
 
 
 def _share(mask: np.ndarray, of: np.ndarray) -> float:
@@ -346,16 +374,16 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
         overlap = np.clip(np.minimum(r.end, w.end) - np.maximum(r.start, w.start), 0, None)
         decoding = np.clip(np.minimum(r.end, w.end) - np.maximum(streaming, w.start), 0, None)
         tpot_p = _pcts(r.tpot[sel], "tpot")
+        per_request = np.bincount(share_row[share_w == i], share_tokens[share_w == i],
+                                  minlength=len(decoding))
         row: dict[str, object] = {
             "rung": w.rung,
             "concurrency": w.users,
             "window_start": w.start,
             "window_s": w.length,
             "output_tok_s": tokens_by_w[i] / w.length,
-            "output_tok_s_se": tok_s_se(
-                np.bincount(share_row[share_w == i], share_tokens[share_w == i],
-                            minlength=len(decoding))[decoding > 0], decoding[decoding > 0],
-                w.length),
+            "output_tok_s_se": tok_s_se(per_request[decoding > 0], decoding[decoding > 0],
+                                        w.length),
             # all of a request's tokens in one chunk: TPOT 0, no pace to speak of
             "decode_tok_s_per_user": (1000.0 / tpot_p["tpot_p50_ms"]
                                       if tpot_p["tpot_p50_ms"] > 0 else float("nan")),
@@ -389,6 +417,8 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
         row.update(_lengths(r.tokens[sel], "output_tokens"))
         row.update(_workload_columns(r, in_w, sel, w))
         row.update(_request_acceptance(r, r.ok & (r.ended_in == i)))
+        row["by_category"] = _by_category(r, per_request, overlap, sel,
+                                          r.ok & (r.ended_in == i))
         rows.append(row)
     return pd.DataFrame(rows)
 

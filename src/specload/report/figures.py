@@ -20,6 +20,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from specload.report.acceptance_map import AcceptanceMap
+from specload.report.categories import CategoryPair
 from specload.report.crossover import PairResult
 from specload.report.envelope import EFFICIENCY_GOAL, Envelope
 from specload.report.rate_axis import RatePair
@@ -412,12 +413,36 @@ def acceptance_map(maps: Sequence[AcceptanceMap]) -> go.Figure:
     return fig.update_yaxes(rangemode="normal")
 
 
+def category_speedup(pairs: Sequence[CategoryPair]) -> go.Figure:
+    """Per prompt category, the speedup its requests see (TPOT off / on) vs C, the 1.0
+    line and each category's C*."""
+    fig = go.Figure()
+    pair = pairs[0]
+    for i, (name, part) in enumerate(pair.rows.groupby("category", sort=True)):
+        colour = PALETTE[i % len(PALETTE)]
+        c_star = pair.crossovers[str(name)].c_star
+        fig.add_trace(go.Scatter(
+            x=part["concurrency"], y=part["speedup"], mode="lines+markers",
+            name=f"{name}: {pair.reach(str(name))}", line={"color": colour},
+            customdata=np.stack([part["accept_len"], part["token_share"]], axis=1),
+            hovertemplate=f"{name}<br>C=%{{x}}<br>speedup %{{y:.3f}}×<br>acceptance "
+                          "%{customdata[0]:.2f}<br>token share %{customdata[1]:.0%}"
+                          "<extra></extra>"))
+        if c_star is not None:
+            fig.add_vline(x=c_star, line={"color": colour, "dash": "dot", "width": 1})
+    fig.add_hline(y=1.0, line={"color": "grey", "dash": "dash"})
+    fig = _layout(fig, f"Speedup by prompt category ({pair.on} / {pair.off}, TPOT off / on; "
+                       f"mix: {pair.mix_words()})", "speedup (×)")
+    return fig.update_yaxes(rangemode="normal")
+
+
 @dataclass(frozen=True, slots=True)
 class Registered:
     """One registered figure: what it draws from, and when it has something to show."""
 
     draw: Callable[[Any], go.Figure]
-    source: str = "summary"  # or "pairs", "rate_pairs", "envelopes", "acceptance_maps"
+    # or "pairs", "rate_pairs", "envelopes", "acceptance_maps", "categories"
+    source: str = "summary"
     needs: str | None = None  # a summary column it is drawn only where measured
 
     def shown(self, sources: dict[str, Any]) -> bool:
@@ -430,6 +455,7 @@ class Registered:
 FIGURES: dict[str, Registered] = {
     "system_throughput": Registered(system_throughput),
     "speedup": Registered(speedup, "pairs"),
+    "category_speedup": Registered(category_speedup, "categories"),
     "acceptance_map": Registered(acceptance_map, "acceptance_maps"),
     "envelope": Registered(envelope, "envelopes"),
     "batch_size": Registered(batch_size, needs="server_running_mean"),
@@ -452,10 +478,12 @@ FIGURES: dict[str, Registered] = {
 def all_figures(summary: pd.DataFrame, pairs: Sequence[PairResult],
                 rate_pairs: Sequence[RatePair] = (), envelopes: Sequence[Envelope] = (),
                 kind: WorkloadKind = USERS,
-                acceptance_map: AcceptanceMap | None = None) -> list[go.Figure]:
+                acceptance_map: AcceptanceMap | None = None,
+                categories: Sequence[CategoryPair] = ()) -> list[go.Figure]:
     """Every figure the kind shows, in its order (envelopes: those with rungs)."""
     sources = {"summary": summary, "pairs": list(pairs), "rate_pairs": list(rate_pairs),
                "envelopes": [e for e in envelopes if len(e.table)],
-               "acceptance_maps": [acceptance_map] if acceptance_map else []}
+               "acceptance_maps": [acceptance_map] if acceptance_map else [],
+               "categories": list(categories)}
     shown = [FIGURES[name] for name in kind.figures if FIGURES[name].shown(sources)]
     return [f.draw(sources[f.source]) for f in shown]

@@ -27,10 +27,11 @@ import pandas as pd
 
 from specload import __version__
 from specload.errors import UserError
-from specload.report import figures, quality
+from specload.report import categories, figures, quality
 from specload.report.acceptance import per_token_arms, per_token_note, with_acceptance
 from specload.report.acceptance_map import AcceptanceMap, analyse_map
 from specload.report.aggregate import combine_reps, measure_all
+from specload.report.categories import CategoryPair
 from specload.report.crossover import Crossover, PairResult, analyse_pair, pair_arms
 from specload.report.envelope import Envelope, envelopes, with_efficiency
 from specload.report.html_page import TABLE_CLASS, figures_html, page
@@ -71,6 +72,7 @@ class Report:
     envelopes: list[Envelope] = field(default_factory=list)  # verification arms
     per_token: list[str] = field(default_factory=list)  # arms streaming one event per token
     acceptance_map: AcceptanceMap | None = None  # spec-on arms set to acceptance lengths
+    categories: list[CategoryPair] = field(default_factory=list)  # pairs by prompt category
 
     @property
     def workload(self) -> str:
@@ -111,7 +113,8 @@ def build(path: str | Path, processes: int | None = None) -> Report:
     return Report(source, per_rep, with_efficiency(summary, found), pairs, warnings, recs, slo,
                   kind, study=analyse_study(source.arms, per_rep, summary), envelopes=found,
                   per_token=per_token,
-                  acceptance_map=analyse_map(source.arms, pairs, summary))
+                  acceptance_map=analyse_map(source.arms, pairs, summary),
+                  categories=categories.analyse(pairs, per_rep))
 
 
 def schedule_to_verify(report: Report) -> Schedule | None:
@@ -209,6 +212,7 @@ def summary_json(report: Report) -> dict[str, Any]:
         "search": manifest.search.model_dump(mode="json") if manifest and manifest.search
         else None,
         "acceptance_map": report.acceptance_map.as_dict() if report.acceptance_map else None,
+        "categories": [c.as_dict() for c in report.categories],
     })
 
 
@@ -342,6 +346,7 @@ def _study_lines(report: Report, with_advice: bool = True) -> list[str]:
     margin, and each verification arm's efficiency."""
     lines = report.study.lines() if report.study else []
     lines += report.acceptance_map.lines() if report.acceptance_map else []
+    lines += [line for c in report.categories for line in c.lines()]
     if report.study and with_advice:
         rec = report.study.recommendation
         lines += [f"  {line}" for line in rec.lines]
@@ -412,7 +417,7 @@ def _html(report: Report) -> str:
         warns = "<li>none</li>"
     plots = figures_html(figures.all_figures(report.summary, report.pairs, report.rate_pairs,
                                              report.envelopes, report.kind,
-                                             report.acceptance_map))
+                                             report.acceptance_map, report.categories))
     frame = _table(report)
     note = table_note(frame, report.per_token)
     table = frame.to_html(index=False, na_rep="–", float_format=cell, border=0,

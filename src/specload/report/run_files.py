@@ -39,7 +39,7 @@ _INT_COLS = ("status", "output_tokens", "num_chunks", "interrupted", "turn", "re
 _CHUNK_COLS = ("chunk_gaps_us", "chunk_tokens")
 _STR_COLS = ("endpoint", "tokens_source", "finish_reason", "error_kind", "error", "session_id",
              "late_by", *_CHUNK_COLS)
-_CATEGORY_COLS = ("client_id",)  # few values, many rows
+_CATEGORY_COLS = ("client_id", "category")  # few values, many rows
 # Cells read as missing: pandas' default list, so old and new readers agree.
 _NULL_VALUES = ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan",
                 "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a",

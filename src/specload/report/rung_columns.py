@@ -123,6 +123,7 @@ client_lag_p99_max_ms | ms          | load lag p99 ms        |
 rep                   | index       | repeat                 | per repeat only
 window_start          | s           | window start           | per repeat only
 failures_by_kind      | requests    | failures by kind       | merge
+by_category           | mapping     | per prompt category    | per repeat only
 window_source         | name        | window source          | per repeat only
 top_failure           | text        | top failure            | first
 lost_detail           | text        | workers lost: detail   | per repeat only

@@ -11,7 +11,7 @@ target mean, the simulator's benchmarking mode (`--acceptance-length`).
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import accumulate
 from operator import mul
 
@@ -46,6 +46,10 @@ def rates_for_length(rates: Sequence[float], k: int, length: float) -> list[floa
     return [min(1.0, hi * r) for r in base]
 
 
+def _survivals(rates: Sequence[float]) -> dict[int, tuple[float, ...]]:
+    return {k: tuple(survival(rates, k)) for k in range(len(rates) + 1)}
+
+
 def k_for_batch(schedule: Sequence[tuple[int, int, int]], batch_size: int) -> int:
     """k from a vLLM-style [[lo, hi, k], ...] schedule; 0 (off) outside every range."""
     for lo, hi, k in schedule:
@@ -55,18 +59,21 @@ def k_for_batch(schedule: Sequence[tuple[int, int, int]], batch_size: int) -> in
 
 
 class AcceptanceSampler:
-    """Draws accepted-draft counts from one seeded RNG (the engine's only randomness)."""
+    """Draws accepted-draft counts from one seeded RNG (the engine's only randomness), at
+    the rates of the request's category where `by_category` has them."""
 
-    def __init__(self, rates: Sequence[float], seed: int) -> None:
-        self._rates = tuple(rates)
+    def __init__(self, rates: Sequence[float], seed: int,
+                 by_category: Mapping[str, Sequence[float]] | None = None) -> None:
         self._rng = random.Random(seed)
-        self._survival = {k: tuple(survival(self._rates, k)) for k in range(len(rates) + 1)}
+        self._survival = _survivals(rates)
+        self._by_category = {c: _survivals(r) for c, r in (by_category or {}).items()}
 
-    def sample(self, k: int) -> int:
+    def sample(self, k: int, category: str | None = None) -> int:
         """Accepted drafts (0..k) for one request that drafted k tokens."""
+        table = self._by_category.get(category, self._survival) if category else self._survival
         u = self._rng.random()
         accepted = 0
-        for p in self._survival[k]:
+        for p in table[k]:
             if u >= p:
                 break
             accepted += 1

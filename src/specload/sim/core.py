@@ -77,7 +77,8 @@ class EngineCore:
                                   sched.max_num_batched_tokens, profile.kv_capacity(drafter),
                                   PrefixCache(sched.block_size) if caching else None)
         self.cost_model = CostModel(profile, mode)
-        self.sampler = AcceptanceSampler(profile.speculative.acceptance, seed)
+        self.sampler = AcceptanceSampler(profile.speculative.acceptance, seed,
+                                         profile.speculative.acceptance_by_category)
         self.counters = Counters()
         schedule = profile.speculative.adaptive
         self._k_for = (lambda b: k_for_batch(schedule, b)) if mode == "adaptive" else (
@@ -118,7 +119,7 @@ class EngineCore:
         if not batch:
             return None
         sample = self.sampler.sample
-        accepted = [sample(s.sched_k) if s.sched_k else 0 for s in batch.decode]
+        accepted = [sample(s.sched_k, s.category) if s.sched_k else 0 for s in batch.decode]
         for seq, acc in zip(batch.decode, accepted, strict=True):
             if seq.sched_k:
                 c.drafts += 1

@@ -153,11 +153,13 @@ class Engine:
         """Requests this engine holds (running and waiting), for data-parallel dispatch."""
         return self.core.num_running + self.core.num_waiting
 
-    def submit(self, prompt_tokens: int, target_tokens: int, token_text: str = "") -> Stream:
+    def submit(self, prompt_tokens: int, target_tokens: int, token_text: str = "",
+               category: str | None = None) -> Stream:
         """Queue a request; `token_text` is its prompt as fixed-width tokens, for the
-        prefix cache, followed for a chat by its reply as the next turn will send it."""
+        prefix cache, followed for a chat by its reply as the next turn will send it;
+        `category`: its prompt's, where known."""
         seq = Seq(key=None, prompt_tokens=prompt_tokens, target_tokens=target_tokens,
-                  blocks=self.core.block_keys(token_text))
+                  blocks=self.core.block_keys(token_text), category=category)
         stream = Stream(seq)
         seq.key = stream
         self.core.add(seq)

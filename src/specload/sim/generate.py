@@ -26,6 +26,7 @@ import orjson
 from aiohttp import web
 
 from specload.sim import sse
+from specload.sim.categories import category_of
 from specload.sim.engine import Engine, Stream
 from specload.sim.faults import Fault, FaultPicker
 from specload.sim.flavors import Flavor
@@ -290,7 +291,10 @@ class Generation:
         history = gen.token_text
         if gen.endpoint == "chat":
             history += reply_token_text(self._reply(key, target, reason))
-        stream = engine.submit(gen.prompt_tokens, target, history)
+        category = category_of(gen.prompt_text)
+        if category is not None:
+            call.record["category"] = category
+        stream = engine.submit(gen.prompt_tokens, target, history, category)
         call.seq = stream.seq
         try:
             if gen.stream:

@@ -14,7 +14,7 @@ import itertools
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -91,6 +91,9 @@ class Speculative(_Strict):
     method: str = "eagle3"
     k: int = Field(ge=1)  # default number of speculative tokens
     acceptance: list[Prob] = Field(min_length=1)  # P(accept position j | j-1 accepted)
+    # the same per prompt category (`sim/categories.py`), for requests whose category is
+    # known; others draw `acceptance`
+    acceptance_by_category: dict[str, list[Prob]] = Field(default_factory=dict)
     # target tokens verified per draft position: 1 for a chain, > 1 for a draft tree
     verify_tokens_per_draft: float = Field(1.0, ge=1.0)
     draft_step_s: NonNeg  # fixed cost of one draft forward (kernel launches, weights)
@@ -119,6 +122,10 @@ class Speculative(_Strict):
     def _check(self) -> Speculative:
         if self.k > len(self.acceptance):
             raise ValueError(f"k={self.k} needs {self.k} acceptance rates")
+        for category, rates in self.acceptance_by_category.items():
+            if len(rates) != len(self.acceptance):
+                raise ValueError(f"acceptance_by_category.{category} has {len(rates)} "
+                                 f"rates; acceptance has {len(self.acceptance)}")
         for lo, hi, k in self.adaptive:
             if not (1 <= lo <= hi) or not 0 <= k <= len(self.acceptance):
                 raise ValueError(f"bad adaptive range [{lo}, {hi}, {k}]")
@@ -257,10 +264,31 @@ def builtin_names() -> list[str]:
 
 
 def load_profile(name_or_path: str) -> Profile:
-    """Load a built-in profile by name or a YAML file by path; SimConfigError if bad."""
+    """Load a built-in profile by name or a YAML file by path; SimConfigError if bad. A
+    profile that names another in `extends` is that one with its own keys on top, section
+    by section (a variant: the same server with another drafter's acceptance)."""
+    data = _profile_data(name_or_path, ())
+    try:
+        return Profile.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise SimConfigError(f"profile {name_or_path}: {where}: {first['msg']}{more}") from None
+
+
+def _where(name_or_path: str) -> str:
+    """The file a profile name or path stands for (resolved, for telling loops)."""
     path = Path(name_or_path)
     if not path.suffix and (PROFILES_DIR / f"{name_or_path}.yaml").is_file():
         path = PROFILES_DIR / f"{name_or_path}.yaml"
+    return str(path.resolve())
+
+
+def _profile_data(name_or_path: str, seen: tuple[str, ...]) -> dict[str, Any]:
+    """A profile file's mapping with its `extends` chain resolved (`seen`: the files
+    that extend it)."""
+    path = Path(_where(name_or_path))
     if not path.is_file():
         raise SimConfigError(
             f"profile {name_or_path!r} is neither a built-in ({', '.join(builtin_names())}) "
@@ -272,13 +300,22 @@ def load_profile(name_or_path: str) -> Profile:
         raise SimConfigError(f"profile {path}: cannot read YAML: {exc}") from None
     if not isinstance(data, dict):
         raise SimConfigError(f"profile {path}: expected a mapping at the top level")
-    try:
-        return Profile.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise SimConfigError(f"profile {path}: {where}: {first['msg']}{more}") from None
+    base = data.pop("extends", None)
+    if base is None:
+        return data
+    if isinstance(base, str) and Path(base).suffix and not Path(base).is_absolute():
+        base = str(path.parent / base)  # a file beside this one
+    here = str(path.resolve())
+    if not isinstance(base, str) or _where(base) in (*seen, here):
+        raise SimConfigError(f"profile {path}: extends {base!r}: a profile name or file that "
+                             "does not extend this one")
+    merged = _profile_data(base, (*seen, here))
+    for key, value in data.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    return merged
 
 
 def parse_schedule(text: str) -> list[tuple[int, int, int]]:

@@ -53,6 +53,7 @@ class Seq:
     draft_tokens: int = 0
     accepted: int = 0
     accept_hist: list[int] = field(default_factory=list)
+    category: str | None = None  # the prompt's, where known (`categories.py`)
 
     @property
     def context(self) -> int:

@@ -7,12 +7,16 @@ round trip a real client adds). The first `2·C` completions are warm-up; throug
 is measured over the next `max(3·C, 30)` completions as tokens emitted in that
 window divided by its length (token-time accounting, as the load generator does).
 The same `EngineCore` the real-time server uses runs the steps; only the clock differs.
+With `categories`, the requests take those prompt categories in turn (a mix: the
+profile's `acceptance_by_category` applies to each), and the point also gives each
+category's mean end-to-end time (arrival to last token, queueing included).
 """
 
 from __future__ import annotations
 
 import heapq
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 
 from specload.sim.core import EngineCore, SpecMode
 from specload.sim.profile import Profile
@@ -33,6 +37,8 @@ class CurvePoint:
     tokens_per_chunk: float  # mean tokens a request emits per step that emits any
     preemptions_per_s: float
     window_s: float  # virtual seconds measured
+    # per prompt category (runs with `categories`): the mean arrival-to-last-token seconds
+    e2e_s_by_category: dict[str, float] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -45,10 +51,33 @@ class _Req:
     first: float | None = None
 
 
+@dataclass(slots=True)
+class _Tally:
+    """What the measuring window saw."""
+
+    output: int  # each request's output tokens
+    tokens: int = 0
+    chunks: int = 0
+    steps: int = 0
+    batch_sum: int = 0
+    tpot_rates: list[float] = field(default_factory=list)
+    ttfts: list[float] = field(default_factory=list)
+    e2e: dict[str, list[float]] = field(default_factory=dict)
+
+    def finished(self, seq: Seq, req: _Req, t: float) -> None:
+        assert req.first is not None
+        self.ttfts.append(req.first - req.arrival)
+        if seq.category is not None:
+            self.e2e.setdefault(seq.category, []).append(t - req.arrival)
+        if self.output > 1 and t > req.first:
+            self.tpot_rates.append((self.output - 1) / (t - req.first))
+
+
 def run_closed_loop(profile: Profile, mode: SpecMode, k: int | None, users: int, *,
                     seed: int = 0, prompt_tokens: int | None = None,
                     output_tokens: int | None = None,
-                    rtt_s: float = CLIENT_RTT_S) -> CurvePoint:
+                    rtt_s: float = CLIENT_RTT_S,
+                    categories: Sequence[str] = ()) -> CurvePoint:
     """Simulate `users` closed-loop users until steady state; see the module docstring."""
     core = EngineCore(profile, mode, k, seed)
     prompt = prompt_tokens or profile.workload.prompt_tokens
@@ -57,15 +86,16 @@ def run_closed_loop(profile: Profile, mode: SpecMode, k: int | None, users: int,
     stop_at = warm_done + max(3 * users, 30)
     arrivals: list[tuple[float, int]] = [(0.0, u) for u in range(users)]
     t = 0.0
-    completed = 0
+    completed = sent = pre0 = 0
     start: float | None = None
-    tokens = chunks = steps = batch_sum = pre0 = 0
-    tpot_rates: list[float] = []
-    ttfts: list[float] = []
+    tally = _Tally(output)
     while completed < stop_at:
         while arrivals and arrivals[0][0] <= t:
             at, user = heapq.heappop(arrivals)
-            core.add(Seq(key=_Req(user, at), prompt_tokens=prompt, target_tokens=output))
+            category = categories[sent % len(categories)] if categories else None
+            sent += 1
+            core.add(Seq(key=_Req(user, at), prompt_tokens=prompt, target_tokens=output,
+                         category=category))
         res = core.step()
         if res is None:
             t = arrivals[0][0]
@@ -73,33 +103,37 @@ def run_closed_loop(profile: Profile, mode: SpecMode, k: int | None, users: int,
         t += res.cost.total
         measuring = start is not None
         if measuring:
-            steps += 1
-            batch_sum += res.batch_size
+            tally.steps += 1
+            tally.batch_sum += res.batch_size
         for seq, n in res.emitted:
             req: _Req = seq.key
             if req.first is None:
                 req.first = t
             if measuring:
-                tokens += n
-                chunks += 1
+                tally.tokens += n
+                tally.chunks += 1
             if seq.finished:
                 completed += 1
                 heapq.heappush(arrivals, (t + rtt_s, req.user))
                 if measuring:
-                    ttfts.append(req.first - req.arrival)
-                    if output > 1 and t > req.first:
-                        tpot_rates.append((output - 1) / (t - req.first))
+                    tally.finished(seq, req, t)
         if start is None and completed >= warm_done:
             start = t
             pre0 = core.counters.preemptions
     window = t - (start or 0.0)
+    return _point(users, tally, window, core.counters.preemptions - pre0)
+
+
+def _point(users: int, tally: _Tally, window: float, preemptions: int) -> CurvePoint:
     return CurvePoint(
         users=users,
-        output_tok_s=tokens / window if window > 0 else 0.0,
-        per_user_tok_s=sum(tpot_rates) / len(tpot_rates) if tpot_rates else 0.0,
-        ttft_ms=1000 * sum(ttfts) / len(ttfts) if ttfts else 0.0,
-        mean_batch=batch_sum / steps if steps else 0.0,
-        tokens_per_chunk=tokens / chunks if chunks else 0.0,
-        preemptions_per_s=(core.counters.preemptions - pre0) / window if window > 0 else 0.0,
+        output_tok_s=tally.tokens / window if window > 0 else 0.0,
+        per_user_tok_s=(sum(tally.tpot_rates) / len(tally.tpot_rates) if tally.tpot_rates
+                        else 0.0),
+        ttft_ms=1000 * sum(tally.ttfts) / len(tally.ttfts) if tally.ttfts else 0.0,
+        mean_batch=tally.batch_sum / tally.steps if tally.steps else 0.0,
+        tokens_per_chunk=tally.tokens / tally.chunks if tally.chunks else 0.0,
+        preemptions_per_s=preemptions / window if window > 0 else 0.0,
         window_s=window,
+        e2e_s_by_category={c: sum(v) / len(v) for c, v in sorted(tally.e2e.items())},
     )

@@ -165,3 +165,31 @@ def test_each_requests_acceptance_length_is_spread_over_the_rung(tmp_path: Path)
     assert row["req_accept_len"] == pytest.approx(60 / 34)  # all tokens over all steps
     assert [row[f"req_accept_len_p{p}"] for p in (10, 50, 90)] == pytest.approx(
         list(np.percentile(lengths, [10, 50, 90])))
+
+
+def test_each_category_keeps_its_tokens_time_in_flight_and_acceptance(tmp_path: Path) -> None:
+    """Per prompt category: its tokens in the window over its requests' seconds in flight
+    there (a code request streaming 6 tokens over 5 s and one still queued: 6 tokens in
+    8 s), the requests that started and ended, and their own acceptance length."""
+    reqs = [make.request(101.0, [102.0, 103.0, 104.0, 105.0, 106.0], [2, 1, 1, 1, 1],
+                         rid="C1", category="code", draft_tokens=6, accepted_tokens=3),
+            make.request(107.0, [], None, rid="C2", category="code", end=110.0,
+                         error_kind="interrupted", interrupted=True),
+            make.request(101.0, [104.0, 106.0], [1, 1], rid="T1", category="chat")]
+    prefix = make.write_prefix(tmp_path / "run", reqs, rungs=[(0, 3, 95.0, 100.0, 110.0)])
+    data = run_files.read_rep(prefix)
+    windows, _ = rung_windows(data.rungs, data.history, data.requests)
+    row = client_metrics.rung_metrics(data.requests, chunk_arrays.build(data.requests),
+                                      windows).iloc[0]
+    code, chat = row["by_category"]["code"], row["by_category"]["chat"]
+    assert code["tokens"] == 6 and code["in_flight_s"] == pytest.approx(8.0)
+    assert code["tok_s_per_request"] == pytest.approx(6 / 8)
+    assert code["req_accept_len"] == pytest.approx(6 / 3)  # 6 tokens in 3 target steps
+    assert code["requests"] == 1 and chat["requests"] == 1
+    assert chat["tok_s_per_request"] == pytest.approx(2 / 5)
+    assert np.isnan(chat["req_accept_len"])  # its engine told nothing
+    one = make.write_prefix(tmp_path / "one", reqs[2:], rungs=[(0, 1, 95.0, 100.0, 110.0)])
+    data = run_files.read_rep(one)
+    windows, _ = rung_windows(data.rungs, data.history, data.requests)
+    assert client_metrics.rung_metrics(data.requests, chunk_arrays.build(data.requests),
+                                       windows).iloc[0]["by_category"] == {}

@@ -18,7 +18,8 @@ from specload.sim.textgen import TokenStream, digest, output_length, text_tokens
 def test_builtin_profiles_load_and_have_documented_sources() -> None:
     assert builtin_names() == ["a100x8-llama8b-magicdec", "bench-20ms",
                                "cpu2-gemma3-270m-ngram", "h100-llama8b-eagle",
-                               "h100-llama8b-eagle3", "seed-glm"]
+                               "h100-llama8b-eagle3", "h100-llama8b-eagle3-categories",
+                               "seed-glm"]
     for name in builtin_names():
         load_profile(name)
         assert (PROFILES_DIR / f"{name}.yaml").read_text().startswith("#")
