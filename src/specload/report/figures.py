@@ -410,6 +410,7 @@ def acceptance_map(maps: Sequence[AcceptanceMap]) -> go.Figure:
             hovertemplate="C=%{x}<br>accepts %{y:.2f}<extra></extra>"))
     fig = _layout(fig, f"Acceptance map: speedup over {amap.off} by mean acceptance length",
                   "mean acceptance length (tokens per step)")
+    fig.update_xaxes(tickvals=c, ticktext=[f"{x:g}" for x in c])  # the rungs, not decades
     return fig.update_yaxes(rangemode="normal")
 
 

@@ -309,9 +309,9 @@ def acceptance_target_warnings(pairs: Sequence[PairResult], summary: pd.DataFram
                 "acceptance_off_target",
                 f"{pair.on.name} was set to an acceptance length of {target:g} and reported "
                 + ", ".join(f"{got:.2f} at C={c} ({got / target - 1:+.1%})" for c, got in off)
-                + ": the engine delivered another (its drafts were shorter than their "
-                "maximum, or requests ended mid-draft); the acceptance map places the arm "
-                "by what it reported", arm=pair.on.name))
+                + ": the engine delivered another (drafts shorter than their maximum, "
+                "requests that end mid-draft, or few drafts in the window); the acceptance "
+                "map places the arm by what it reported", arm=pair.on.name))
     return out
 
 
