@@ -74,10 +74,11 @@ class CategoryPair:
                + "; ".join(f"{c} {self.reach(c)}" for c in by_reach)]
         if self.disagree():
             first, last = by_reach[0], by_reach[-1]
-            out.append(f"  categories disagree: {first} {self.reach(first)}, {last} only "
-                       f"{self.reach(last).removeprefix('pays ')}; the recommendation holds "
-                       f"for this run's mix ({self.mix_words()}): weight "
-                       "request.categories as your traffic is to get yours")
+            least = self.reach(last)
+            least = f"only {least.removeprefix('pays ')}" if least.startswith("pays ") else least
+            out.append(f"  categories disagree: {first} {self.reach(first)}, {last} {least}; "
+                       f"the recommendation holds for this run's mix ({self.mix_words()}): "
+                       "weight request.categories as your traffic is to get yours")
         return out
 
     def as_dict(self) -> dict[str, object]:

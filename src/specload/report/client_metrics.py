@@ -134,6 +134,14 @@ def tok_s_se(tokens: np.ndarray, streaming_s: np.ndarray, length: float) -> floa
     return float(np.sqrt(np.sum((tokens - pace * streaming_s) ** 2)) / length)
 
 
+def _texts(req: pd.DataFrame, name: str) -> np.ndarray:
+    """A text column as Python strings, "" where missing (or the file has no such column)."""
+    if name not in req:
+        return np.full(len(req), "", dtype=object)
+    column = req[name].astype(object)
+    return column.where(column.notna(), "").to_numpy(dtype=object)
+
+
 def _tpot_ms(req: pd.DataFrame) -> np.ndarray:
     """The recorded TPOT, or (E2E - TTFT) / (tokens - 1) where it was not recorded."""
     tpot = req["tpot_ms"].to_numpy(dtype=float)
@@ -247,8 +255,7 @@ class _Rows:
             reconnects=req["reconnects"].to_numpy(),
             drafted=req["draft_tokens"].to_numpy(dtype=float),
             accepted=req["accepted_tokens"].to_numpy(dtype=float),
-            category=(req["category"].to_numpy(dtype=object) if "category" in req
-                      else np.full(len(req), "", dtype=object)))
+            category=_texts(req, "category"))
 
 
 def _failure_columns(r: _Rows, in_w: np.ndarray) -> dict[str, object]:
@@ -291,13 +298,14 @@ def _request_acceptance(r: _Rows, ended: np.ndarray) -> dict[str, float]:
 
 def _by_category(r: _Rows, window_tokens: np.ndarray, in_flight_s: np.ndarray,
                  sel: np.ndarray, ended: np.ndarray) -> dict[str, dict[str, float]]:
-    """Per prompt category, where a window has two or more: its tokens in the window
+    """Per prompt category (requests without one left out), where a window has two or
+    more: its tokens in the window
     (`window_tokens`, per request), its requests' time in flight there (`in_flight_s`),
     so its pace per request in flight (tokens per request-second: queueing counts, and
     no request is left out for not having ended), the requests that started in it and
     succeeded, their TPOT p50, and the acceptance length of those that ended in it
     (`_request_acceptance`)."""
-    present = np.unique(r.category[(window_tokens > 0) | sel])
+    present = np.unique(r.category[((window_tokens > 0) | sel) & (r.category != "")])
     if present.size < 2:
         return {}
     out = {}

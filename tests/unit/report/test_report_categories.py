@@ -58,6 +58,16 @@ def test_each_category_has_its_speedup_and_c_star() -> None:
     assert found.as_dict()["c_star"]["code"]["verdict"] == "crosses"
 
 
+def test_a_category_that_never_pays_is_said_so() -> None:
+    per_rep = _per_rep()
+    for figures in per_rep["by_category"]:
+        if "chat" in figures and figures["chat"]["tok_s_per_request"] in ON["chat"].values():
+            figures["chat"]["tok_s_per_request"] /= 10
+    (found,) = categories.analyse([_pair(per_rep)], per_rep)
+    assert found.crossovers["chat"].verdict == "never" and found.disagree()
+    assert ", chat never pays; the recommendation holds" in found.lines()[1]
+
+
 def test_one_category_or_none_gives_no_study() -> None:
     per_rep = _per_rep()
     per_rep["by_category"] = [{} for _ in range(len(per_rep))]

@@ -175,12 +175,14 @@ def test_each_category_keeps_its_tokens_time_in_flight_and_acceptance(tmp_path: 
                          rid="C1", category="code", draft_tokens=6, accepted_tokens=3),
             make.request(107.0, [], None, rid="C2", category="code", end=110.0,
                          error_kind="interrupted", interrupted=True),
-            make.request(101.0, [104.0, 106.0], [1, 1], rid="T1", category="chat")]
+            make.request(101.0, [104.0, 106.0], [1, 1], rid="T1", category="chat"),
+            make.request(101.0, [103.0], [4], rid="U1", category="")]  # none: left out
     prefix = make.write_prefix(tmp_path / "run", reqs, rungs=[(0, 3, 95.0, 100.0, 110.0)])
     data = run_files.read_rep(prefix)
     windows, _ = rung_windows(data.rungs, data.history, data.requests)
     row = client_metrics.rung_metrics(data.requests, chunk_arrays.build(data.requests),
                                       windows).iloc[0]
+    assert set(row["by_category"]) == {"code", "chat"}
     code, chat = row["by_category"]["code"], row["by_category"]["chat"]
     assert code["tokens"] == 6 and code["in_flight_s"] == pytest.approx(8.0)
     assert code["tok_s_per_request"] == pytest.approx(6 / 8)
