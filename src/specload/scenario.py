@@ -240,10 +240,7 @@ class RequestSettings(_model_of(Request)):  # type: ignore[misc]
 
     @model_validator(mode="after")
     def _joint(self) -> RequestSettings:
-        if self.categories:
-            if self.prompt_tokens:
-                raise ValueError("categories select from the prompt set; synthetic prompts "
-                                 "(prompt_tokens) have none")
+        if self.categories and not self.prompt_tokens:
             try:
                 CategoryMix.parse(self.categories).deal(load_prompts(self.prompts or None))
             except UserError as exc:

@@ -122,6 +122,9 @@ def joint_problems(values: Any, cls: type) -> list[str]:
     if issubclass(cls, Request) and values.min_tokens > values.max_tokens:
         return [f"min_tokens ({values.min_tokens}) is larger than max_tokens "
                 f"({values.max_tokens})"]
+    if issubclass(cls, Request) and values.categories and values.prompt_tokens:
+        return ["categories select from the prompt set; synthetic prompts (prompt_tokens) "
+                "have none"]
     if issubclass(cls, Workload) and values.cv != 1.0 and values.arrivals != "gamma":
         return ["cv needs arrivals: gamma (Poisson arrivals have cv 1)"]
     return []

@@ -33,6 +33,13 @@ CASES = [
     # unknown keys
     ("unknown top-level key", "name: x\nrepeat: 2\n" + A,
      ONE + "repeat: unknown key; check its spelling and indentation"),
+    ("categories the set lacks", "name: x\nrequest: {categories: {poetry: 1}}\n" + A,
+     ONE + "request: categories: the prompt set has no poetry prompts (it has chat, code, "
+     "extraction, reasoning, summarisation)"),
+    ("categories of synthetic prompts",
+     "name: x\nrequest: {categories: code, prompt_tokens: 64}\n" + A,
+     ONE + "request: categories select from the prompt set; synthetic prompts "
+     "(prompt_tokens) have none"),
     ("unknown request key", "name: x\nrequest: {max_token: 5}\n" + A,
      ONE + "request.max_token: unknown key; check its spelling and indentation"),
     ("unknown arm key", "name: x\narms:\n  - name: a\n    sim: {spec: 'on'}\n    port: 80\n",
