@@ -13,11 +13,17 @@ their own acceptance length. For each spec-on/spec-off pair and category, per ru
   would be the mix's. In a mix the categories share the batch and the queue: a code
   request's speedup is the one it gets beside this much chat, and a category's C*
   alone comes from a run that selects it (`request.categories: {code: 1}`);
-- C* from that speedup (`crossover.find_crossover`, the band the repeats' spread).
+- its noise band: `BAND_SE` standard errors of the speedup either way, from each arm's
+  pace spread over its requests (`pace_rel_se`), averaged over the repeats and
+  shrunk by their number, or the repeats' range where that is wider;
+- C* from that speedup and band (`crossover.find_crossover`), and its interval by the
+  overall C*'s bootstrap (`c_star_interval`) on the category's paces and their spread.
 
-The verdict says when categories disagree ("code pays up to C = 48, chat only to
-C = 16": C* apart by more than `DISAGREE`, or different verdicts), and that the
-recommendation holds for the run's mix, which it names.
+The verdict says that categories disagree only where the noise allows it: two
+categories' C* intervals do not overlap ("code pays up to C = 48, chat only to
+C = 16"), and that the recommendation holds for the run's mix, which it names.
+Categories of one drafter and equal acceptance differ by their prompts' lengths and by
+chance; a run of few requests per category tells them apart only that far.
 """
 
 from __future__ import annotations
@@ -29,11 +35,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from specload.report.c_star_interval import Interval, c_star_interval
 from specload.report.crossover import ALWAYS, CROSSES, NEVER, Crossover, PairResult, find_crossover
 
-DISAGREE = 1.5  # two categories' C* this far apart (a ratio) disagree
+BAND_SE = 2.0  # a category's speedup band: this many standard errors either way
 COLUMNS = ("category", "concurrency", "token_share", "accept_len", "tok_s_on", "tok_s_off",
-           "tpot_on_ms", "tpot_off_ms", "speedup", "speedup_min", "speedup_max")
+           "tpot_on_ms", "tpot_off_ms", "speedup", "band_lo", "band_hi")
 
 
 @dataclass(slots=True)
@@ -45,24 +52,26 @@ class CategoryPair:
     rows: pd.DataFrame  # COLUMNS
     crossovers: dict[str, Crossover]
     mix: dict[str, float]  # each category's share of the spec-on arm's requests
+    intervals: dict[str, Interval]  # on each category's C*
 
     def reach(self, category: str) -> str:
         """`pays up to C = 48`, `pays at every C measured`, `never pays`."""
         found = self.crossovers[category]
         if found.verdict == CROSSES and found.c_star is not None:
-            return f"pays up to C = {found.c_star:.3g}"
+            span = self.intervals.get(category)
+            inside = span is not None and not (span.below or span.above)
+            return f"pays up to C = {found.c_star:.3g}" + (
+                f" ({span.level:.0%}: {span.lo:.3g}-{span.hi:.3g})" if inside else "")
         if found.verdict == ALWAYS:
             return "pays at every C measured"
         if found.verdict == NEVER:
             return "never pays"
-        return f"is {found.verdict}"
+        return "has no clear crossover (within its noise)"
 
     def disagree(self) -> bool:
-        """Categories reach different verdicts, or C* this far apart."""
-        verdicts = {c.verdict for c in self.crossovers.values()}
-        stars = [c.c_star for c in self.crossovers.values()
-                 if c.verdict == CROSSES and c.c_star is not None]
-        return len(verdicts) > 1 or (len(stars) > 1 and max(stars) / min(stars) > DISAGREE)
+        """Two categories' C* intervals do not overlap."""
+        spans = list(self.intervals.values())
+        return any(a.lo > b.hi for a in spans for b in spans)
 
     def mix_words(self) -> str:
         return ", ".join(f"{name} {share:.0%}" for name, share in
@@ -85,6 +94,7 @@ class CategoryPair:
         return {"spec_on": self.on, "spec_off": self.off, "mix": self.mix,
                 "disagree": self.disagree(),
                 "c_star": {c: x.as_dict() for c, x in self.crossovers.items()},
+                "c_star_interval": {c: x.as_dict() for c, x in self.intervals.items()},
                 "rungs": self.rows.replace({np.nan: None}).to_dict(orient="records")}
 
 
@@ -118,8 +128,12 @@ def analyse_pair(pair: PairResult, per_rep: pd.DataFrame) -> CategoryPair | None
     if both["category"].nunique() < 2:
         return None
     both["speedup"] = both["tok_s_per_request_on"] / both["tok_s_per_request_off"]
+    both["speedup_se"] = both["speedup"] * np.hypot(both["pace_rel_se_on"],
+                                                    both["pace_rel_se_off"])
     both["token_share"] = both["tokens_on"] / both["window_tokens_on"]
     grouped = both.groupby(["category", "concurrency"], sort=True)
+    speedup = grouped["speedup"].mean()
+    half = BAND_SE * grouped["speedup_se"].mean() / np.sqrt(grouped["speedup"].count())
     rows = pd.DataFrame({
         "token_share": grouped["token_share"].mean(),
         "accept_len": grouped["req_accept_len_on"].mean(),
@@ -127,26 +141,34 @@ def analyse_pair(pair: PairResult, per_rep: pd.DataFrame) -> CategoryPair | None
         "tok_s_off": grouped["tok_s_per_request_off"].mean(),
         "tpot_on_ms": grouped["tpot_p50_ms_on"].mean(),
         "tpot_off_ms": grouped["tpot_p50_ms_off"].mean(),
-        "speedup": grouped["speedup"].mean(),
-        "speedup_min": grouped["speedup"].min(),
-        "speedup_max": grouped["speedup"].max(),
+        "speedup": speedup,
+        "band_lo": np.fmin(speedup - half, grouped["speedup"].min()),
+        "band_hi": np.fmax(speedup + half, grouped["speedup"].max()),
     }).reset_index()[list(COLUMNS)]
     crossovers = {}
     for name, part in rows.groupby("category", sort=True):
-        crossovers[str(name)] = _crossover(part, both["rep"].nunique() > 1)
+        crossovers[str(name)] = find_crossover(
+            part["concurrency"].to_numpy(dtype=float), part["speedup"].to_numpy(dtype=float),
+            part["band_lo"].to_numpy(dtype=float), part["band_hi"].to_numpy(dtype=float),
+            band=f"{BAND_SE:g} standard errors over the requests")
     requests = on.groupby("category")["requests"].sum()
     mix = (requests / requests.sum()).round(4).to_dict() if requests.sum() else {}
+    intervals = {}
+    for name, part in rows[np.isfinite(rows["speedup"])].groupby("category", sort=True):
+        span = c_star_interval(part["concurrency"].unique(), _paces(on, str(name)),
+                               _paces(off, str(name)))
+        if span is not None:
+            intervals[str(name)] = span
     return CategoryPair(pair.on.name, pair.off.name, rows, crossovers,
-                        {str(k): float(v) for k, v in mix.items()})
+                        {str(k): float(v) for k, v in mix.items()}, intervals)
 
 
-def _crossover(part: pd.DataFrame, repeated: bool) -> Crossover:
-    """C* of one category's speedup; with repeats, their range is the noise band."""
-    c, s = part["concurrency"].to_numpy(dtype=float), part["speedup"].to_numpy(dtype=float)
-    if not repeated:
-        return find_crossover(c, s)
-    return find_crossover(c, s, part["speedup_min"].to_numpy(dtype=float),
-                          part["speedup_max"].to_numpy(dtype=float))
+def _paces(rows: pd.DataFrame, category: str) -> pd.DataFrame:
+    """One category's per-repeat paces as `c_star_interval` reads an arm's tok/s."""
+    mine = rows[(rows["category"] == category) & np.isfinite(rows["tok_s_per_request"])]
+    return pd.DataFrame({"rep": mine["rep"], "concurrency": mine["concurrency"],
+                         "output_tok_s": mine["tok_s_per_request"],
+                         "output_tok_s_se": mine["tok_s_per_request"] * mine["pace_rel_se"]})
 
 
 def analyse(pairs: Sequence[PairResult], per_rep: pd.DataFrame) -> list[CategoryPair]:

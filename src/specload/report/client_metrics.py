@@ -299,11 +299,11 @@ def _request_acceptance(r: _Rows, ended: np.ndarray) -> dict[str, float]:
 def _by_category(r: _Rows, window_tokens: np.ndarray, in_flight_s: np.ndarray,
                  sel: np.ndarray, ended: np.ndarray) -> dict[str, dict[str, float]]:
     """Per prompt category (requests without one left out), where a window has two or
-    more: its tokens in the window
-    (`window_tokens`, per request), its requests' time in flight there (`in_flight_s`),
-    so its pace per request in flight (tokens per request-second: queueing counts, and
-    no request is left out for not having ended), the requests that started in it and
-    succeeded, their TPOT p50, and the acceptance length of those that ended in it
+    more: its tokens in the window (`window_tokens`, per request), its requests' time in
+    flight there (`in_flight_s`), so its pace per request in flight (tokens per
+    request-second: queueing counts, and no request is left out for not having ended)
+    and that pace's relative spread over the requests, the requests that started in it
+    and succeeded, their TPOT p50, and the acceptance length of those that ended in it
     (`_request_acceptance`)."""
     present = np.unique(r.category[((window_tokens > 0) | sel) & (r.category != "")])
     if present.size < 2:
@@ -313,8 +313,13 @@ def _by_category(r: _Rows, window_tokens: np.ndarray, in_flight_s: np.ndarray,
         mine = r.category == name
         flight = float(in_flight_s[mine].sum())
         tokens = float(window_tokens[mine].sum())
-        out[str(name)] = {"tokens": tokens, "in_flight_s": flight,
-                          "tok_s_per_request": tokens / flight if flight > 0 else float("nan"),
+        pace = tokens / flight if flight > 0 else float("nan")
+        # the pace's relative spread over its requests (a request bootstrap, closed form
+        # as `tok_s_se`): sqrt(sum (tokens - pace * seconds)^2) / tokens
+        spread = (float(np.sqrt(np.sum((window_tokens[mine] - pace * in_flight_s[mine]) ** 2)))
+                  / tokens if tokens > 0 else float("nan"))
+        out[str(name)] = {"tokens": tokens, "in_flight_s": flight, "tok_s_per_request": pace,
+                          "pace_rel_se": spread,
                           "requests": float(np.count_nonzero(sel & mine)),
                           "tpot_p50_ms": _pcts(r.tpot[sel & mine], "tpot")["tpot_p50_ms"],
                           "req_accept_len": _request_acceptance(r, ended & mine)[

@@ -19,6 +19,7 @@ ON = {"code": {1: 100.0, 4: 85.0, 16: 45.0, 64: 10.0},
 
 def _figures(tok_s: float, requests: float) -> dict[str, float]:
     return {"tokens": tok_s * 10, "in_flight_s": 10.0, "tok_s_per_request": tok_s,
+            "pace_rel_se": 0.01,
             "requests": requests, "tpot_p50_ms": 1000 / tok_s, "req_accept_len": 2.5}
 
 
@@ -66,6 +67,17 @@ def test_a_category_that_never_pays_is_said_so() -> None:
     (found,) = categories.analyse([_pair(per_rep)], per_rep)
     assert found.crossovers["chat"].verdict == "never" and found.disagree()
     assert ", chat never pays; the recommendation holds" in found.lines()[1]
+
+
+def test_categories_apart_by_chance_do_not_disagree() -> None:
+    """Categories whose speedups differ, but within their noise (a pace spread of 30% of
+    each window's tokens), have their own C* and no disagreement."""
+    per_rep = _per_rep()
+    for figures in per_rep["by_category"]:
+        for one in figures.values():
+            one["pace_rel_se"] = 0.3
+    (found,) = categories.analyse([_pair(per_rep)], per_rep)
+    assert not found.disagree() and len(found.lines()) == 1
 
 
 def test_one_category_or_none_gives_no_study() -> None:
