@@ -314,12 +314,11 @@ def _by_category(r: _Rows, window_tokens: np.ndarray, in_flight_s: np.ndarray,
         flight = float(in_flight_s[mine].sum())
         tokens = float(window_tokens[mine].sum())
         pace = tokens / flight if flight > 0 else float("nan")
-        # the pace's relative spread over its requests (a request bootstrap, closed form
-        # as `tok_s_se`): sqrt(sum (tokens - pace * seconds)^2) / tokens
-        spread = (float(np.sqrt(np.sum((window_tokens[mine] - pace * in_flight_s[mine]) ** 2)))
-                  / tokens if tokens > 0 else float("nan"))
         out[str(name)] = {"tokens": tokens, "in_flight_s": flight, "tok_s_per_request": pace,
-                          "pace_rel_se": spread,
+                          # the pace's spread over its requests, relative: `tok_s_se` over
+                          # a "window" of the category's own tokens
+                          "pace_rel_se": tok_s_se(window_tokens[mine], in_flight_s[mine],
+                                                  tokens),
                           "requests": float(np.count_nonzero(sel & mine)),
                           "tpot_p50_ms": _pcts(r.tpot[sel & mine], "tpot")["tpot_p50_ms"],
                           "req_accept_len": _request_acceptance(r, ended & mine)[
