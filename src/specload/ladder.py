@@ -45,6 +45,12 @@ MAX_SPAWN_RATE_PER_PROCESS = 100.0
 STRETCH_GRACE = 0.1
 # ... and no further than this many times `max_measure_s`.
 STRETCH_LIMIT = 4.0
+CAP_TIMES_MEASURE = 4.0  # a measure window's cap when none is given: this many windows
+
+
+def window_cap_s(measure_s: float, max_measure_s: float | None) -> float:
+    """A measure window's cap: `max_measure_s`, else `CAP_TIMES_MEASURE` × `measure_s`."""
+    return CAP_TIMES_MEASURE * measure_s if max_measure_s is None else max_measure_s
 
 
 class LadderError(ValueError):
@@ -125,7 +131,7 @@ def plan(
         problems.append(f"measure window {measure_s!r} s must be more than 0")
     if min_requests < 0:
         problems.append(f"min_requests {min_requests} must be 0 or more")
-    top = 4 * measure_s if max_measure_s is None else max_measure_s
+    top = window_cap_s(measure_s, max_measure_s)
     if not (top >= measure_s):
         problems.append(f"max_measure_s {top!r} must be at least measure_s {measure_s!r}")
     if problems:

@@ -44,7 +44,13 @@ from specload.arrival_plan import validate_rates
 from specload.category_mix import CategoryMix
 from specload.conversations import load_conversations
 from specload.errors import UserError
-from specload.ladder import DEFAULT_LADDER, STRETCH_LIMIT, parse_ladder, validate_ladder
+from specload.ladder import (
+    DEFAULT_LADDER,
+    STRETCH_LIMIT,
+    parse_ladder,
+    validate_ladder,
+    window_cap_s,
+)
 from specload.prompts import load_prompts
 from specload.search import AUTO, coarse
 from specload.settings import (
@@ -685,7 +691,7 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
     @property
     def max_window_s(self) -> float:
         """A measure window's cap, `max_measure_s` (0: four times `measure_s`)."""
-        return self.max_measure_s or 4 * self.measure_s
+        return window_cap_s(self.measure_s, self.max_measure_s or None)
 
     @model_validator(mode="after")
     def _one_load_mode(self) -> Scenario:
