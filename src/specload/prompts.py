@@ -1,8 +1,8 @@
 """Prompts: the built-in set, ShareGPT / JSON-lines loaders, and the seeded request order.
 
-The built-in set (`data/prompts.jsonl`, made by `scripts/gen_prompts.py`) has 225 prompts
-in five categories (chat, code, summarisation, reasoning, extraction) because speculative
-acceptance depends on the kind of text. A JSON-lines file has one object per line with
+The built-in set (`data/prompts.jsonl`, made by `scripts/gen_prompts.py`) has 45 prompts
+in each of the categories of `CATEGORIES` because speculative acceptance depends on the
+kind of text. A JSON-lines file has one object per line with
 `prompt` (a string) or `messages` (OpenAI chat messages), and optional `max_tokens` and
 `category`. A ShareGPT file is a JSON array of `{"conversations": [{"from": "human",
 "value": ...}, ...]}`; the first human turn is the prompt. Errors name the file and the
@@ -26,7 +26,9 @@ from typing import Any, Generic, TypeVar
 from specload.errors import UserError
 
 BUILTIN_NAME = "builtin"
-CATEGORIES = ("chat", "code", "summarisation", "reasoning", "extraction")
+# the built-in set's categories; rag: long retrieved context, json: structured output
+CATEGORIES = ("chat", "code", "summarisation", "reasoning", "extraction", "rag",
+              "multi_turn", "translation", "json")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +53,17 @@ def request_seed(seed: int, prompt: Prompt) -> int:
     request's seed (tools/server/server-context.cpp, `spec_synth_rng.seed`), so every
     request would accept the same drafts and a whole run one draw of the target."""
     return zlib.crc32(prompt.text.encode(), seed & 0xFFFFFFFF) & 0x7FFFFFFF
+
+
+def run_seed(seed: int, first_rung: int) -> int:
+    """The seed of a Locust run whose first rung is the ladder's `first_rung` (0: the
+    scenario's own seed). A run per rung (interleaved arms; resumed or added rungs)
+    against a server that stays up would otherwise send the first run's prompts again,
+    in the same order, and an engine's prefix cache would serve their prefill from
+    memory: every arm gets the same prompts at a rung, and each rung new ones."""
+    if first_rung == 0:
+        return seed
+    return zlib.crc32(f"{seed}:{first_rung}".encode()) & 0x7FFFFFFF
 
 
 def load_prompts(path: str | None) -> list[Prompt]:

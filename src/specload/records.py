@@ -115,7 +115,7 @@ class RequestRecord:
     client_id: str
     user_id: int
     endpoint: str  # "chat" or "completions"
-    category: str  # prompt category (chat, code, summarisation, reasoning, extraction, ...)
+    category: str  # prompt category (`prompts.CATEGORIES` for the built-in set)
     start: float  # send start, UTC epoch seconds
     end: float  # request finished (stream closed, failed or interrupted), epoch seconds
     status: int  # HTTP status, 0 when no response arrived
@@ -147,6 +147,8 @@ class RequestRecord:
     draft_tokens: int | None = None
     accepted_tokens: int | None = None
     draft_steps: int | None = None
+    # drafts accepted per verification step, binned (`accept_by_step`; "": not listed)
+    accept_by_step: str = ""
     extra: dict[str, object] = field(default_factory=dict, repr=False)
 
     def row(self) -> list[object]:

@@ -343,8 +343,9 @@ class Simulator:
         ge=1)
     per_request_spec_decode_metrics: str = setting(
         "none", "vllm: each request's drafted and accepted tokens in its final usage chunk "
-        "(`metrics.speculative_decoding`), as vLLM's flag of the same name does",
-        choices=("none", "summary"))
+        "(`metrics.speculative_decoding`), as vLLM's flag of the same name does; detailed "
+        "adds the drafts accepted and proposed at each verification step",
+        choices=("none", "summary", "detailed"))
 
 
 # The reference's sections: where in a scenario each class's keys go.

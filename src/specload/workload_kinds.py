@@ -87,7 +87,8 @@ class WorkloadKind:
 _ON_THE_LADDER = ("system_throughput", "speedup", "category_speedup", "acceptance_map",
                   "envelope",
                   "batch_size", "per_user_throughput", "frontier", "ttft", "inter_token",
-                  "tokens_per_chunk", "acceptance_spread", "token_lengths")
+                  "tokens_per_chunk", "acceptance_spread", "acceptance_histogram",
+                  "acceptance_by_step", "token_lengths")
 _CHECKS_AROUND = ("tokens", "trace", "acceptance", "workers", "clock")
 
 USERS = WorkloadKind(

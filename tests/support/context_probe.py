@@ -36,6 +36,16 @@ def chat(url: str, model: str, prompt: Prompt, max_tokens: int) -> tuple[int, di
         return exc.code, orjson.loads(exc.read() or b"{}")
 
 
+def _one_per_category(prompts: list[Prompt], most_bytes: int) -> list[Prompt]:
+    """Each category's first prompt of at most `most_bytes` UTF-8 bytes (a token is at
+    least one byte, so it fits the context whatever the tokenizer)."""
+    first: dict[str, Prompt] = {}
+    for p in prompts:
+        if len(p.text.encode()) <= most_bytes:
+            first.setdefault(p.category, p)
+    return list(first.values())
+
+
 def check_engine(url: str, engine: str, context: int) -> dict[str, int]:
     """Assert the check's facts against the engine at `url`; what it saw, for the log."""
     window = engines.get(engine).context
@@ -44,7 +54,7 @@ def check_engine(url: str, engine: str, context: int) -> dict[str, int]:
     model = listed_models(body)[0]
     count = remote_counter(url + window.count_route, model, None, None, window.count_field)
     prompts = load_prompts(None)
-    for p in prompts[::75]:
+    for p in _one_per_category(prompts, context // 2):
         status, answer = chat(url, model, p, 1)
         assert status == 200, answer
         assert count(p) == answer["usage"]["prompt_tokens"], p.category

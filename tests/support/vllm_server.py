@@ -75,14 +75,17 @@ class Pair:
 
 
 def server_command(folder: Path, port: int, max_num_seqs: int, max_model_len: int,
-                   spec_config: str | None = None) -> str:
+                   spec_config: str | None = None, per_request: str | None = None) -> str:
     """The shell line that starts one vLLM OpenAI server on 127.0.0.1:`port`; a
-    `spec_config` is put in single quotes as given (a placeholder stays a placeholder)."""
+    `spec_config` is put in single quotes as given (a placeholder stays a placeholder);
+    `per_request`: its `--per-request-spec-decode-metrics` level (config/observability.py:
+    none, summary or detailed)."""
     line = (f"{ENV} exec {shlex.quote(str(python()))} -m vllm.entrypoints.openai.api_server "
             f"--model {shlex.quote(str(folder))} --host 127.0.0.1 --port {port} "
             f"--max-model-len {max_model_len} --max-num-seqs {max_num_seqs} --enforce-eager "
             "--distributed-executor-backend uni")
-    return line + (f" --speculative-config '{spec_config}'" if spec_config else "")
+    line += f" --speculative-config '{spec_config}'" if spec_config else ""
+    return line + (f" --per-request-spec-decode-metrics {per_request}" if per_request else "")
 
 
 def ngram_config(k: int) -> str:
@@ -113,7 +116,8 @@ def pair_scenario(folder: Path, size: ModelSize, name: str = "vllm-real", k: int
     a third arm, role verify, serves the schedule "k up to batch size last_on, then
     none" in the file format specload recommends; with `key_env` every server requires
     the key that variable holds (`VLLM_API_KEY`, so no command line carries it) and the
-    scenario names none."""
+    scenario names none. A speculating server tells each request's drafts, step by step
+    (`--per-request-spec-decode-metrics detailed`)."""
     where = model(size)
     servers = [("spec-on", "on", ngram_config(k)), ("spec-off", "off", None)]
     if last_on is not None:
@@ -123,7 +127,8 @@ def pair_scenario(folder: Path, size: ModelSize, name: str = "vllm-real", k: int
         port = free_port()
         key = f'VLLM_API_KEY="${key_env}" ' if key_env else ""
         entry: dict = {"name": arm, "spec": spec, "engine": "vllm", "command": {
-            "start": key + server_command(where, port, max_num_seqs, max_model_len, config),
+            "start": key + server_command(where, port, max_num_seqs, max_model_len, config,
+                                          "detailed" if config else None),
             "base_url": f"http://127.0.0.1:{port}", "ready_timeout_s": 300}}
         if spec == "on":
             entry["k"] = k

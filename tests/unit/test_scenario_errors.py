@@ -35,7 +35,7 @@ CASES = [
      ONE + "repeat: unknown key; check its spelling and indentation"),
     ("categories the set lacks", "name: x\nrequest: {categories: {poetry: 1}}\n" + A,
      ONE + "request: categories: the prompt set has no poetry prompts (it has chat, code, "
-     "extraction, reasoning, summarisation)"),
+     "extraction, json, multi_turn, rag, reasoning, summarisation, translation)"),
     ("categories of synthetic prompts",
      "name: x\nrequest: {categories: code, prompt_tokens: 64}\n" + A,
      ONE + "request: categories select from the prompt set; synthetic prompts "

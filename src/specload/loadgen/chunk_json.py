@@ -7,8 +7,9 @@ or `text`: what a chat session sends back as the assistant's turn), the cumulati
 completion and prompt tokens from its `usage` (final usage chunk, or per-chunk
 `continuous_usage_stats`), whether it is the final usage-only chunk (`"choices": []`,
 or no `choices` key at all), its finish reason, the request's own drafted and accepted
-tokens and verification steps where an engine sends them (the fields every registered
-engine declares, `engines.request_speculation`: llama.cpp's `timings`, vLLM's
+tokens and verification steps where an engine sends them, and the drafts accepted at
+each step where it lists them (the fields every registered engine declares,
+`engines.request_speculation`: llama.cpp's `timings`, vLLM's
 `metrics.speculative_decoding`), and an error object if the
 server put one in the stream. Anything that is not the JSON we expect raises
 `MalformedChunk`; speculation fields that are not counts are left out, not guessed.
@@ -33,6 +34,7 @@ class DraftCounts(NamedTuple):
     drafted: int  # draft tokens proposed
     accepted: int  # draft tokens the target accepted
     steps: int | None  # verification steps, where the engine counts them
+    per_step: tuple[int, ...] | None = None  # accepted at each step, where it lists them
 
 
 class MalformedChunk(ValueError):
@@ -127,7 +129,18 @@ def _speculation(chunk: Chunk, section: object, spec: RequestSpeculation) -> Non
     drafted, accepted = section.get(spec.drafted), section.get(spec.accepted)
     if _is_count(drafted) and _is_count(accepted) and accepted <= drafted:
         steps = section.get(spec.steps) if spec.steps else None
-        chunk.speculation = DraftCounts(drafted, accepted, steps if _is_count(steps) else None)
+        chunk.speculation = DraftCounts(drafted, accepted, steps if _is_count(steps) else None,
+                                        _per_step(section, spec, accepted))
+
+
+def _per_step(section: dict, spec: RequestSpeculation, accepted: int
+              ) -> tuple[int, ...] | None:
+    """The accepted drafts of each verification step, when they are counts that add up
+    to the request's accepted total."""
+    listed = section.get(spec.per_step) if spec.per_step else None
+    if not isinstance(listed, list) or not all(_is_count(a) for a in listed):
+        return None
+    return tuple(listed) if sum(listed) == accepted else None
 
 
 def _is_count(value: object) -> TypeGuard[int]:

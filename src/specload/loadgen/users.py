@@ -50,6 +50,7 @@ from locust import FastHttpUser, constant, task
 from locust.env import Environment
 from locust.exception import CatchResponseError, StopUser
 
+from specload import accept_by_step
 from specload.errors import UserError
 from specload.loadgen import keepalive, tls, wall_clock
 from specload.loadgen.chunk_json import (
@@ -488,12 +489,13 @@ def _error_body(resp: Any) -> str:
         return "(no body)"
 
 
-def _speculation_columns(spec: DraftCounts | None) -> dict[str, int | None]:
+def _speculation_columns(spec: DraftCounts | None) -> dict[str, int | str | None]:
     """The record's columns of the request's own speculation (none: left empty)."""
     if spec is None:
         return {}
     return {"draft_tokens": spec.drafted, "accepted_tokens": spec.accepted,
-            "draft_steps": spec.steps}
+            "draft_steps": spec.steps,
+            "accept_by_step": accept_by_step.encode(spec.per_step) if spec.per_step else ""}
 
 
 def _elapsed_ms(tally: StreamTally) -> float:

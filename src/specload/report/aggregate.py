@@ -119,7 +119,7 @@ def combine_reps(per_rep: pd.DataFrame, arms: Sequence[ArmSource]) -> pd.DataFra
     spread = grouped[spread_column].agg([*SPREAD_STATS, "count"])
     spread.columns = [*spread_names(spread_column), "reps"]
     others = [grouped[c].agg(_COMBINERS[rule]) for rule in _COMBINERS
-              for c in combined_by(rule)]
+              for c in combined_by(rule) if c in per_rep]
     out = pd.concat([means, grouped[summed].sum(), spread, *others], axis=1).reset_index()
     out["failure_rate"] = out["failures"] / (out["requests"] + out["failures"]).where(
         lambda x: x > 0)

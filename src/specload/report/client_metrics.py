@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from specload import accept_by_step
 from specload.records import TIMEOUT_KINDS
 from specload.report import chunk_arrays
 from specload.report.chunk_arrays import Chunks
@@ -221,6 +222,7 @@ class _Rows:
     reconnects: np.ndarray
     drafted: np.ndarray  # NaN where the engine did not say
     accepted: np.ndarray
+    by_step: np.ndarray  # `accept_by_step` cells ("" where the engine did not list steps)
     category: np.ndarray
 
     @classmethod
@@ -255,6 +257,7 @@ class _Rows:
             reconnects=req["reconnects"].to_numpy(),
             drafted=req["draft_tokens"].to_numpy(dtype=float),
             accepted=req["accepted_tokens"].to_numpy(dtype=float),
+            by_step=_texts(req, "accept_by_step"),
             category=_texts(req, "category"))
 
 
@@ -293,7 +296,30 @@ def _request_acceptance(r: _Rows, ended: np.ndarray) -> dict[str, float]:
     return {"req_accept_rate": float(accepted / drafted) if drafted else float("nan"),
             "req_accept_len": float(tokens.sum() / steps) if steps > 0 else float("nan"),
             "req_spec_requests": int(np.count_nonzero(told)),
+            "req_draft_tokens": float(drafted),
             **_lengths(own, "req_accept_len")}
+
+
+ACCEPT_HIST_BIN = 0.25  # tokens per step: the width of the acceptance histogram's bins
+
+
+def _acceptance_detail(r: _Rows, ended: np.ndarray) -> dict[str, dict[str, int]]:
+    """Of the requests that ended in the window and said how they drafted: how many had
+    each acceptance length (`req_accept_len_hist`, by the lower edge of its
+    `ACCEPT_HIST_BIN`-wide bin), and, where the engine listed their steps, the
+    verification steps and accepted drafts per step bin (`accept_by_step`). Counts, so
+    that repeats add up (`Combine.MERGE`)."""
+    told = ended & np.isfinite(r.drafted)
+    own_steps = r.tokens[told] - r.accepted[told]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        length = np.where(own_steps > 0, r.tokens[told] / own_steps, np.nan)
+    edges = np.floor(length[np.isfinite(length)] / ACCEPT_HIST_BIN) * ACCEPT_HIST_BIN
+    values, counts = np.unique(edges, return_counts=True)
+    steps, accepted = accept_by_step.add(c for c in r.by_step[told] if c)
+    return {"req_accept_len_hist": {f"{v:.2f}": int(n) for v, n in zip(values, counts,
+                                                                        strict=True)},
+            "accept_step_steps": {str(b): s for b, s in enumerate(steps) if s},
+            "accept_step_accepted": {str(b): accepted[b] for b, s in enumerate(steps) if s}}
 
 
 def _by_category(r: _Rows, window_tokens: np.ndarray, in_flight_s: np.ndarray,
@@ -429,6 +455,7 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
         row.update(_lengths(r.tokens[sel], "output_tokens"))
         row.update(_workload_columns(r, in_w, sel, w))
         row.update(_request_acceptance(r, r.ok & (r.ended_in == i)))
+        row.update(_acceptance_detail(r, r.ok & (r.ended_in == i)))
         row["by_category"] = _by_category(r, per_request, overlap, sel,
                                           r.ok & (r.ended_in == i))
         rows.append(row)

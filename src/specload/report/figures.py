@@ -10,7 +10,7 @@ figures in its order, each where the run has something to show in it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,8 +19,10 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
+from specload import accept_by_step
 from specload.report.acceptance_map import AcceptanceMap
 from specload.report.categories import CategoryPair
+from specload.report.client_metrics import ACCEPT_HIST_BIN
 from specload.report.crossover import PairResult
 from specload.report.envelope import EFFICIENCY_GOAL, Envelope
 from specload.report.rate_axis import RatePair
@@ -30,6 +32,7 @@ PALETTE = qualitative.Plotly
 C_AXIS = LADDER.title
 RATE_AXIS = RATES.title
 DASHES = ("solid", "dash", "dot", "dashdot")
+MIN_STEPS = 20  # a step bin of fewer verification steps is left out of its line
 
 
 def _colour(arms: Sequence[str], arm: str) -> str:
@@ -274,6 +277,64 @@ def acceptance_spread(summary: pd.DataFrame) -> go.Figure:
                    "mean)", "acceptance length (tokens per target step)")
 
 
+def _rung_lines(summary: pd.DataFrame, column: str
+                ) -> Iterator[tuple[str, str, float, dict[str, int], float]]:
+    """(arm, colour, C, the rung's mapping) for each rung whose `column` holds counts, and
+    the line's opacity: later rungs darker."""
+    arms = list(dict.fromkeys(summary["arm"]))
+    for arm in arms:
+        part = summary[summary["arm"] == arm].sort_values("concurrency")
+        rungs = [(c, m) for c, m in zip(part["concurrency"], part[column], strict=True)
+                 if isinstance(m, dict) and m]
+        for j, (c, mapping) in enumerate(rungs):
+            yield arm, _colour(arms, arm), c, mapping, 0.35 + 0.65 * (j + 1) / len(rungs)
+
+
+def acceptance_histogram(summary: pd.DataFrame) -> go.Figure:
+    """Each rung's requests by their own acceptance length (`req_accept_len_hist`), as
+    shares of the rung's requests that told it: how wide the acceptance is spread."""
+    fig = go.Figure()
+    width = ACCEPT_HIST_BIN
+    for arm, colour, c, hist, alpha in _rung_lines(summary, "req_accept_len_hist"):
+        edges = sorted(float(k) for k in hist)
+        total = sum(hist.values())
+        fig.add_trace(go.Scatter(
+            x=[e + width / 2 for e in edges], y=[hist[f"{e:.2f}"] / total for e in edges],
+            mode="lines+markers", line={"color": colour, "shape": "hvh"}, opacity=alpha,
+            name=f"{arm} C={c:g}", legendgroup=arm,
+            hovertemplate=f"{arm} C={c:g}<br>acceptance length %{{x:.2f}} ± {width / 2:g}"
+                          "<br>%{y:.0%} of its requests<extra></extra>"))
+    fig = _layout(fig, "Acceptance per request: each rung's requests by their acceptance "
+                  "length", "share of the rung's requests", "acceptance length (tokens per "
+                  "target step)", log_x=False)
+    fig.update_yaxes(tickformat=".0%")
+    return fig
+
+
+def acceptance_by_step(summary: pd.DataFrame) -> go.Figure:
+    """Acceptance length along the reply: per bin of the requests' verification steps
+    (step 1, 2-3, 4-7, ...), `1 + accepted / steps` over the rung's requests, where the
+    engine listed each step (vLLM's `detailed` per-request metrics); bins of fewer than
+    `MIN_STEPS` steps are left out."""
+    fig = go.Figure()
+    for arm, colour, c, steps, alpha in _rung_lines(summary, "accept_step_steps"):
+        accepted = summary[(summary["arm"] == arm) & (summary["concurrency"] == c)][
+            "accept_step_accepted"].iloc[0]
+        bins = sorted((int(b) for b, n in steps.items() if n >= MIN_STEPS))
+        fig.add_trace(go.Scatter(
+            x=[accept_by_step.label(b) for b in bins],
+            y=[1 + accepted.get(str(b), 0) / steps[str(b)] for b in bins],
+            mode="lines+markers", line={"color": colour}, opacity=alpha,
+            name=f"{arm} C={c:g}", legendgroup=arm,
+            hovertemplate=f"{arm} C={c:g}<br>steps %{{x}}<br>%{{y:.2f}} tokens per step"
+                          "<extra></extra>"))
+    fig = _layout(fig, "Acceptance along the reply, by the request's verification step",
+                  "acceptance length (tokens per step)", "the request's n-th verification "
+                  "step", log_x=False)
+    fig.update_xaxes(type="category")
+    return fig
+
+
 def in_flight(summary: pd.DataFrame) -> go.Figure:
     """Chat sessions: requests in flight (the batch offered to the server) vs sessions."""
     fig = go.Figure()
@@ -449,7 +510,9 @@ class Registered:
     def shown(self, sources: dict[str, Any]) -> bool:
         data = sources[self.source]
         if self.needs is not None:
-            return bool(data.get(self.needs, pd.Series(dtype=float)).notna().any())
+            column = data.get(self.needs, pd.Series(dtype=float))
+            return bool(column.map(  # a mapping column: measured where it holds counts
+                lambda v: bool(v) if isinstance(v, dict) else pd.notna(v)).any())
         return self.source == "summary" or len(data) > 0
 
 
@@ -467,6 +530,8 @@ FIGURES: dict[str, Registered] = {
     "tokens_per_chunk": Registered(tokens_per_chunk),
     "token_lengths": Registered(token_lengths, needs="prompt_tokens_p50"),
     "acceptance_spread": Registered(acceptance_spread, needs="req_accept_len_p50"),
+    "acceptance_histogram": Registered(acceptance_histogram, needs="req_accept_len_hist"),
+    "acceptance_by_step": Registered(acceptance_by_step, needs="accept_step_steps"),
     "in_flight": Registered(in_flight),
     "failures": Registered(failures),
     "rate_throughput": Registered(rate_throughput),

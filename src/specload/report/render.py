@@ -47,7 +47,7 @@ from specload.report.recommend import (
 )
 from specload.report.recommend_text import Recommendation, recommendation
 from specload.report.run_files import RunSource, discover
-from specload.report.rung_columns import View, headings
+from specload.report.rung_columns import Combine, View, combined_by, headings
 from specload.report.slo import SloTarget, arm_goodput, slo_from_scenario
 from specload.report.table import NONE_SENT, cell
 from specload.workload_kinds import KINDS, RATES, USERS, WorkloadKind
@@ -439,8 +439,9 @@ def write(report: Report) -> Path:
     """Write summary.csv, summary.json, report.html and the recommended settings' files;
     returns the report.html path."""
     out = report.source.out_dir
-    csv_table = report.summary.assign(
-        failures_by_kind=report.summary["failures_by_kind"].map(json.dumps))
+    csv_table = report.summary.assign(**{
+        c: report.summary[c].map(json.dumps) for c in combined_by(Combine.MERGE)
+        if c in report.summary})
     csv_table.to_csv(out / SUMMARY_CSV, index=False, na_rep="", float_format="%.6g")
     (out / SUMMARY_JSON).write_text(json.dumps(summary_json(report), indent=1) + "\n",
                                     encoding="utf-8")

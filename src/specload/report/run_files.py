@@ -38,7 +38,7 @@ _FLOAT_COLS = ("start", "end", "ttft_ms", "e2e_ms", "tpot_ms", "backoff_ms", "pr
 _INT_COLS = ("status", "output_tokens", "num_chunks", "interrupted", "turn", "reconnects")
 _CHUNK_COLS = ("chunk_gaps_us", "chunk_tokens")
 _STR_COLS = ("endpoint", "tokens_source", "finish_reason", "error_kind", "error", "session_id",
-             "late_by", *_CHUNK_COLS)
+             "late_by", "accept_by_step", *_CHUNK_COLS)
 _CATEGORY_COLS = ("client_id", "category")  # few values, many rows
 # Cells read as missing: pandas' default list, so old and new readers agree.
 _NULL_VALUES = ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan",

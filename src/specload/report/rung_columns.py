@@ -110,6 +110,7 @@ req_accept_len_p10    | tokens      | tok/step p10 (requests) |
 req_accept_len_p50    | tokens      | tok/step p50 (requests) |
 req_accept_len_p90    | tokens      | tok/step p90 (requests) |
 req_spec_requests     | requests    | requests with drafts   | sum
+req_draft_tokens      | tokens      | drafts (requests)      |
 achieved_concurrency  | requests    | achieved C             |
 server_running_mean   | requests    | batch                  |
 prefix_hit_rate       | share       | cache hits             |
@@ -123,6 +124,9 @@ client_lag_p99_max_ms | ms          | load lag p99 ms        |
 rep                   | index       | repeat                 | per repeat only
 window_start          | s           | window start           | per repeat only
 failures_by_kind      | requests    | failures by kind       | merge
+req_accept_len_hist   | requests    | requests by accept len | merge
+accept_step_steps     | steps       | steps by step bin      | merge
+accept_step_accepted  | tokens      | accepted by step bin   | merge
 by_category           | mapping     | per prompt category    | per repeat only
 window_source         | name        | window source          | per repeat only
 top_failure           | text        | top failure            | first

@@ -33,6 +33,7 @@ from types import SimpleNamespace
 import specload
 from specload.manifest import PromptFitEntry
 from specload.prompt_fit import Fit, cut_text, skip_text
+from specload.prompts import run_seed
 from specload.runner.processes import free_port, spawn_group, stop_process_group
 from specload.scenario import RequestSettings, Scenario, Workload
 from specload.settings import Request, Windows, to_args
@@ -108,8 +109,17 @@ def locust_command(
         "--csv", str(prefix), "--csv-full-history", "--host", host,
         *workload_args(scenario.workload, levels),
         *to_args(scenario, Windows),
-        *request_args(scenario.request), *fit_args(fit), *load_mode_args(mode),
+        *request_args(_from_rung(scenario, levels)), *fit_args(fit),
+        *load_mode_args(mode),
     ]
+
+
+def _from_rung(scenario: Scenario, levels: Sequence[float]) -> RequestSettings:
+    """The request settings of a run of `levels`, its seed that of its first rung."""
+    ladder = list(scenario.levels)
+    first = ladder.index(levels[0]) if levels and levels[0] in ladder else 0
+    req = scenario.request
+    return req.model_copy(update={"seed": run_seed(req.seed, first)}) if first else req
 
 
 def fit_args(fit: PromptFitEntry | None) -> list[str]:

@@ -148,3 +148,6 @@ def _count_drafts(seq: Seq, accepted: int) -> None:
     if len(hist) <= seq.sched_k:
         hist.extend([0] * (seq.sched_k + 1 - len(hist)))
     hist[accepted] += 1
+    if seq.step_accepted is not None and seq.step_drafted is not None:
+        seq.step_accepted.append(accepted)
+        seq.step_drafted.append(seq.sched_k)

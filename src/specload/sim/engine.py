@@ -65,6 +65,8 @@ class Stream:
             prompt_cached=cached, prompt_processed=seq.prompt_tokens - cached,
             generated=seq.generated, drafts=seq.drafts, draft_tokens=seq.draft_tokens,
             accepted=seq.accepted, accept_hist=tuple(seq.accept_hist),
+            step_accepted=tuple(seq.step_accepted or ()),
+            step_drafted=tuple(seq.step_drafted or ()),
             prompt_s=max(self.first - self.started, 0.0) if self.first else 0.0,
             gen_s=self.last - self.first)
 
@@ -154,12 +156,14 @@ class Engine:
         return self.core.num_running + self.core.num_waiting
 
     def submit(self, prompt_tokens: int, target_tokens: int, token_text: str = "",
-               category: str | None = None) -> Stream:
+               category: str | None = None, per_step: bool = False) -> Stream:
         """Queue a request; `token_text` is its prompt as fixed-width tokens, for the
         prefix cache, followed for a chat by its reply as the next turn will send it;
-        `category`: its prompt's, where known."""
+        `category`: its prompt's, where known; `per_step`: keep its drafts step by step."""
         seq = Seq(key=None, prompt_tokens=prompt_tokens, target_tokens=target_tokens,
-                  blocks=self.core.block_keys(token_text), category=category)
+                  blocks=self.core.block_keys(token_text), category=category,
+                  step_accepted=[] if per_step else None,
+                  step_drafted=[] if per_step else None)
         stream = Stream(seq)
         seq.key = stream
         self.core.add(seq)

@@ -64,6 +64,7 @@ class Settings:
     # vLLM's --per-request-spec-decode-metrics: each request's `metrics.speculative_decoding`
     # with a histogram over 0..spec_metrics_k accepted drafts (None: not sent)
     spec_metrics_k: int | None = None
+    spec_metrics_detailed: bool = False  # ... with each verification step's drafts
 
 
 class Call:
@@ -231,6 +232,8 @@ class Generation:
             rec["cached_tokens"] = max(seq.cached_tokens, 0)
             rec |= {"draft_steps": seq.drafts, "draft_tokens": seq.draft_tokens,
                     "accepted_tokens": seq.accepted}
+            if seq.step_accepted is not None:
+                rec["step_accepted"] = seq.step_accepted
         if call.completed and engine is not None:
             ttft = None if rec["first_token"] is None else rec["first_token"] - call.arrival
             engine.observe_finished(ttft, rec["end"] - call.arrival, rec["prompt_tokens"] or 0,
@@ -294,7 +297,8 @@ class Generation:
         category = category_of(gen.prompt_text)
         if category is not None:
             call.record["category"] = category
-        stream = engine.submit(gen.prompt_tokens, target, history, category)
+        stream = engine.submit(gen.prompt_tokens, target, history, category,
+                               per_step=self.s.spec_metrics_detailed)
         call.seq = stream.seq
         try:
             if gen.stream:

@@ -53,6 +53,10 @@ class Seq:
     draft_tokens: int = 0
     accepted: int = 0
     accept_hist: list[int] = field(default_factory=list)
+    # drafts accepted and proposed at each verification step, in order (vLLM's `detailed`
+    # per-request metrics), when the server keeps them
+    step_accepted: list[int] | None = None
+    step_drafted: list[int] | None = None
     category: str | None = None  # the prompt's, where known (`categories.py`)
 
     @property

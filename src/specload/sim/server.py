@@ -69,7 +69,9 @@ def build_api(args: argparse.Namespace, profile: Profile) -> SimApi:
         trace=TraceWriter(args.trace) if args.trace else None, created=int(time.time()),
         reasoning_tokens=getattr(args, "reasoning_tokens", 0) or 0,
         connection_close=bool(getattr(args, "connection_close", False)),
-        spec_metrics_k=_spec_metrics_k(args, flavor, engines))
+        spec_metrics_k=_spec_metrics_k(args, flavor, engines),
+        spec_metrics_detailed=getattr(args, "per_request_spec_decode_metrics",
+                                      "none") == "detailed")
     metrics_on = bool(getattr(args, "metrics", False))
     if metrics_on and flavor.metrics is None:
         raise SimConfigError(f"--metrics: the {flavor.name} flavor has no /metrics")

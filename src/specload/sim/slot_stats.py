@@ -32,6 +32,9 @@ class SlotStats:
     accept_hist: tuple[int, ...]  # steps that accepted exactly i drafts
     prompt_s: float  # prompt start -> first token
     gen_s: float  # first token -> last token
+    # drafts accepted and proposed at each step, in order (empty: not kept)
+    step_accepted: tuple[int, ...] = ()
+    step_drafted: tuple[int, ...] = ()
 
     @property
     def gen_steps(self) -> int:
@@ -74,6 +77,9 @@ class SlotStats:
         verification steps that accepted exactly j drafts, j = 0..num_spec_tokens."""
         hist = [*self.accept_hist, *[0] * (num_spec_tokens + 1 - len(self.accept_hist))]
         steps = sum(hist)
+        # `detailed` adds the per-step arrays when there are any (`to_dict`)
+        detail = ({"per_step_accepted": list(self.step_accepted),
+                   "per_step_drafted": list(self.step_drafted)} if self.step_accepted else {})
         return {
             "mean_acceptance_length": 1.0 + self.accepted / steps if steps else 1.0,
             "draft_acceptance_rate": (self.accepted / self.draft_tokens
@@ -83,6 +89,7 @@ class SlotStats:
             "num_accepted_draft_tokens": self.accepted,
             "num_draft_tokens": self.draft_tokens,
             "num_spec_tokens": num_spec_tokens,
+            **detail,
         }
 
 

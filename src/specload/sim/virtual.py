@@ -1,21 +1,24 @@
 """Virtual-time closed-loop runs of the engine core: steady-state throughput, no sleeping.
 
-Steady state here means: C users each send a request (the profile's default prompt
-and output lengths, output exactly `output_tokens` as with `ignore_eos`), and the
-moment one finishes its user sends the next one, `CLIENT_RTT_S` later (the loopback
-round trip a real client adds). The first `2·C` completions are warm-up; throughput
-is measured over the next `max(3·C, 30)` completions as tokens emitted in that
-window divided by its length (token-time accounting, as the load generator does).
-The same `EngineCore` the real-time server uses runs the steps; only the clock differs.
-With `categories`, the requests take those prompt categories in turn (a mix: the
-profile's `acceptance_by_category` applies to each), and the point also gives each
-category's mean end-to-end time (arrival to last token, queueing included).
+Steady state here means: C users each send a request (the profile's default prompt and
+output lengths, output exactly `output_tokens` as with `ignore_eos`, or drawn per
+request by a draw such as `workload.LengthSpec.sample`), and the moment one finishes its
+user sends the next one, `CLIENT_RTT_S` later (the loopback round trip a real client
+adds). The first `2·C` completions are warm-up; throughput is measured over the next
+`max(3·C, 30)` completions (`DRAWN_WINDOWS` times as many when lengths are drawn, so
+that their mean settles) as tokens emitted in that window divided by its length (token-
+time accounting, as the load generator does). The same `EngineCore` the real-time server
+uses runs the steps; only the clock differs. With `categories`, the requests take those
+prompt categories in turn (a mix: the profile's `acceptance_by_category` applies to
+each), and the point also gives each category's mean end-to-end time (arrival to last
+token, queueing included).
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+import random
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from specload.sim.core import EngineCore, SpecMode
@@ -23,6 +26,7 @@ from specload.sim.profile import Profile
 from specload.sim.scheduler import Seq
 
 CLIENT_RTT_S = 0.001
+DRAWN_WINDOWS = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +59,6 @@ class _Req:
 class _Tally:
     """What the measuring window saw."""
 
-    output: int  # each request's output tokens
     tokens: int = 0
     chunks: int = 0
     steps: int = 0
@@ -69,32 +72,34 @@ class _Tally:
         self.ttfts.append(req.first - req.arrival)
         if seq.category is not None:
             self.e2e.setdefault(seq.category, []).append(t - req.arrival)
-        if self.output > 1 and t > req.first:
-            self.tpot_rates.append((self.output - 1) / (t - req.first))
+        if seq.target_tokens > 1 and t > req.first:
+            self.tpot_rates.append((seq.target_tokens - 1) / (t - req.first))
 
 
 def run_closed_loop(profile: Profile, mode: SpecMode, k: int | None, users: int, *,
                     seed: int = 0, prompt_tokens: int | None = None,
-                    output_tokens: int | None = None,
+                    output_tokens: int | Callable[[random.Random], int] | None = None,
                     rtt_s: float = CLIENT_RTT_S,
                     categories: Sequence[str] = ()) -> CurvePoint:
     """Simulate `users` closed-loop users until steady state; see the module docstring."""
     core = EngineCore(profile, mode, k, seed)
     prompt = prompt_tokens or profile.workload.prompt_tokens
     output = output_tokens or profile.workload.output_tokens
+    drawn = random.Random(seed)
+    length = (lambda: output(drawn)) if callable(output) else (lambda: output)
     warm_done = 2 * users
-    stop_at = warm_done + max(3 * users, 30)
+    stop_at = warm_done + max(3 * users, 30) * (DRAWN_WINDOWS if callable(output) else 1)
     arrivals: list[tuple[float, int]] = [(0.0, u) for u in range(users)]
     t = 0.0
     completed = sent = pre0 = 0
     start: float | None = None
-    tally = _Tally(output)
+    tally = _Tally()
     while completed < stop_at:
         while arrivals and arrivals[0][0] <= t:
             at, user = heapq.heappop(arrivals)
             category = categories[sent % len(categories)] if categories else None
             sent += 1
-            core.add(Seq(key=_Req(user, at), prompt_tokens=prompt, target_tokens=output,
+            core.add(Seq(key=_Req(user, at), prompt_tokens=prompt, target_tokens=length(),
                          category=category))
         res = core.step()
         if res is None:

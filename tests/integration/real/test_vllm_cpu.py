@@ -15,6 +15,10 @@ must hold, judged by vLLM's own counters:
   anywhere inside each sample's fetch (a loaded vLLM answered /metrics in up to 1.8 s);
 - the acceptance length per rung is 1 + accepted / drafts from the
   `vllm:spec_decode_*` counters over the window to 1%, and comes from the server;
+- every request of a speculating server tells its drafts (`--per-request-spec-decode-
+  metrics detailed`): its steps binned by number add up to its verification steps and
+  accepted drafts, and each spec-on rung's acceptance rate from its requests is the
+  counters' to 1%, with no `acceptance_mismatch` warning;
 - the batch column is the window's mean of `vllm:num_requests_running` samples;
 - the scheduled server drafts at C = 1 and not once at C = 16, where its 4 slots are
   full and every engine step runs more requests than 2
@@ -34,6 +38,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from specload import accept_by_step
 from specload.records import FETCH_METRIC
 from specload.report import render
 from specload.report.client_metrics import measure
@@ -154,6 +159,26 @@ def test_acceptance_is_the_counters(pair_run: Path, per_rep: pd.DataFrame) -> No
     on = [r for r in rows if r["arm"] == "spec-on"]
     assert {r["accept_len_source"] for r in on} == {"server"}
     assert all(r["accept_len"] > 1.5 for r in on), on
+
+
+def test_each_request_tells_its_drafts_step_by_step(pair_run: Path,
+                                                   per_rep: pd.DataFrame) -> None:
+    for arm in ("spec-on", "scheduled"):
+        told = [r for r in read_csv(pair_run / arm / "locust_requests.csv")
+                if r["draft_tokens"]]
+        assert told, arm
+        for r in told:
+            bins = accept_by_step.decode(r["accept_by_step"])
+            assert sum(n for n, _ in bins) == int(r["draft_steps"]), r
+            assert sum(a for _, a in bins) == int(r["accepted_tokens"]), r
+    for row in per_rep[per_rep["arm"] == "spec-on"].itertuples():
+        assert row.req_spec_requests >= 20, row
+        assert row.req_accept_rate == pytest.approx(row.accept_rate, rel=0.01), (
+            row.concurrency, row.req_accept_rate, row.accept_rate)
+        print(f"spec-on C={row.concurrency:g}: acceptance by step "
+              f"{row.accept_step_steps} steps, {row.accept_step_accepted} accepted")
+    warnings = json.loads((pair_run / "summary.json").read_text())["warnings"]
+    assert not [w for w in warnings if w["kind"] == "acceptance_mismatch"], warnings
 
 
 def test_batch_is_the_running_gauge(pair_run: Path, per_rep: pd.DataFrame) -> None:

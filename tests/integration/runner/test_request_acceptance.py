@@ -3,16 +3,19 @@
 Two simulated llama-servers (`--metrics`, speculation on and off) stream as llama-server
 does: one event per token, and the request's `timings` (`draft_n`, `draft_n_accepted`)
 in its last chunk when it drafted; a simulated vLLM with
-`--per-request-spec-decode-metrics summary` puts `metrics.speculative_decoding` on its
-usage chunk. Checked: every request of the spec-on arms records the draft and accepted
-tokens (and, from vLLM, the verification steps) the simulator's trace has for it; the
-spec-off arm's
-requests, which drafted nothing, leave both empty; at every /metrics sample the
-counters hold what the requests released before it recorded (llama-server adds a
-request's drafts when its slot is released); each rung's acceptance rate from the
-requests is the counters' to 1% (the rung's requests are those that ended in it, the
-counters are interpolated at its edges: some 30 requests a rung make the two agree),
-with no mismatch warning; and the report's table shows the column.
+`--per-request-spec-decode-metrics detailed` puts `metrics.speculative_decoding`, with
+the drafts accepted at each verification step, on its usage chunk. Checked: every
+request of the spec-on arms records the draft and accepted tokens (and, from vLLM, the
+verification steps) the simulator's trace has for it; the spec-off arm's requests, which
+drafted nothing, leave both empty; at every /metrics sample the counters hold what the
+requests released before it recorded (llama-server adds a request's drafts when its slot
+is released); each rung's acceptance rate from the requests is the counters' to 1% (the
+rung's requests are those that ended in it, the counters are interpolated at its edges:
+some 30 requests a rung make the two agree), with no mismatch warning; and the report's
+table shows the column. From vLLM's per-step lists each request records its steps binned
+by number (`accept_by_step`) as the trace has them; the rungs' bins of steps
+and accepted drafts give the arm's acceptance length, each rung's acceptance histogram
+counts every request that told its drafts, and the report draws both.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from specload import accept_by_step
 from specload.records import FETCH_METRIC
 from tests.support.sweeps import read_csv, run_dir_of
 
@@ -39,7 +43,7 @@ def run(module_sim_server, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
     on, off = (module_sim_server(profile=PROFILE, spec=spec, flavor="llamacpp",
                                  extra_args=["--metrics"]) for spec in ("on", "off"))
     vllm = module_sim_server(profile=PROFILE, spec="on", flavor="vllm",
-                             extra_args=["--per-request-spec-decode-metrics", "summary"])
+                             extra_args=["--per-request-spec-decode-metrics", "detailed"])
     folder = tmp_path_factory.mktemp("acceptance")
     data = {"name": "acceptance", "ladder": LADDER, "warmup_s": 1, "measure_s": 6,
             "min_requests": 0, "request": {"max_tokens": 64, "ignore_eos": True},
@@ -106,3 +110,37 @@ def test_each_rungs_rate_from_the_requests_is_the_counters(run) -> None:
     assert all(r["req_spec_requests"] == 0 for r in off), off
     assert not [w for w in summary["warnings"] if w["kind"] == "acceptance_mismatch"]
     assert "accept rate (requests)" in (run_dir / "report.html").read_text()
+
+
+@pytest.mark.slow
+def test_acceptance_by_step_and_its_histogram(run) -> None:
+    run_dir, traces = run
+    truth = {t["request_id"]: t for t in traces["vllm-on"]}
+    rows = read_csv(run_dir / "vllm-on" / "locust_requests.csv")
+    for r in rows:
+        t = truth[r["request_id"]]
+        assert r["accept_by_step"] == accept_by_step.encode(t["step_accepted"]), r
+        bins = accept_by_step.decode(r["accept_by_step"])
+        assert sum(s for s, _ in bins) == t["draft_steps"] == len(t["step_accepted"])
+        assert sum(a for _, a in bins) == int(r["accepted_tokens"])
+    assert {r["accept_by_step"] for r in read_csv(run_dir / "spec-on" /
+                                                   "locust_requests.csv")} == {""}
+    summary = json.loads((run_dir / "summary.json").read_text())
+    binned = [0, 0]  # the vllm-on rungs' steps and accepted drafts, over their bins
+    for r in summary["summary"]:
+        hist = r["req_accept_len_hist"]
+        assert sum(hist.values()) == r["req_spec_requests"], r
+        if r["arm"] != "vllm-on":
+            assert r["accept_step_steps"] == {}, r
+            continue
+        steps, accepted = r["accept_step_steps"], r["accept_step_accepted"]
+        assert sum(steps.values()) > 0 and steps.keys() == accepted.keys()
+        binned[0] += sum(steps.values())
+        binned[1] += sum(accepted.values())
+    # the rungs' requests are most of the arm's: their acceptance length is the arm's
+    every = sum(int(r["accepted_tokens"]) for r in rows) / sum(int(r["draft_steps"])
+                                                              for r in rows)
+    assert binned[1] / binned[0] == pytest.approx(every, rel=0.03), (binned, every)
+    page = (run_dir / "report.html").read_text()
+    assert "each rung's requests by their acceptance length" in page
+    assert "by the request's verification step" in page

@@ -118,8 +118,12 @@ def test_locust_failure_marks_the_arm_failed(tmp_path: Path, write_scenario, run
 def test_interleaved_arms_take_turns_rung_by_rung(tmp_path: Path, write_scenario,
                                                   run_sweep) -> None:
     """`interleave: true`: both servers stay up and every rung runs on spec-on, then on
-    spec-off, before the next; each arm's files come out whole, as a sequential sweep's."""
-    data = short_scenario(warmup_s=0.5, measure_s=1.5, interleave=True, verify=False)
+    spec-off, before the next; each arm's files come out whole, as a sequential sweep's.
+    Each rung's run sends its own prompts: a rung that sent the first rung's again would
+    find them in the server's prefix cache (it did, before `prompts.run_seed`)."""
+    data = short_scenario(warmup_s=0.5, measure_s=1.5, interleave=True, verify=False,
+                          request={"max_tokens": 32, "ignore_eos": True,
+                                   "prompt_tokens": 128})
     res = run_sweep(str(write_scenario(data)), "--out", "out")
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stdout.count("ready; its rungs interleave with the other arms'") == 2
@@ -132,8 +136,11 @@ def test_interleaved_arms_take_turns_rung_by_rung(tmp_path: Path, write_scenario
     for arm in ("spec-on", "spec-off"):
         rows = read_csv(run_dir / arm / "locust_requests.csv")
         with (run_dir / arm / "server_trace.jsonl").open() as fh:
-            served = {json.loads(line)["request_id"] for line in fh}
+            trace = [json.loads(line) for line in fh]
+        served = {t["request_id"] for t in trace}
         assert {r["request_id"] for r in rows if r["error_kind"] == ""} == served
+        cached = sum(t["cached_tokens"] for t in trace)
+        assert cached < 0.05 * sum(t["prompt_tokens"] for t in trace), (arm, cached)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert sorted((r["arm"], r["concurrency"]) for r in summary["summary"]) == [
         ("spec-off", 1), ("spec-off", 3), ("spec-on", 1), ("spec-on", 3)]

