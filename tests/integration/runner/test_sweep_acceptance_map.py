@@ -7,12 +7,16 @@ arm, at C = 4, 16 and 32 with 256-token prompts and replies of 32 to 96 tokens.
 acceptance lengths at each C, and so the true break-even acceptance (`_truth`). Replies
 of one length march in lockstep: at C = 32 the spec-on server (16 requests at most)
 serves two waves in turn, and where their prefills fall in a short window moves its
-tok/s (a slow-tier run read the break-even at C = 32 as 3.44 for 3.14). The report's
-break-even must agree with the truth within ±0.15 at every C where it lies inside the
-lengths measured, and place the real drafter on the map. The arms interleave rung by
-rung, so a rung's spec-on and spec-off windows are minutes closer together than arm
-after arm: a machine whose load changes over the run (the slow tier shares two cores
-with three other tests) moves them alike.
+tok/s (a slow-tier run read the break-even at C = 32 as 3.44 for 3.14). At every C where
+the report's break-even lies inside the lengths measured, the true speedup at it must be
+1 within `SPEEDUP_SLACK`: at C = 32 the speedup rises by only 0.26 per unit of
+acceptance, so the few percent a short window on a busy machine moves a speedup (3.26
+for 3.09 in one slow-tier run) are far more acceptance there than at C = 4. It must also
+place the real drafter on the map. Each rung warms up 6 s: a rung started afresh with 32
+users reads its first seconds high (their prefills all came at once). The arms
+interleave rung by rung, so a rung's spec-on and spec-off windows are minutes closer
+together than arm after arm: a machine whose load changes over the run (the slow tier
+shares two cores with three other tests) moves them alike.
 """
 
 from __future__ import annotations
@@ -33,20 +37,23 @@ pytestmark = pytest.mark.slow
 PROFILE, PROMPT, REPLY, LADDER = "seed-glm", 256, "uniform:32:96", [4, 16, 32]
 
 
-def _truth(c: int) -> float:
-    """The acceptance length at which spec-on breaks even at C, by sim-curve."""
+SPEEDUP_SLACK = 0.05  # what 8 s windows on two busy cores hold a rung's speedup to
+
+
+def _truth(c: int) -> tuple[np.ndarray, np.ndarray]:
+    """sim-curve's speedup at C over a fine grid of acceptance lengths."""
     profile = load_profile(PROFILE)
     shape = {"prompt_tokens": PROMPT, "output_tokens": LengthSpec.parse(REPLY).sample}
     off = run_closed_loop(profile, "off", None, c, **shape).output_tok_s
     grid = np.linspace(1.5, 4.0, 51)
     speedup = [run_closed_loop(with_acceptance_length(profile, a), "on", None, c,
                                **shape).output_tok_s / off for a in grid]
-    return break_even(grid, speedup, c).length
+    return grid, np.asarray(speedup)
 
 
 def test_the_break_even_acceptance_is_the_simulators(tmp_path: Path) -> None:
     scenario = write_scenario(tmp_path, {
-        "name": "map", "ladder": LADDER, "warmup_s": 3, "measure_s": 8, "min_requests": 10,
+        "name": "map", "ladder": LADDER, "warmup_s": 6, "measure_s": 8, "min_requests": 10,
         "drain_s": 5, "interleave": True,
         "request": {"prompt_tokens": PROMPT, "output_tokens": REPLY, "ignore_eos": True},
         "arms": [{"name": "on", "acceptance": [2.0, 3.0, 4.0],
@@ -61,7 +68,11 @@ def test_the_break_even_acceptance_is_the_simulators(tmp_path: Path) -> None:
     inside = [b for b in amap["break_even"] if b["bound"] is None]
     assert inside, amap["break_even"]
     for b in inside:
-        truth = _truth(int(b["concurrency"]))
-        assert b["length"] == pytest.approx(truth, abs=0.15), (b, truth)
+        grid, speedup = _truth(int(b["concurrency"]))
+        truth = break_even(grid, speedup, b["concurrency"]).length
+        # where the speedup rises slowly with acceptance (C = 32), a window's few
+        # percent move the break-even far: judge it by the true speedup there
+        at = float(np.interp(b["length"], grid, speedup))
+        assert abs(at - 1.0) <= SPEEDUP_SLACK, (b, truth, at)
     assert "a drafter needs an acceptance length of at least" in done.stdout
     assert any(r["margin"] for r in amap["real"]["margin"])
