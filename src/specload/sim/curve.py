@@ -8,7 +8,9 @@ tokens per chunk and preemptions per second. No sleeping; a full ladder takes se
 from __future__ import annotations
 
 import argparse
+import random
 import sys
+from collections.abc import Callable
 
 import orjson
 
@@ -35,7 +37,8 @@ def check_lengths(profile: Profile, prompt_tokens: int | None, max_tokens: int |
 
 def predict(profile: Profile, mode: SpecMode, k: int | None, ladder: list[int], *,
             seed: int = 0, prompt_tokens: int | None = None,
-            output_tokens: int | None = None) -> list[CurvePoint]:
+            output_tokens: int | Callable[[random.Random], int] | None = None
+            ) -> list[CurvePoint]:
     """One steady-state point per concurrency."""
     return [run_closed_loop(profile, mode, k, c, seed=seed, prompt_tokens=prompt_tokens,
                             output_tokens=output_tokens)

@@ -13,10 +13,8 @@ the report's break-even lies inside the lengths measured, the true speedup at it
 acceptance, so the few percent a short window on a busy machine moves a speedup (3.26
 for 3.09 in one slow-tier run) are far more acceptance there than at C = 4. It must also
 place the real drafter on the map. Each rung warms up 6 s: a rung started afresh with 32
-users reads its first seconds high (their prefills all came at once). The arms
-interleave rung by rung, so a rung's spec-on and spec-off windows are minutes closer
-together than arm after arm: a machine whose load changes over the run (the slow tier
-shares two cores with three other tests) moves them alike.
+users (or 16 more joining 16) reads its first seconds high: their prefills all came at
+once.
 """
 
 from __future__ import annotations
@@ -54,7 +52,7 @@ def _truth(c: int) -> tuple[np.ndarray, np.ndarray]:
 def test_the_break_even_acceptance_is_the_simulators(tmp_path: Path) -> None:
     scenario = write_scenario(tmp_path, {
         "name": "map", "ladder": LADDER, "warmup_s": 6, "measure_s": 8, "min_requests": 10,
-        "drain_s": 5, "interleave": True,
+        "drain_s": 5,
         "request": {"prompt_tokens": PROMPT, "output_tokens": REPLY, "ignore_eos": True},
         "arms": [{"name": "on", "acceptance": [2.0, 3.0, 4.0],
                   "sim": {"profile": PROFILE, "spec": "on"}},
