@@ -30,7 +30,10 @@ from tests.support.sweeps import run_dir_of, run_sweep, write_scenario
 
 pytestmark = pytest.mark.slow
 LENGTHS = {"chat": 2.5, "code": 4.0}
-LADDER = [12, 16, 24, 32, 48]
+# 64: a rung where code is surely behind. Its speedup's band at 32 and 48 holds 1 on a
+# busy machine (two standard errors of a pace that queueing spreads), and with no rung
+# clearly off above them two CI runs found code's C* inconclusive.
+LADDER = [12, 16, 24, 32, 48, 64]
 REPLY = 64
 
 
