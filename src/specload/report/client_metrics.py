@@ -285,8 +285,14 @@ def _lengths(values: np.ndarray, name: str) -> dict[str, float]:
     return {f"{name}_p{p}": float(v) for p, v in zip(LENGTH_PERCENTILES, got, strict=True)}
 
 
-def _request_acceptance(r: _Rows, ended: np.ndarray) -> dict[str, float]:
-    """Acceptance from the requests that finished in the window and said how they drafted."""
+ACCEPT_HIST_BIN = 0.25  # tokens per step: the width of the acceptance histogram's bins
+
+
+def _request_acceptance(r: _Rows, ended: np.ndarray) -> dict[str, object]:
+    """Acceptance from the requests that finished in the window and said how they drafted:
+    the rung's, the spread of each request's own, and how many requests had each length
+    (`req_accept_len_hist`, by the lower edge of its `ACCEPT_HIST_BIN`-wide bin; counts,
+    so that repeats add up, `Combine.MERGE`)."""
     told = ended & np.isfinite(r.drafted)
     drafted, accepted, tokens = r.drafted[told].sum(), r.accepted[told].sum(), r.tokens[told]
     own_steps = tokens - r.accepted[told]
@@ -297,28 +303,21 @@ def _request_acceptance(r: _Rows, ended: np.ndarray) -> dict[str, float]:
             "req_accept_len": float(tokens.sum() / steps) if steps > 0 else float("nan"),
             "req_spec_requests": int(np.count_nonzero(told)),
             "req_draft_tokens": float(drafted),
+            "req_accept_len_hist": _histogram(own),
             **_lengths(own, "req_accept_len")}
 
 
-ACCEPT_HIST_BIN = 0.25  # tokens per step: the width of the acceptance histogram's bins
-
-
-def _acceptance_detail(r: _Rows, ended: np.ndarray) -> dict[str, dict[str, int]]:
-    """Of the requests that ended in the window and said how they drafted: how many had
-    each acceptance length (`req_accept_len_hist`, by the lower edge of its
-    `ACCEPT_HIST_BIN`-wide bin), and, where the engine listed their steps, the
-    verification steps and accepted drafts per step bin (`accept_by_step`). Counts, so
-    that repeats add up (`Combine.MERGE`)."""
-    told = ended & np.isfinite(r.drafted)
-    own_steps = r.tokens[told] - r.accepted[told]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        length = np.where(own_steps > 0, r.tokens[told] / own_steps, np.nan)
-    edges = np.floor(length[np.isfinite(length)] / ACCEPT_HIST_BIN) * ACCEPT_HIST_BIN
+def _histogram(lengths: np.ndarray) -> dict[str, int]:
+    edges = np.floor(lengths[np.isfinite(lengths)] / ACCEPT_HIST_BIN) * ACCEPT_HIST_BIN
     values, counts = np.unique(edges, return_counts=True)
-    steps, accepted = accept_by_step.add(c for c in r.by_step[told] if c)
-    return {"req_accept_len_hist": {f"{v:.2f}": int(n) for v, n in zip(values, counts,
-                                                                        strict=True)},
-            "accept_step_steps": {str(b): s for b, s in enumerate(steps) if s},
+    return {f"{v:.2f}": int(n) for v, n in zip(values, counts, strict=True)}
+
+
+def _acceptance_by_step(r: _Rows, ended: np.ndarray) -> dict[str, dict[str, int]]:
+    """Of the requests that ended in the window and listed their steps, the verification
+    steps and accepted drafts per step bin (`accept_by_step`; counts, `Combine.MERGE`)."""
+    steps, accepted = accept_by_step.add(c for c in r.by_step[ended] if c)
+    return {"accept_step_steps": {str(b): s for b, s in enumerate(steps) if s},
             "accept_step_accepted": {str(b): accepted[b] for b, s in enumerate(steps) if s}}
 
 
@@ -455,7 +454,7 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
         row.update(_lengths(r.tokens[sel], "output_tokens"))
         row.update(_workload_columns(r, in_w, sel, w))
         row.update(_request_acceptance(r, r.ok & (r.ended_in == i)))
-        row.update(_acceptance_detail(r, r.ok & (r.ended_in == i)))
+        row.update(_acceptance_by_step(r, r.ok & (r.ended_in == i)))
         row["by_category"] = _by_category(r, per_request, overlap, sel,
                                           r.ok & (r.ended_in == i))
         rows.append(row)
