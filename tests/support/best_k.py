@@ -7,7 +7,8 @@ test can hold a sweep's multi-k study to what the simulator says is best.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import random
+from collections.abc import Callable, Sequence
 
 from specload.report.multik import pick_k
 from specload.sim.curve import predict
@@ -15,8 +16,10 @@ from specload.sim.profile import load_profile
 
 
 def simulated_best_k(profile: str, ladder: Sequence[int], ks: Sequence[int],
-                     prompt_tokens: int, output_tokens: int) -> list[int]:
-    """Best k at each rung of `ladder` among spec-off and `ks`."""
+                     prompt_tokens: int,
+                     output_tokens: int | Callable[[random.Random], int]) -> list[int]:
+    """Best k at each rung of `ladder` among spec-off and `ks`; `output_tokens` may be
+    a draw (`LengthSpec.sample`)."""
     loaded = load_profile(profile)
     curves = {k: predict(loaded, "on" if k else "off", k or None, list(ladder),
                          prompt_tokens=prompt_tokens, output_tokens=output_tokens)

@@ -435,6 +435,9 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
             "achieved_concurrency": float(overlap.sum()) / w.length,
             "backoff_share": float(r.backoff_s[in_w].sum()) / (w.users * w.length),
             "output_tokens_mean": float(r.tokens[sel].mean()) if sel.any() else np.nan,
+            # drawn lengths: two arms' means differ by chance (`quality.token_mismatch`)
+            "output_tokens_se": (float(r.tokens[sel].std(ddof=1) / np.sqrt(sel.sum()))
+                                 if sel.sum() > 1 else np.nan),
             "finish_length_share": _share(r.finish == "length", sel),
             "chunk_counted_share": _share(r.source == "chunks", sel),
             "estimated_token_share": (est_tokens[i] / tokens_by_w[i] if tokens_by_w[i]

@@ -50,6 +50,7 @@ ACCEPTANCE_LIMIT = 0.03
 # by the requests, interpolated in the counters) move the rate past ACCEPTANCE_LIMIT.
 ACCEPTANCE_MIN_DRAFTS = 300
 TOKEN_MISMATCH_LIMIT = 0.02
+TOKEN_MISMATCH_Z = 3.0  # drawn lengths: a difference within 3 standard errors is chance
 IGNORE_EOS_LENGTH_SHARE = 0.95
 
 
@@ -283,7 +284,7 @@ def token_mismatch_warnings(
             if not (ignore_eos or at_limit >= IGNORE_EOS_LENGTH_SHARE):
                 continue
             if np.isfinite(ta) and np.isfinite(tb) and tb > 0 and abs(ta / tb - 1) > \
-                    TOKEN_MISMATCH_LIMIT:
+                    TOKEN_MISMATCH_LIMIT and not _by_chance(ta - tb, a.loc[c], b.loc[c]):
                 out.append(_warning(
                     "token_mismatch",
                     f"C={c}: with ignore_eos, {pair.on.name} averaged {ta:.1f} output tokens "
@@ -291,6 +292,13 @@ def token_mismatch_warnings(
                     f"comparable", arm=f"{pair.on.name} vs {pair.off.name}",
                     concurrency=int(c)))
     return out
+
+
+def _by_chance(diff: float, a: pd.Series, b: pd.Series) -> bool:
+    """Whether two arms' mean output tokens differ by no more than drawn lengths would:
+    within `TOKEN_MISMATCH_Z` standard errors (fixed lengths have none)."""
+    se = np.hypot(a.get("output_tokens_se", np.nan), b.get("output_tokens_se", np.nan))
+    return bool(np.isfinite(se) and abs(diff) <= TOKEN_MISMATCH_Z * se)
 
 
 def acceptance_target_warnings(pairs: Sequence[PairResult], summary: pd.DataFrame

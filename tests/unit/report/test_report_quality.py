@@ -89,12 +89,13 @@ def test_few_long_requests_that_all_completed_ask_for_more_requests() -> None:
     assert "raise max_measure_s" in msg
 
 
-def _summary(tokens_on: float, tokens_off: float, length_share: float) -> pd.DataFrame:
+def _summary(tokens_on: float, tokens_off: float, length_share: float,
+             se: float = 0.0) -> pd.DataFrame:
     return pd.DataFrame([
         {"arm": "on", "concurrency": 1, "output_tokens_mean": tokens_on,
-         "finish_length_share": length_share},
+         "output_tokens_se": se, "finish_length_share": length_share},
         {"arm": "off", "concurrency": 1, "output_tokens_mean": tokens_off,
-         "finish_length_share": length_share}])
+         "output_tokens_se": se, "finish_length_share": length_share}])
 
 
 def test_token_mismatch_only_when_ignoring_eos() -> None:
@@ -104,6 +105,16 @@ def test_token_mismatch_only_when_ignoring_eos() -> None:
     assert not quality.token_mismatch_warnings([pair], _summary(250, 256, 0.0), False)
     assert quality.token_mismatch_warnings([pair], _summary(250, 256, 1.0), False)
     assert not quality.token_mismatch_warnings([pair], _summary(256, 256, 1.0), True)
+
+
+def test_drawn_lengths_that_differ_by_chance_are_no_mismatch() -> None:
+    # uniform:16:48 replies, 272 and 150 requests: means 32.1 and 32.8 (a CI run), with
+    # standard errors of about 0.6 and 0.75
+    pair = PairResult(ArmSource("on", "spec_on"), ArmSource("off", "spec_off"),
+                      pd.DataFrame(), Crossover("always"))
+    assert not quality.token_mismatch_warnings([pair], _summary(32.1, 32.8, 1.0, 0.66), True)
+    # a server that stops early is far beyond chance
+    assert quality.token_mismatch_warnings([pair], _summary(28.0, 32.8, 1.0, 0.66), True)
 
 
 def test_ignore_eos_found_anywhere_in_the_scenario() -> None:
