@@ -15,6 +15,7 @@ so a bad conversations file fails the same loud way as a bad prompt file.
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import ssl
@@ -138,8 +139,11 @@ class ProcessContext:
 
     def _fetch_models(self, host: str) -> list[str]:
         opts = self.opts
-        return fetch_models(host, self.auth_headers, opts.request_timeout_s,
-                            plain_tls_context(opts.ca_bundle or None, opts.insecure))
+        # building a TLS context loads the trust store, which holds the event loop for
+        # tens of ms: only for HTTPS, and once per process
+        tls = (plain_tls_context(opts.ca_bundle or None, opts.insecure)
+               if host.lower().startswith("https:") else None)
+        return fetch_models(host, self.auth_headers, opts.request_timeout_s, tls)
 
     def _check_model(self, host: str) -> None:
         """Warn (once) when the server does not list the requested model."""
@@ -154,6 +158,7 @@ class ProcessContext:
                         ", ".join(listed))
 
 
+@functools.cache
 def plain_tls_context(ca_bundle: str | None, insecure: bool) -> ssl.SSLContext:
     """An ordinary client TLS context with the users' trust settings (for urllib)."""
     if insecure:
