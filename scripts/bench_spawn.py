@@ -62,7 +62,7 @@ def run(folder: Path, host: str, users: int, processes: int, before: bool,
            "GEVENT_MAX_BLOCKING_TIME": str(blocking_ms / 1000)}
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     with open(f"{prefix}{RUNGS_SUFFIX}", newline="") as fh:
-        rung = [r for r in csv.DictReader(fh) if int(r["users"]) == users][0]
+        rung = next(r for r in csv.DictReader(fh) if int(r["users"]) == users)
     start, end = float(rung["warmup_start"]), float(rung["measure_end"])
     with open(f"{prefix}{CLIENT_STATS_SUFFIX}", newline="") as fh:
         rows = [(float(r["ts"]), float(r["lag_p99_ms"])) for r in csv.DictReader(fh)]
