@@ -108,16 +108,23 @@ def fill_acceptance(text: str, length: float) -> str:
     return text.replace(ACCEPTANCE, f"{length:g}").replace(ACCEPTED_DRAFTS, f"{length - 1:g}")
 
 
+MODELS_ROUTE = "/v1/models"
+
+
 @dataclass(frozen=True, slots=True)
 class ContextWindow:
     """Where an engine lists the context a request's prompt and output must fit, and
-    counts a chat request's prompt tokens: the keys from a `/v1/models` entry down to the
-    context length, and the route that takes `{"model", "messages"}` and answers the
-    count in `count_field`."""
+    counts a chat request's prompt tokens: the keys down to the context length, from the
+    first entry of a `/v1/models` answer or from the top of another GET route's
+    (`listed_route`); the route that takes `{"model", "messages"}` and answers the count
+    in `count_field` (a number, or a list of the tokens); and, for an engine that also
+    limits the prompt alone, the keys of that limit in the same answer (`input_limit`)."""
 
     listed: tuple[str, ...]
     count_route: str
     count_field: str
+    listed_route: str = MODELS_ROUTE
+    input_limit: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,6 +322,15 @@ _ENTRIES = (
         sim_flavors=("tgi",), series=_TGI_SERIES,
         histograms=("tgi_request_duration",),
         per_token_events=True,  # router/src/lib.rs: one StreamResponse per token
+        # text-generation-inference @db931fc, router/src: GET /info lists `Info`'s
+        # max_total_tokens and max_input_tokens (lib.rs); validation.rs `validate_input`
+        # refuses input + max_new_tokens (at most DEFAULT_GENERATION_LENGTH, 1024) above
+        # max_total_tokens and an input above max_input_tokens with a 422, cutting
+        # nothing; POST /chat_tokenize templates a ChatRequest and answers
+        # `ChatTokenizeResponse {tokenize_response: [SimpleToken], templated_text}`
+        # (server.rs `get_chat_tokenize`), the same encoding the request is billed by
+        context=ContextWindow(("max_total_tokens",), "/chat_tokenize", "tokenize_response",
+                              listed_route="/info", input_limit=("max_input_tokens",)),
     ),
     Engine(
         # no load switch: `--spec-draft-n-max`, per-request overrides under `#if 0` in

@@ -17,7 +17,7 @@ import orjson
 
 from specload import engines, prompt_fit
 from specload.prompts import Prompt, load_prompts
-from specload.runner.context_check import listed_context, remote_counter
+from specload.runner.context_check import listed_context, listing, remote_counter
 from specload.runner.health_checks import listed_models, probe
 
 MAX_TOKENS = 24
@@ -50,7 +50,8 @@ def check_engine(url: str, engine: str, context: int) -> dict[str, int]:
     """Assert the check's facts against the engine at `url`; what it saw, for the log."""
     window = engines.get(engine).context
     body = probe(url + "/v1/models", 10).body
-    assert listed_context(body, window) == context, body[:500]
+    listed = listing(url, window, body, None, None)
+    assert listed_context(listed, window) == context, (listed or b"")[:500]
     model = listed_models(body)[0]
     count = remote_counter(url + window.count_route, model, None, None, window.count_field)
     prompts = load_prompts(None)

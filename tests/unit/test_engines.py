@@ -75,9 +75,10 @@ def test_a_flavour_that_counts_tokens_lists_and_counts_where_its_engine_does() -
         for flavor in (FLAVORS[f] for f in entry.sim_flavors if FLAVORS[f].token_count):
             assert entry.context is not None, flavor.name
             assert flavor.context_key == entry.context.listed, flavor.name
+            assert flavor.info == (entry.context.listed_route == "/info"), flavor.name
             assert flavor.token_count[0] == entry.context.count_route, flavor.name
             checked += 1
-    assert checked == 3  # vllm, sglang and llamacpp
+    assert checked == 4  # vllm, sglang, llamacpp and tgi
 
 
 def _rank() -> RankStats:

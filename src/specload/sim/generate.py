@@ -249,10 +249,10 @@ class Generation:
 
     def error(self, call: Call, err: ApiError,
               headers: dict[str, str] | None = None) -> web.Response:
-        call.status = err.status
+        status, body = err.as_tgi() if self.s.flavor.tgi_errors else (err.status, err.body())
+        call.status = status
         self.finish(call, None)
-        return json_response(err.body(), err.status, {**(headers or {}),
-                                                       "X-Request-Id": call.request_id})
+        return json_response(body, status, {**(headers or {}), "X-Request-Id": call.request_id})
 
     async def _read(self, request: web.Request, endpoint: Endpoint) -> GenRequest:
         try:

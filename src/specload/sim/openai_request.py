@@ -42,6 +42,13 @@ class ApiError(Exception):
         return {"error": {"message": self.message, "type": self.type, "param": self.param,
                           "code": self.status}}
 
+    def as_tgi(self) -> tuple[int, dict[str, Any]]:
+        """TGI's status and `ErrorResponse` for this error: a refused request is a 422
+        validation error."""
+        if self.status == 400:
+            return 422, {"error": self.message, "error_type": "validation"}
+        return self.status, {"error": self.message, "error_type": self.type}
+
 
 @dataclass(frozen=True, slots=True)
 class Limits:

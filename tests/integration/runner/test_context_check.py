@@ -11,7 +11,7 @@ import pytest
 
 from specload import engines
 from specload.prompts import load_prompts
-from specload.runner.context_check import listed_context, remote_counter
+from specload.runner.context_check import listed_context, listing, remote_counter
 from specload.runner.health_checks import probe
 from tests.support import context_probe
 from tests.support.sims import sim_in_thread
@@ -32,7 +32,7 @@ def scenario(flavor: str, policy: str) -> dict:
 
 
 @pytest.mark.parametrize(("flavor", "engine"), [("vllm", "vllm"), ("sglang", "sglang"),
-                                               ("llamacpp", "llamacpp")])
+                                               ("llamacpp", "llamacpp"), ("tgi", "tgi")])
 def test_the_flavours_list_the_context_and_count_as_their_requests_do(flavor: str,
                                                                       engine: str) -> None:
     window = engines.get(engine).context
@@ -40,7 +40,7 @@ def test_the_flavours_list_the_context_and_count_as_their_requests_do(flavor: st
     with sim_in_thread("--profile", "seed-glm", "--flavor", flavor,
                        "--max-model-len", "2000") as url:
         body = probe(url + "/v1/models", 5).body
-        assert listed_context(body, window) == 2000
+        assert listed_context(listing(url, window, body, None, None), window) == 2000
         count = remote_counter(url + window.count_route, None, None, None,
                                window.count_field)
         for p in prompts:
@@ -56,10 +56,13 @@ def _post(url: str, body: dict) -> bytes:
         return resp.read()
 
 
-@pytest.mark.parametrize("processes", [1, 2])  # 2: a master and two workers it starts
+# processes 2: a master and two workers it starts; TGI lists its context on /info and
+# counts by /chat_tokenize
+@pytest.mark.parametrize(("flavor", "processes"), [("vllm", 1), ("vllm", 2), ("tgi", 1)])
 def test_prompts_too_long_are_left_out_of_every_request(tmp_path: Path, write_scenario,
-                                                        run_sweep, processes: int) -> None:
-    data = {**scenario("vllm", "skip"), "processes": processes}
+                                                        run_sweep, flavor: str,
+                                                        processes: int) -> None:
+    data = {**scenario(flavor, "skip"), "processes": processes}
     res = run_sweep(str(write_scenario(data)), "--out", "out")
     assert res.returncode == 0, res.stdout + res.stderr
     said = [line for line in res.stdout.splitlines() if "exceed the server's context" in line]
@@ -105,11 +108,11 @@ def test_the_flavours_meet_a_context_as_the_real_engines_do(flavor: str, engine:
 
 def test_prompts_are_not_changed_after_an_arm_ran_them_all(tmp_path: Path, write_scenario,
                                                            run_sweep) -> None:
-    """The first arm's server (TGI's flavour) cannot be checked: it ran every prompt, so
-    the second one's shorter context is warned about, not fitted to."""
+    """The first arm's server (Ollama's flavour) cannot be checked: it ran every prompt,
+    so the second one's shorter context is warned about, not fitted to."""
     data = scenario("vllm", "skip")
-    unchecked = {"name": "tgi", "spec": "off",
-                 "sim": {"profile": "seed-glm", "spec": "off", "flavor": "tgi"}}
+    unchecked = {"name": "ollama", "spec": "off",
+                 "sim": {"profile": "seed-glm", "spec": "off", "flavor": "ollama"}}
     data["arms"] = [unchecked, *data["arms"]]
     res = run_sweep(str(write_scenario(data)), "--out", "out")
     said = [line for line in res.stdout.splitlines() if line.startswith("[spec-on] warning:")]
