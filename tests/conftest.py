@@ -4,7 +4,9 @@ Tests are in three tiers: the default `pytest` run (unit tests and quick integra
 tests, about two minutes on four xdist workers), `pytest -m slow` (long end-to-end
 runs) and `pytest -m real` (real engines; CI runs all three). The real tier measures
 speed, so its modules run one at a time in one process, whatever `-n` says: two real
-engines on two cores at once would each measure the other.
+engines on two cores at once would each measure the other. In the slow tier the files
+that take minutes (marked `long` with their seconds) are handed to the xdist workers
+first, so no worker is left with one of them at the end.
 
 Locust monkey-patches the standard library when it is imported. pytest-xdist's workers
 talk to their controller through threads that a patched `threading` breaks, and no
@@ -28,6 +30,20 @@ pytest_plugins = ("tests.support.fixtures",)
 
 def pytest_configure(config: pytest.Config) -> None:
     # before xdist's own (trylast) hook, which starts the workers unless dist is "no"
-    if (config.option.markexpr or "").strip() == "real":
+    tier = (config.option.markexpr or "").strip()
+    if tier == "real":
         config.option.dist, config.option.numprocesses = "no", None
+    if tier == "slow":
+        # xdist hands out test files in collection order, not by how many tests each
+        # holds, so the long ones (`long` below) start first instead of last
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files marked `long(seconds)` first, longest first; the rest as collected."""
+    def seconds(item: pytest.Item) -> float:
+        marker = item.get_closest_marker("long")
+        return marker.args[0] if marker else 0.0
+
+    items.sort(key=lambda item: -seconds(item))
 

@@ -15,6 +15,8 @@ import pytest
 
 from tests.support import REPO
 
+pytestmark = pytest.mark.long(130)  # the slow tier starts it first
+
 SOAK = REPO / "scripts" / "soak.py"
 
 

@@ -35,6 +35,8 @@ from tests.support.sweeps import (
     wait_for,
 )
 
+pytestmark = pytest.mark.long(145)  # the slow tier starts it first
+
 PROFILE = "h100-llama8b-eagle3"
 
 

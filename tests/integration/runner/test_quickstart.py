@@ -22,6 +22,8 @@ from tests.support.sweeps import (
     run_dir_of,
 )
 
+pytestmark = pytest.mark.long(225)  # the slow tier starts it first
+
 
 @pytest.mark.slow
 def test_quickstart_sweep_and_report(tmp_path: Path, run_sweep) -> None:

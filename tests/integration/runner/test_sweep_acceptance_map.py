@@ -31,7 +31,7 @@ from specload.sim.virtual import run_closed_loop
 from specload.workload import LengthSpec
 from tests.support.sweeps import run_dir_of, run_sweep, write_scenario
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long(260)]
 PROFILE, PROMPT, REPLY, LADDER = "seed-glm", 256, "uniform:32:96", [4, 16, 32]
 
 

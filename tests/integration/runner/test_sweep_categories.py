@@ -28,7 +28,7 @@ from specload.sim.profile import Profile, load_profile, with_acceptance_length
 from specload.sim.virtual import run_closed_loop
 from tests.support.sweeps import run_dir_of, run_sweep, write_scenario
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long(250)]
 LENGTHS = {"chat": 2.5, "code": 4.0}
 # 64: a rung where code is surely behind. Its speedup's band at 32 and 48 holds 1 on a
 # busy machine (two standard errors of a pace that queueing spreads), and with no rung

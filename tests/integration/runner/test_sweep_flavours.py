@@ -20,6 +20,8 @@ import pytest
 
 from tests.support.sweeps import read_csv, read_manifest, run_dir_of
 
+pytestmark = pytest.mark.long(290)  # the slow tier starts it first
+
 FLAVOURS = ("vllm", "sglang", "llamacpp", "llama-cpp-python", "tgi", "ollama")
 OVER_TLS = ("vllm", "llamacpp")
 WITH_METRICS = ("vllm", "sglang", "tgi")

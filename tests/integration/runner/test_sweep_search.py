@@ -37,7 +37,7 @@ from tests.support.sweeps import (
     write_scenario,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long(245)]
 PROFILE, PROMPT, REPLY = "seed-glm", 256, "uniform:32:96"
 
 

@@ -25,6 +25,8 @@ from tests.support.sweeps import (
     wait_for,
 )
 
+pytestmark = pytest.mark.long(185)  # the slow tier starts it first
+
 PROFILE = "h100-llama8b-eagle3"
 # Replies of one length march in lockstep: a spec-off server (nothing drawn) at C = 64
 # then serves waves, and where a window falls among them moved its tok/s by 15%
