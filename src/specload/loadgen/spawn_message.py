@@ -20,5 +20,5 @@ from locust import argument_parser
 def install() -> None:
     """Answer `default_args_dict` from the first call; read-only use (membership) only."""
     original = argument_parser.default_args_dict
-    if not isinstance(original, functools._lru_cache_wrapper):
+    if not hasattr(original, "cache_info"):  # not wrapped yet
         argument_parser.default_args_dict = functools.cache(original)

@@ -182,9 +182,15 @@ class SimApi:
             body = orjson.loads(await request.read())
             tokens = chat_token_ids(body)
         except orjson.JSONDecodeError:
-            return json_response(ApiError(400, "request body is not valid JSON").body(), 400)
-        except ApiError as err:
-            return json_response(err.body(), err.status)
+            err = ApiError(400, "request body is not valid JSON")
+        except ApiError as exc:
+            err = exc
+        else:
+            return self._count_answer(tokens)
+        status, answer = err.response(self.flavor.tgi_errors)
+        return json_response(answer, status)
+
+    def _count_answer(self, tokens: list[int]) -> web.Response:
         shape = self.flavor.token_count[1] if self.flavor.token_count else "vllm"
         if shape == "llamacpp":
             return json_response({"input_tokens": len(tokens),

@@ -249,7 +249,7 @@ class Generation:
 
     def error(self, call: Call, err: ApiError,
               headers: dict[str, str] | None = None) -> web.Response:
-        status, body = err.as_tgi() if self.s.flavor.tgi_errors else (err.status, err.body())
+        status, body = err.response(self.s.flavor.tgi_errors)
         call.status = status
         self.finish(call, None)
         return json_response(body, status, {**(headers or {}), "X-Request-Id": call.request_id})

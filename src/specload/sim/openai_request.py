@@ -42,9 +42,11 @@ class ApiError(Exception):
         return {"error": {"message": self.message, "type": self.type, "param": self.param,
                           "code": self.status}}
 
-    def as_tgi(self) -> tuple[int, dict[str, Any]]:
-        """TGI's status and `ErrorResponse` for this error: a refused request is a 422
-        validation error."""
+    def response(self, tgi: bool = False) -> tuple[int, dict[str, Any]]:
+        """The status and body an engine answers this error with: OpenAI's fields, or
+        TGI's `ErrorResponse`, where a refused request is a 422 validation error."""
+        if not tgi:
+            return self.status, self.body()
         if self.status == 400:
             return 422, {"error": self.message, "error_type": "validation"}
         return self.status, {"error": self.message, "error_type": self.type}
