@@ -10,7 +10,10 @@ Locust (`loadgen/spawn_message.py`) in its locustfile, so each worker re-parses 
 options once per key of every spawn message again, as Locust 2.47 does. Printed per
 variant: the largest per-second lag p99 (`_client_stats.csv`, the probe's 10 ms ticks)
 in the first 3 s of the big rung and in the rest of it, the monitor's reports, and the
-ratio before / after of the rung-start lag.
+ratio before / after of the rung-start lag. A last part, in this process, times the
+longest wait of a greenlet standing in for a stream while Locust's spawn loop creates one
+spawn message's users (`--message-users`), with the users created in batches that yield
+(`loadgen/spawn_batches.py`) and with one batch as large as the message ("before").
 
     python scripts/bench_spawn.py                 # ~2 minutes
     python scripts/bench_spawn.py --users 250 --processes 1,2
@@ -24,9 +27,15 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-from specload.loadgen import locustfile_ladder
+import gevent
+from locust.argument_parser import get_parser
+from locust.env import Environment
+
+from specload.loadgen import locustfile_ladder, plugin, spawn_batches
+from specload.loadgen.users import ChatStreamUser
 from specload.records import CLIENT_STATS_SUFFIX, RUNGS_SUFFIX
 from specload.runner.processes import free_port
 from specload.runner.sim_launcher import SimOptions, launch
@@ -74,14 +83,40 @@ def run(folder: Path, host: str, users: int, processes: int, before: bool,
             "reports": done.stderr.count("appears to be blocked")}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--users", type=int, default=250)
-    parser.add_argument("--processes", default="1,2",
-                        help="comma-separated load-process counts")
-    parser.add_argument("--blocking-ms", type=float, default=20.0,
-                        help="the blocking monitor's threshold")
-    args = parser.parse_args(argv)
+def one_message(env: Environment, users: int) -> float:
+    """The longest a ready greenlet waited (ms) while the spawn loop created `users`."""
+    waits: list[float] = []
+    made: list[ChatStreamUser] = []
+
+    def spawn() -> None:
+        made.extend(ChatStreamUser(env) for _ in range(users))
+
+    def stream() -> None:
+        while len(made) < users:
+            t = time.perf_counter()
+            gevent.sleep(0)
+            waits.append(time.perf_counter() - t)
+
+    gevent.joinall([gevent.spawn(stream), gevent.spawn(spawn)])
+    return 1000 * max(waits)
+
+
+def longest_wait(users: int, batch: int, rounds: int = 5) -> float:
+    """`one_message` with the users created in batches of `batch`; the best of `rounds`."""
+    plugin.install()
+    host = "http://127.0.0.1:9"  # never contacted: the users are created, not started
+    env = Environment(user_classes=[ChatStreamUser], host=host,
+                      parsed_options=get_parser().parse_args(["--host", host]))
+    ChatStreamUser.host = host
+    kept, spawn_batches.BATCH = spawn_batches.BATCH, batch
+    try:
+        return min(one_message(env, users) for _ in range(rounds))
+    finally:
+        spawn_batches.BATCH = kept
+
+
+def ladder_part(args: argparse.Namespace) -> None:
+    """The Locust runs, before and after, per process count."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         sim = launch(SimOptions(profile="bench-20ms", spec="off", port=free_port()),
@@ -103,6 +138,30 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"p={processes}: rung-start lag after / before = {ratio:.2f}")
         finally:
             sim.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=int, default=250)
+    parser.add_argument("--processes", default="1,2",
+                        help="comma-separated load-process counts")
+    parser.add_argument("--blocking-ms", type=float, default=20.0,
+                        help="the blocking monitor's threshold")
+    parser.add_argument("--message-users", default="100,250",
+                        help="users in one spawn message, for the in-process part "
+                             "(comma-separated)")
+    parser.add_argument("--parts", default="ladder,message",
+                        help="which parts to run: ladder (the Locust runs), message")
+    args = parser.parse_args(argv)
+    parts = set(args.parts.split(","))
+    if "ladder" in parts:
+        ladder_part(args)
+    for n in (int(u) for u in args.message_users.split(",") if "message" in parts):
+        before = longest_wait(n, n)
+        after = longest_wait(n, spawn_batches.BATCH)
+        print(f"one spawn message of {n} users, longest wait of a ready greenlet (ms): "
+              f"before {before:.2f}, after {after:.2f} (batches of {spawn_batches.BATCH}); "
+              f"after / before = {after / before:.2f}")
     return 0
 
 

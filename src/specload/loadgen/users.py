@@ -52,7 +52,7 @@ from locust.exception import CatchResponseError, StopUser
 
 from specload import accept_by_step
 from specload.errors import UserError
-from specload.loadgen import keepalive, tls, wall_clock
+from specload.loadgen import keepalive, spawn_batches, tls, wall_clock
 from specload.loadgen.chunk_json import (
     DONE,
     DraftCounts,
@@ -152,6 +152,7 @@ class StreamingUser(FastHttpUser):
         self.user_id = 0
         self._headers: dict[str, str] = {}
         self._backoff = Backoff(opts.failure_backoff_s)
+        spawn_batches.user_created()
 
     def _setup(self) -> ProcessContext:
         """Join this test's process context (at the first task, so StopUser stays quiet)."""
