@@ -38,7 +38,7 @@ from locust.runners import STATE_MISSING, MasterRunner, WorkerRunner
 
 from specload.loadgen import wall_clock
 from specload.loadgen.inflight import IN_FLIGHT
-from specload.records import LIVE_SUFFIX, REQUEST_COLUMNS
+from specload.records import LIVE_SUFFIX, REQUEST_COLUMNS, rung_time
 
 LOCAL = "local"
 _START = REQUEST_COLUMNS.index("start")
@@ -162,8 +162,11 @@ class LiveRungs:
             self._place(waiting, node)
 
     def add_window(self, window: Span) -> None:
-        """A rung's measure window has closed; its figures follow once it is complete."""
-        self.pending.append(window)
+        """A rung's measure window has closed; its figures follow once it is complete.
+        Its times are kept as the rungs file holds them (`records.rung_time`), so the
+        progress line counts the chunks at its edges as the report does."""
+        self.pending.append(replace(window, start=float(rung_time(window.start)),
+                                    end=float(rung_time(window.end))))
 
     # -- questions -----------------------------------------------------------------------
 
