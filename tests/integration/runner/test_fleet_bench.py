@@ -25,6 +25,7 @@ OFFSET_S = 3.0
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.flaky(reruns=1)  # a TTFT p99 within 5 ms needs the machine's two cores not busy
 def test_a_small_fleet_stays_true_to_the_trace(tmp_path: Path) -> None:
     reason = netns.unavailable()
     if reason:
