@@ -176,12 +176,9 @@ def test_clocks_corrected_and_a_lost_load_machine(hosts, tmp_path: Path) -> None
     lost = [rec for rec in trace if rec["request_id"] not in recorded]
     cut = [rec for rec in lost if rec["finish_reason"] == "abort"]  # in flight: no row ever
     done = [rec for rec in lost if rec["finish_reason"] != "abort"]  # rows not shipped yet
-    # Locust splits 250 users 63/63/62/62 over the four processes, in an order of its own
-    assert data.client is not None
-    ran_a = data.client[data.client["client_id"].isin(ids_a) & (data.client["ts"] < killed_at)]
-    users_a = int(ran_a.sort_values("ts").groupby("client_id")["users"].last().sum())
-    assert LADDER[-1] // 2 <= users_a <= LADDER[-1] // 2 + 1, ran_a
-    assert 0 < len(cut) <= users_a  # at most one request in flight per user
+    # at most one request in flight per user, and load-a ran two of the four processes:
+    # Locust splits 250 users 63/63/62/62, in an order of its own, so 125 or 126
+    assert 0 < len(cut) <= -(-LADDER[-1] // 2)
     ages = sorted(killed_at - rec["end"] for rec in done)
     assert all(age < 2.0 for age in ages), ages
     last_a = max(float(r["end"]) for r in rows if r["client_id"] in ids_a)
@@ -192,6 +189,7 @@ def test_clocks_corrected_and_a_lost_load_machine(hosts, tmp_path: Path) -> None
                  f"ended {killed_at - last_a:.2f} s before")
 
     # --- its users restarted on the surviving machine, within the rung ------------------
+    assert data.client is not None
     settled = max(e["ts"] for e in events) + REDISPATCH_S
     assert settled < top.end - 1, "the rung ended before the users could come back"
     after = data.client[(data.client["ts"] >= settled) & (data.client["ts"] <= top.end)
