@@ -3,7 +3,8 @@
 Under speculative decoding one engine step emits several tokens. An engine that sends
 them as one event shows them to the client as tokens per chunk, an estimate of the
 acceptance length; one that streams one event per token (`Engine.per_token_events`,
-or any server whose tokens per chunk stays at 1 while its counters give more) shows
+or any server whose tokens per chunk stays at 1 while its counters give more, and
+never rises above 1 at another rung) shows
 1.00 whatever it accepted. `with_acceptance` adds `accept_len` with its source per rung:
 the server's figure where /metrics gave one, else the client's tokens per chunk, but
 never the client's for a one-event-per-token stream. `per_token_arms` names the arms
@@ -30,7 +31,10 @@ def _streams_per_token(part: pd.DataFrame, engine: str | None) -> bool:
     server = part.get("accept_len_mean", pd.Series(dtype=float)).to_numpy(dtype=float)
     one = np.isfinite(tpc) & (np.abs(tpc - 1.0) <= ONE_TOKEN_TOLERANCE)
     accepted = np.isfinite(server) & (server > SERVER_ABOVE_ONE)
-    return per_token_events(engine) or bool((one & accepted).any())
+    # a server seen sending several tokens in one event at some rung does not stream
+    # one per token: a rung at 1 is one where it hardly speculated (a schedule's k = 0)
+    several = np.isfinite(tpc) & (tpc > 1.0 + ONE_TOKEN_TOLERANCE)
+    return per_token_events(engine) or bool((one & accepted).any() and not several.any())
 
 
 def per_token_arms(summary: pd.DataFrame, arms: Sequence[ArmSource]) -> list[str]:

@@ -42,3 +42,12 @@ def test_multi_token_chunks_estimate_acceptance_where_the_server_says_nothing() 
     assert list(out["accept_len"]) == [2.7, 2.6]
     assert list(out["accept_len_source"]) == ["chunks", "server"]
     assert per_token_arms(summary, [ArmSource("on", "spec_on", engine="vllm")]) == []
+
+
+def test_a_schedule_that_stops_speculating_is_no_per_token_stream() -> None:
+    # the verify arm of the quickstart: several tokens per chunk up to its bound, one at
+    # C = 40 where the schedule stops drafting, while the counters still hold the few
+    # drafts its window saw
+    summary = _summary([("verify", 1, 2.60, 2.70), ("verify", 20, 2.57, 2.69),
+                        ("verify", 40, 1.007, 2.60)])
+    assert per_token_arms(summary, [ArmSource("verify", "verify")]) == []
