@@ -46,7 +46,24 @@ def _layout(fig: go.Figure, title: str, y_title: str, x_title: str = C_AXIS,
                       height=440)
     fig.update_xaxes(title_text=x_title, type="log" if log_x else "linear")
     fig.update_yaxes(title_text=y_title, rangemode="tozero")
+    if log_x:
+        _rung_ticks(fig)
     return fig
+
+
+MAX_RUNG_TICKS = 15
+
+
+def _rung_ticks(fig: go.Figure) -> None:
+    """Label a log axis at the rungs the lines' markers sit on (1, 4, 10, 20, 40), not
+    with plotly's decade ticks ("8 9 1 2 3 4 5 ... 10 2 3"), while there are few enough.
+    A single marker (C*'s cross) is a point between rungs, not a rung."""
+    rungs = sorted({float(x) for trace in fig.data
+                    if "markers" in (trace.mode or "") and trace.x is not None
+                    and len(trace.x) > 1
+                    for x in trace.x if isinstance(x, int | float | np.number) and x > 0})
+    if 2 <= len(rungs) <= MAX_RUNG_TICKS:
+        fig.update_xaxes(tickvals=rungs, ticktext=[f"{x:g}" for x in rungs])
 
 
 def _arm_lines(fig: go.Figure, summary: pd.DataFrame, column: str, label: str, unit: str,
