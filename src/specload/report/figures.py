@@ -59,7 +59,8 @@ def _rung_ticks(fig: go.Figure) -> None:
     with plotly's decade ticks ("8 9 1 2 3 4 5 ... 10 2 3"), while there are few enough.
     A single marker (C*'s cross) is a point between rungs, not a rung."""
     rungs = sorted({float(x) for trace in fig.data
-                    if "markers" in (trace.mode or "") and trace.x is not None
+                    if "markers" in (getattr(trace, "mode", None) or "")  # no Heatmap's
+                    and trace.x is not None
                     and len(trace.x) > 1
                     for x in trace.x if isinstance(x, int | float | np.number) and x > 0})
     if 2 <= len(rungs) <= MAX_RUNG_TICKS:

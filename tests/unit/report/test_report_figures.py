@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 import pytest
 
 from specload.report import figures
+from specload.report.acceptance_map import AcceptanceMap, BreakEven
 from specload.report.crossover import CROSSES, Crossover, PairResult
 from specload.report.run_files import ArmSource
 
@@ -125,3 +126,17 @@ def test_acceptance_spread_only_where_requests_told_their_acceptance() -> None:
     assert list(requests.error_y.array) == pytest.approx([0.8, 0.9, 1.0])
     assert list(requests.error_y.arrayminus) == pytest.approx([1.0, 0.8, 0.5])
     assert len(figures.all_figures(_summary(), [_pair()])) == len(figs) - 1
+
+
+def test_log_c_axes_are_labelled_at_the_rungs_with_a_heat_map_among_the_traces() -> None:
+    # the acceptance map: a heat map (no markers, no `mode`) under break-even markers
+    table = pd.DataFrame([[1.4, 1.1, 0.9], [1.6, 1.3, 1.05]], index=[2.0, 3.0],
+                         columns=[4, 16, 32])
+    amap = AcceptanceMap("off", table, [BreakEven(16, 2.6), BreakEven(32, 2.9)],
+                         table, {})
+    fig = figures.acceptance_map([amap])
+    assert list(fig.layout.xaxis.tickvals) == [4, 16, 32]
+    # the speedup figure: the rungs, not C*'s single cross between them
+    speedup = figures.speedup([_pair()])
+    assert list(speedup.layout.xaxis.tickvals) == [1, 10, 100]
+    assert list(speedup.layout.xaxis.ticktext) == ["1", "10", "100"]
