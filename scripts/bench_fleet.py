@@ -54,6 +54,7 @@ from specload.report.run_files import read_rep  # noqa: E402
 from specload.report.windows import Window  # noqa: E402
 from specload.runner.sim_launcher import SimOptions, launch  # noqa: E402
 from tests.support import netns  # noqa: E402
+from tests.support.sweeps import run_dir_of  # noqa: E402
 
 TOK_S_BOUND = 0.01
 TTFT_P99_BOUND_MS = 5.0
@@ -140,20 +141,19 @@ def run(args: argparse.Namespace, folder: Path) -> tuple[Path, dict[str, str]]:
             sweep, hosts = run_sweep(master, sc, folder, {"load-a": load_a, "load-b": load_b})
         finally:
             for proc in workers:
-                with_group(proc, signal.SIGKILL)
+                kill_group(proc)
             sim.stop()
         if sweep.returncode != 0:
             raise SystemExit(f"bench_fleet: the sweep failed ({sweep.returncode}):\n"
                              f"{sweep.stdout[-3000:]}{sweep.stderr[-3000:]}")
-        line = next(ln for ln in sweep.stdout.splitlines() if ln.startswith("run folder: "))
-        run_dir = folder / line.removeprefix("run folder: ").split(" (")[0]
+        run_dir = folder / run_dir_of(sweep.stdout)
         shutil.copy(folder / "trace.jsonl", run_dir / "fleet" / SERVER_TRACE_NAME)
         return run_dir, hosts
 
 
-def with_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
-        os.killpg(proc.pid, sig)
+        os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
 
 
