@@ -4,7 +4,11 @@ Nothing is downloaded. The tokenizer is a byte-level BPE trained on specload's s
 prompts; the model is a `LlamaForCausalLM` of the given size with weights drawn from
 `--seed`, saved with `save_pretrained` beside the tokenizer and a chat template, so
 `vllm.entrypoints.openai.api_server --model DIR` serves it. The same arguments give the
-same files. The folder defaults to the user's cache, keyed by the size and seed, and is
+same files. With `--draft-layers N` it also writes `DIR/draft`, a model of the target's
+first N layers (same embeddings, norm and tokenizer) for vLLM's `draft_model` method;
+`--tail-scale` scales what the target's later layers add to the residual stream, which
+sets how often the draft's greedy guess is the target's (1: the plain random model; 0:
+always). The folder defaults to the user's cache, keyed by the size and seed, and is
 reused once built; the script prints its path. Run it with the Python of the vLLM venv
 (`scripts/setup_vllm_cpu.sh` prints it): it needs torch, transformers and tokenizers.
 """
@@ -52,7 +56,8 @@ def build_tokenizer(folder: Path, vocab: int) -> None:
     (folder / "chat_template.jinja").write_text(CHAT_TEMPLATE)
 
 
-def build_model(folder: Path, layers: int, hidden: int, seed: int, max_len: int) -> int:
+def build_model(folder: Path, layers: int, hidden: int, seed: int, max_len: int,
+                draft_layers: int = 0, tail_scale: float = 1.0) -> int:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
@@ -65,8 +70,29 @@ def build_model(folder: Path, layers: int, hidden: int, seed: int, max_len: int)
                          eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
                          tie_word_embeddings=True, torch_dtype="float32")
     model = LlamaForCausalLM(config)
+    with torch.no_grad():
+        for layer in model.model.layers[draft_layers or layers:]:
+            layer.self_attn.o_proj.weight.mul_(tail_scale)
+            layer.mlp.down_proj.weight.mul_(tail_scale)
     model.save_pretrained(folder)
+    if draft_layers:
+        _save_draft(model, folder, draft_layers)
     return sum(p.numel() for p in model.parameters())
+
+
+def _save_draft(target, folder: Path, draft_layers: int) -> None:
+    """The target's first `draft_layers` layers with its embeddings and norm, as a model."""
+    import copy
+
+    from transformers import LlamaForCausalLM, PreTrainedTokenizerFast
+
+    config = copy.deepcopy(target.config)
+    config.num_hidden_layers = draft_layers
+    draft = LlamaForCausalLM(config)
+    draft.load_state_dict({k: v for k, v in target.state_dict().items()
+                           if k in draft.state_dict()})
+    draft.save_pretrained(folder / "draft")
+    PreTrainedTokenizerFast.from_pretrained(folder).save_pretrained(folder / "draft")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,18 +102,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vocab", type=int, default=4096)
     parser.add_argument("--max-len", type=int, default=2048)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--draft-layers", type=int, default=0,
+                        help="also write DIR/draft: the target's first N layers (default: none)")
+    parser.add_argument("--tail-scale", type=float, default=1.0,
+                        help="scale of the residual added by the layers the draft lacks")
     parser.add_argument("--out", type=Path, default=None,
                         help="the folder (default: the user's cache, keyed by size and seed)")
     args = parser.parse_args(argv)
+    if not 0 <= args.draft_layers < args.layers:
+        parser.error(f"--draft-layers must be 0 to {args.layers - 1}")
+    draft = f"-d{args.draft_layers}x{args.tail_scale:g}" if args.draft_layers else ""
     folder = args.out or _cache() / (f"vllm-model-l{args.layers}-h{args.hidden}"
-                                     f"-v{args.vocab}-s{args.seed}")
+                                     f"-v{args.vocab}-s{args.seed}{draft}")
     if (folder / "config.json").is_file():
         print(folder)
         return 0
     partial = folder.with_name(folder.name + ".partial")
     partial.mkdir(parents=True, exist_ok=True)
     build_tokenizer(partial, args.vocab)
-    params = build_model(partial, args.layers, args.hidden, args.seed, args.max_len)
+    params = build_model(partial, args.layers, args.hidden, args.seed, args.max_len,
+                         args.draft_layers, args.tail_scale)
     partial.rename(folder)
     print(f"vllm_model: {params / 1e6:.1f}M parameters in {folder}", file=sys.stderr)
     print(folder)

@@ -229,8 +229,9 @@ _ENTRIES = (
             "dynamic_sd_lookup[len(num_scheduled_tokens)]), while these bounds come from "
             "the mean of vllm:num_requests_running: near a bound, steps switch between k "
             "and 0 (vLLM issue #49548).",
-            "k = 0 is not free: the drafter still runs one forward per step to keep its KV "
-            "in sync (+4-11% decode time, vLLM PR #53426), and on Model Runner V1 the "
+            "k = 0 is not free: a draft model still runs one forward per step to keep its "
+            "KV in sync (vllm/v1/spec_decode/llm_base_proposer.py `propose`; +4-11% "
+            "decode time, vLLM PR #53426), and on Model Runner V1 the "
             "schedule turns FULL CUDA graphs into PIECEWISE ones (about 14% single-stream "
             "cost in issue #49548). Measure the scheduled server against spec-off before "
             "relying on it.",

@@ -16,6 +16,7 @@ arm runs.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -119,8 +120,9 @@ class Schedule:
 
 
 def arm_setup(arm: ArmSource) -> ArmSetup:
-    """Engine and speculative settings of an arm: from its command, else its sim profile."""
-    spec = parse_command(arm.command)
+    """Engine and speculative settings of an arm: from its command (its shell variables
+    from this process's environment, which ran it at sweep time), else its sim profile."""
+    spec = parse_command(arm.command, os.environ)
     if arm.kind == "sim" and arm.profile and not spec.method:
         try:
             drafter = load_profile(arm.profile).speculative

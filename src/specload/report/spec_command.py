@@ -9,7 +9,11 @@ handled; words are read as vLLM flags (`--speculative-config '{...}'`, also
 `--speculative-draft-model-path`, `--speculative-num-steps`) or llama.cpp flags
 (`--spec-draft-model`/`-md`, `--spec-draft-n-max`, the removed `--draft-max`).
 Methods are named as vLLM names them. A value that does not parse is reported, never
-guessed. Pure: no file is read.
+guessed. Shell variables in the values read (`"model": "'"$VLLM_MODEL"'/draft"`) are
+filled from the environment the caller passes, as the shell that ran the command filled
+them, so the recommended files and the verification arm's start line (where the JSON
+sits inside single quotes, out of the shell's reach) name the real path; one the
+environment lacks is kept as written and reported. Pure: no file is read.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +38,7 @@ _FLAGS = {
 }
 # Without balanced quotes shlex gives up; this still finds `--speculative-config '{...}'`.
 _CONFIG_FALLBACK = re.compile(r"--speculative[-_]config[=\s]+'([^']*)'")
+_SHELL_VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,23 +84,36 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def parse_command(command: str | None) -> SpecSettings:
-    """The speculative settings in a server start command (all None if it has none)."""
+def _expand(value: str, env: Mapping[str, str], missing: list[str]) -> str:
+    """`value` with `$NAME` and `${NAME}` filled from env; names env lacks go to missing."""
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        if name in env:
+            return env[name]
+        missing.append(name)
+        return match.group(0)
+    return _SHELL_VARIABLE.sub(fill, value)
+
+
+def parse_command(command: str | None, env: Mapping[str, str] | None = None) -> SpecSettings:
+    """The speculative settings in a server start command (all None if it has none);
+    shell variables in them are filled from `env` (none by default)."""
     if not command:
         return SpecSettings()
     words, problem = _words(command)
     problems = [problem] if problem else []
     found: dict[str, str] = {}
     config_text: str | None = None
+    missing: list[str] = []
     for flag, value in _flag_values(words):
         if flag in _VLLM_CONFIG_FLAGS:
-            config_text = value
+            config_text = _expand(value, env or {}, missing)
         for key, names in _FLAGS.items():
-            if flag in names:
-                found.setdefault(key, value)
+            if flag in names and key not in found:
+                found[key] = _expand(value, env or {}, missing)
     if problem:  # the words are only split at spaces: take the quoted JSON as it stands
         match = _CONFIG_FALLBACK.search(command)
-        config_text = match.group(1) if match else None
+        config_text = _expand(match.group(1), env or {}, missing) if match else None
     config: dict[str, Any] = {}
     if config_text is not None:
         try:
@@ -107,6 +125,8 @@ def parse_command(command: str | None) -> SpecSettings:
                 config = loaded
             else:
                 problems.append("--speculative-config is not a JSON object")
+    problems += [f"${name} is not set here: the settings keep it as written"
+                 for name in dict.fromkeys(missing)]
     algorithm = found.get("algorithm", "")
     method = config.get("method") or _SGLANG_METHODS.get(algorithm.upper()) or None
     model = config.get("model") or found.get("model")

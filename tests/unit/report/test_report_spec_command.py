@@ -48,3 +48,21 @@ def test_problems_are_reported_not_guessed() -> None:
 def test_with_k_fills_only_a_missing_k() -> None:
     assert parse_command("vllm serve m").with_k(3).k == 3
     assert parse_command(VLLM).with_k(5).k == 3
+
+
+DRAFT = ("VLLM_TARGET_DEVICE=cpu exec \"$VLLM_PYTHON\" -m vllm.entrypoints.openai.api_server "
+         "--model \"$VLLM_MODEL\" --speculative-config '{\"method\": \"draft_model\", "
+         "\"model\": \"'\"$VLLM_MODEL\"'/draft\", \"num_speculative_tokens\": 4}'")
+
+
+def test_shell_variables_in_the_settings_are_filled_as_the_shell_did() -> None:
+    got = parse_command(DRAFT, {"VLLM_MODEL": "/cache/m"})
+    assert (got.model, got.config["model"], got.problems) == ("/cache/m/draft",) * 2 + ((),)
+    braces = parse_command("x -md ${D}/d.gguf --spec-draft-n-max $K", {"D": "/m", "K": "6"})
+    assert (braces.model, braces.k) == ("/m/d.gguf", 6)
+
+
+def test_a_variable_the_environment_lacks_is_kept_and_reported() -> None:
+    got = parse_command(DRAFT)  # --model "$VLLM_MODEL" is no speculative setting: not named
+    assert got.model == "$VLLM_MODEL/draft"
+    assert got.problems == ("$VLLM_MODEL is not set here: the settings keep it as written",)
