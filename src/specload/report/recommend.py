@@ -178,16 +178,28 @@ def bound_at(table: pd.DataFrame, c: float) -> Bound:
         return Bound(c, off, max(1, math.floor(off)), capped=None, through="spec-off",
                      spec_on_batch=batch)
     last_on = max(1, math.floor(batch))
-    above = table[(table["concurrency"] > c) & table["batch_on"].notna()]
+    measured = table[table["batch_on"].notna() & (table["concurrency"] > 0)].sort_values(
+        "concurrency")
+    above = measured[measured["concurrency"] > c]
     capped = None
     if len(above):
-        first = above.iloc[0]
         reached = float(above["batch_on"].max())
-        if first["batch_on"] < CAPPED_OCCUPANCY * first["concurrency"]:
+        if _stops_following_c(measured, c):
             capped = round(reached)
         if last_on >= round(reached):  # the server never runs a batch above the bound
             last_on = max(1, round(reached) - 1)
     return Bound(c, batch, last_on, capped)
+
+
+def _stops_following_c(measured: pd.DataFrame, c: float) -> bool:
+    """Whether spec-on's running requests stop growing with C above C*: its share of C at
+    the top rung falls well below its share at the last rung up to C* (a running-request
+    cap or a full KV cache). A share below 1 that holds from rung to rung is no cap: each
+    user spends part of its turn outside the engine."""
+    share = measured["batch_on"] / measured["concurrency"]
+    upto = share[measured["concurrency"] <= c]
+    reference = float(upto.iloc[-1] if len(upto) else share.iloc[0])
+    return float(share.iloc[-1]) < CAPPED_OCCUPANCY * reference
 
 
 def settings_of(tiers: tuple[es.Tier, ...] | None, spec: SpecSettings) -> dict[str, Any]:

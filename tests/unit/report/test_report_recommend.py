@@ -189,3 +189,14 @@ def test_the_batch_size_note_names_the_engines_own_gauge(engine: str | None, gau
     got = _recommend(_pair([1.5, 1.2, 0.8, 0.6], batches=[1, 9, 20, 20]), engine)
     (note,) = [n for n in got.notes if n.startswith("Batch sizes are")]
     assert gauge in note
+
+
+def test_a_batch_that_keeps_its_share_of_c_is_no_cap() -> None:
+    """A real vLLM with 16 slots ran 87%, 87%, 85% and 86% of C at C = 2 to 16 (its users
+    spend part of each turn outside the engine): the report called that a cap of 14."""
+    got = _recommend(_pair([1.38, 1.14, 0.85, 0.73, 0.62], cs=(1, 2, 4, 8, 16),
+                           batches=[0.8, 1.73, 3.47, 6.8, 13.8],
+                           batches_off=[0.93, 1.8, 3.4, 6.93, 13.8]))
+    bound = got.decision.bound
+    assert bound is not None and bound.last_on == 2 and bound.capped is None
+    assert not any("at most about" in n for n in got.notes)
