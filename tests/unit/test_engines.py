@@ -18,7 +18,7 @@ from specload.sim.metrics import RankStats
 from specload.sim.slot_stats import SlotStats
 
 # What a sim flavour's /metrics does not model of its engine's registered series.
-NOT_SIMULATED = {"vllm": {"accepted_first"}}  # vLLM's per-position counter
+NOT_SIMULATED: dict[str, set[str]] = {}
 DRAFTED = SlotStats(prompt_cached=0, prompt_processed=4, generated=9, drafts=4,
                     draft_tokens=8, accepted=4, accept_hist=(1, 2, 1), prompt_s=0.02,
                     gen_s=0.16)
@@ -83,7 +83,8 @@ def test_a_flavour_that_counts_tokens_lists_and_counts_where_its_engine_does() -
 
 def _rank() -> RankStats:
     rank = RankStats(3, 1, 0.5, 100, 200, 1, 3, 10, 30, 15, 2.5, 0.5, 50.0, 40, 1.0, 0.0,
-                     0.0, prefix_queries=64, prefix_hits=16, cache_hit_rate=0.25)
+                     0.0, prefix_queries=64, prefix_hits=16, cache_hit_rate=0.25,
+                     accepted_per_pos=[9, 6], spec_positions=3)
     rank.slots.add(DRAFTED, 13)
     return rank
 

@@ -9,7 +9,7 @@ each request's own draft tallies, which llama.cpp reports per request.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from specload.sim import SimConfigError
 from specload.sim.acceptance import AcceptanceSampler, k_for_batch
@@ -28,6 +28,7 @@ class StepResult:
     batch_size: int
     k: int
     admitted: list[Seq]  # taken from the queue in this step (their prefill starts)
+    prefill_tokens: int = 0  # prompt tokens computed in this step
 
 
 @dataclass(slots=True)
@@ -44,6 +45,9 @@ class Counters:
     prefill_tokens: int = 0  # prompt tokens computed (cached ones are not)
     prefill_s: float = 0.0  # modelled duration of the steps that computed any
     busy_seqs: int = 0  # running requests, summed over steps
+    # verification steps whose draft was accepted up to each position (vLLM's
+    # SpecDecodingStats.observe_draft: num_accepted_tokens_per_pos, per step)
+    accepted_per_pos: list[int] = field(default_factory=list)
 
 
 def resolve_k(profile: Profile, mode: SpecMode, k: int | None) -> int:
@@ -83,6 +87,10 @@ class EngineCore:
         schedule = profile.speculative.adaptive
         self._k_for = (lambda b: k_for_batch(schedule, b)) if mode == "adaptive" else (
             lambda b: self.k)
+        # the most tokens a step may draft: vLLM's num_speculative_tokens, a schedule's
+        # largest k (one labelled per-position counter each)
+        self.max_k = max((k for _, _, k in schedule), default=0) if mode == "adaptive" \
+            else self.k
 
     def block_keys(self, token_text: str) -> tuple[int, ...]:
         """The prefix cache's keys of a prompt's full blocks (none when caching is off)."""
@@ -125,6 +133,7 @@ class EngineCore:
                 c.drafts += 1
                 c.draft_tokens += seq.sched_k
                 c.accepted_tokens += acc
+                _count_positions(c.accepted_per_pos, acc)
                 _count_drafts(seq, acc)
         cost = self.cost_model.cost(batch.shape)
         prefill = sum(s.sched_tokens for s in batch.prefill)
@@ -135,7 +144,15 @@ class EngineCore:
         emitted = self.former.commit(batch, accepted)
         c.steps += 1
         c.generation_tokens += sum(n for _, n in emitted)
-        return StepResult(cost, emitted, batch.shape.num_seqs, batch.k, batch.admitted)
+        return StepResult(cost, emitted, batch.shape.num_seqs, batch.k, batch.admitted,
+                          prefill)
+
+
+def _count_positions(per_pos: list[int], accepted: int) -> None:
+    if len(per_pos) < accepted:
+        per_pos.extend([0] * (accepted - len(per_pos)))
+    for i in range(accepted):
+        per_pos[i] += 1
 
 
 def _count_drafts(seq: Seq, accepted: int) -> None:

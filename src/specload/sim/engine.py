@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable
 
 from specload.sim.core import EngineCore
-from specload.sim.metrics import RankStats
+from specload.sim.metrics import FINISH_REASONS, RankStats
 from specload.sim.scheduler import Seq
 from specload.sim.slot_stats import SlotStats, SlotTotals
 
@@ -46,7 +46,8 @@ class Stream:
     A sink must not raise: it runs inside the engine step.
     """
 
-    __slots__ = ("done", "first", "last", "pending", "seq", "sink", "started", "waiter")
+    __slots__ = ("done", "first", "last", "pending", "queued", "seq", "sink", "started",
+                 "waiter")
 
     def __init__(self, seq: Seq) -> None:
         self.seq = seq
@@ -54,8 +55,9 @@ class Stream:
         self.done = False
         self.sink: Sink | None = None
         self.waiter: asyncio.Future[None] | None = None
-        # loop times: the step that admitted it began, its first and its last token
-        self.started = self.first = self.last = 0.0
+        # loop times: it was queued, the step that admitted it began, its first and its
+        # last token
+        self.queued = self.started = self.first = self.last = 0.0
 
     def slot_stats(self) -> SlotStats:
         """The request's stats so far, as a llama.cpp slot keeps them."""
@@ -141,7 +143,7 @@ class Engine:
         self.core = core
         self.lag = LagMeter(warn)
         self._stats = RankStats(0, 0, 0.0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0, 0.0, 0.0,
-                                0.0)
+                                0.0, spec_positions=core.max_k)
         # (loop time, drafts, draft tokens, accepted, generated) after each recent step
         self._recent: deque[tuple[float, int, int, int, int]] = deque(maxlen=RECENT_STEPS)
         self._wake = asyncio.Event()
@@ -165,6 +167,7 @@ class Engine:
                   step_accepted=[] if per_step else None,
                   step_drafted=[] if per_step else None)
         stream = Stream(seq)
+        stream.queued = asyncio.get_running_loop().time()
         seq.key = stream
         self.core.add(seq)
         self._wake.set()
@@ -182,7 +185,10 @@ class Engine:
             self.slots.add(stream.slot_stats(), stream.seq.computed)
 
     def observe_finished(self, ttft_s: float | None, e2e_s: float, prompt_tokens: int,
-                         output_tokens: int) -> None:
+                         output_tokens: int, reason: str | None = None,
+                         stream: Stream | None = None) -> None:
+        """A finished request in the histograms: `reason` its finish_reason, `stream` its
+        mailbox, whose stamps give the time it waited to be scheduled."""
         st = self._stats
         if ttft_s is not None:
             st.ttft.observe(ttft_s)
@@ -190,6 +196,10 @@ class Engine:
         st.prompt_len.observe(prompt_tokens)
         st.output_len.observe(output_tokens)
         st.finished += 1
+        key = reason if reason in FINISH_REASONS else "stop"
+        st.finished_by_reason[key] = st.finished_by_reason.get(key, 0) + 1
+        if stream is not None and stream.started:
+            st.queue_time.observe(max(stream.started - stream.queued, 0.0))
 
     def stats(self) -> RankStats:
         """This rank's numbers for /metrics, with the recent-step gauges computed now."""
@@ -198,6 +208,7 @@ class Engine:
         st.prompt_tokens, st.generation_tokens = c.prompt_tokens, c.generation_tokens
         st.preemptions, st.steps = c.preemptions, c.steps
         st.drafts, st.draft_tokens, st.accepted = c.drafts, c.draft_tokens, c.accepted_tokens
+        st.accepted_per_pos = c.accepted_per_pos
         st.busy_s, st.lag_s, st.lag_ratio = self.lag.busy_s, self.lag.lag_s, self.lag.ratio
         former = core.former
         st.prefix_queries, st.prefix_hits = former.prefix_queries, former.prefix_hits
@@ -260,10 +271,14 @@ class Engine:
             for seq in result.admitted:
                 if not seq.key.started:
                     seq.key.started = began
+            st = self._stats
+            st.iteration_tokens.observe(result.prefill_tokens + sum(n for _, n in result.emitted))
             for seq, n in result.emitted:
                 stream = seq.key
                 if not stream.first:
                     stream.first = now
+                else:
+                    st.itl.observe(now - stream.last)
                 stream.last = now
                 stream.push(n, seq.finished)
                 if seq.finished:

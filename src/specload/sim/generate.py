@@ -237,7 +237,8 @@ class Generation:
         if call.completed and engine is not None:
             ttft = None if rec["first_token"] is None else rec["first_token"] - call.arrival
             engine.observe_finished(ttft, rec["end"] - call.arrival, rec["prompt_tokens"] or 0,
-                                    rec["output_tokens"])
+                                    rec["output_tokens"], rec["finish_reason"],
+                                    call.seq.key if call.seq is not None else None)
         if self.s.trace is not None:
             self.s.trace.write(rec)
 

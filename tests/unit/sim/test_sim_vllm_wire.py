@@ -37,11 +37,6 @@ def test_the_chunks_have_vllms_kinds_and_fields(shapes) -> None:
     assert wire_shape.stream_differences(real, sim) == {}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "not yet modelled by the simulator: vLLM's inter-token latency, iteration tokens and "
-    "queue time histograms, the per-position accepted counter (counted per step, not "
-    "per released request as llama.cpp's) and request_success_total's finished_reason "
-    "label; strict, so the test fails once they are"))
 def test_the_series_specload_reads_have_vllms_names_and_labels(shapes) -> None:
     real, sim = (s["metrics"] for s in shapes)
     assert wire_shape.labels_differences(real, sim) == {}
