@@ -32,6 +32,7 @@ from specload.records import (
     LOCUST_HISTORY_SUFFIX,
     REQUESTS_SUFFIX,
     RUNGS_SUFFIX,
+    SERVER_METRICS_SUFFIX,
     SERVER_TRACE_NAME,
     complete_length,
     rungs_path,
@@ -53,10 +54,12 @@ def _read_rows(path: Path) -> tuple[list[str], list[list[str]]]:
 
 
 def cut_partial_rows(prefix: Path) -> list[Path]:
-    """Cut off the row a killed writer left half-written at the end of each of a
-    repeat's appended files and its trace (rows are appended after it); the files cut."""
+    """Cut off the row a killed writer (or a full disk) left half-written at the end of
+    each of a repeat's appended files, its /metrics samples (the resumed server's sampler
+    appends to them) and its trace (rows are appended after it); the files cut."""
     cut = []
-    paths = [Path(str(prefix) + suffix) for suffix in (RUNGS_SUFFIX, *APPENDED_SUFFIXES)]
+    paths = [Path(str(prefix) + suffix)
+             for suffix in (RUNGS_SUFFIX, SERVER_METRICS_SUFFIX, *APPENDED_SUFFIXES)]
     for path in (*paths, prefix.parent / SERVER_TRACE_NAME):
         if path.is_file() and (whole := complete_length(path)) < path.stat().st_size:
             os.truncate(path, whole)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from specload.runner.resume_parts import finished_levels, merge_part
+from specload.runner.resume_parts import cut_partial_rows, finished_levels, merge_part
 
 
 def write_csv(path: Path, header: list[str], rows: list[list[object]]) -> None:
@@ -55,3 +55,15 @@ def test_merge_appends_rows_renumbers_rungs_and_sums_failures(tmp_path: Path) ->
     assert finished_levels(main) == [1, 5, 10]
     # each part's workers keep their own clock rounds, found by client_id
     assert read_csv(Path(f"{main}_clock.csv"))[1:] == [["11", "h-1"], ["21", "h-2"]]
+
+
+def test_a_half_written_metrics_sample_is_cut_before_the_resumed_sampler_appends(
+        tmp_path: Path) -> None:
+    """A full disk stopped the sampler inside a row; the resumed server's sampler appends
+    to the same file, so the torn row would join its first row (4 fields where the
+    header has 3: the report could not read the file; seen in CI's full-disk test)."""
+    prefix = tmp_path / "locust"
+    metrics = Path(f"{prefix}_server_metrics.csv")
+    metrics.write_text("ts,metric,value\n1.0,vllm:generation_tokens_total,5\n2.0,vllm:gen")
+    assert cut_partial_rows(prefix) == [metrics]
+    assert metrics.read_text() == "ts,metric,value\n1.0,vllm:generation_tokens_total,5\n"
