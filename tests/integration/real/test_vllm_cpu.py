@@ -12,7 +12,8 @@ crossover. What must hold, judged by vLLM's own counters:
   arrivals between the first and the last /metrics sample inside the window are the
   delta of `vllm:generation_tokens_total` between them (counted as tokens are made,
   vllm/v1/metrics/loggers.py) to 1%, once the server's read of its counter is allowed
-  anywhere inside each sample's fetch (a loaded vLLM answered /metrics in up to 1.8 s);
+  anywhere inside each sample's fetch (a loaded vLLM answered /metrics in up to 1.8 s)
+  and one engine step's tokens may be on their way to the client at an edge;
 - the acceptance length per rung is 1 + accepted / drafts from the
   `vllm:spec_decode_*` counters over the window to 1%, and comes from the server;
 - every request of a speculating server tells its drafts (`--per-request-spec-decode-
@@ -142,10 +143,17 @@ def test_tokens_are_the_usage_counts_and_the_servers_counter(pair_run: Path,
             server = generated[1][b] - generated[1][a]
             # the client's token arrivals between the two samples' stamps, read as the
             # report reads them; the server read its counter within half of each
-            # sample's fetch of the stamp
+            # sample's fetch of the stamp, and counts a step's tokens when the step ends,
+            # while its API server may still be sending them: one step's tokens (the
+            # window's mean, several per request under speculation) may be counted on
+            # one side of an edge and received on the other (a CI run: 1,089 received
+            # against 1,105 counted at spec-on C = 4, 16 tokens, about two steps' worth
+            # split over the two edges)
             between = measure(requests, [Window(0, int(row["concurrency"]), ta, tb)]).iloc[0]
             client = between["output_tok_s"] * (tb - ta)
-            slack = between["output_tok_s"] * (fetch[1][a] + fetch[1][b]) / 2
+            steps = _delta(series["vllm:iteration_tokens_total_count"], ta, tb)
+            slack = (between["output_tok_s"] * (fetch[1][a] + fetch[1][b]) / 2
+                     + server / max(steps, 1))
             assert abs(client - server) <= 0.01 * server + slack, (
                 arm, row["concurrency"], client, server, slack)
 
