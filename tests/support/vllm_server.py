@@ -12,7 +12,8 @@ vllm/envs.py): `VLLM_CPU_KVCACHE_SPACE` is the KV cache in GiB,
 `--distributed-executor-backend uni` keeps the worker in one process beside the engine
 core, `--enforce-eager` skips graph capture, `--max-num-seqs` is the batch limit,
 `VLLM_API_KEY` the key the /v1 routes require (entrypoints/serve/middleware/
-authenticate.py guards /v1, /v2, /inference, /cohere).
+authenticate.py guards /v1, /v2, /inference, /cohere), `--dtype float32` the arithmetic
+(below, `DTYPE`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,14 @@ MODEL_SCRIPT = REPO / "scripts" / "vllm_model.py"
 # here); HF_HUB_OFFLINE: nothing is fetched, the model and tokenizer are local files
 ENV = ("VLLM_HOST_IP=127.0.0.1 VLLM_TARGET_DEVICE=cpu VLLM_CPU_KVCACHE_SPACE=2 "
        "HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1")
+# The model is saved in float32, which `--dtype auto` runs in bfloat16 on every x86 CPU
+# (config/model.py `_resolve_auto_dtype` takes the platform's first dtype,
+# platforms/cpu.py `supported_dtypes`). A CPU with AMX multiplies bfloat16 in its matrix
+# unit and one without converts it: on an AMX Xeon the draft pair's verify steps cost so
+# little more than a plain step that speculation paid at every rung (1.54, 1.25, 1.30 at
+# C = 1, 4, 16) where it crossed below C = 4 on a CPU without. In float32 both kinds do
+# their vector arithmetic, and the pair crosses on both.
+DTYPE = "float32"
 
 
 def python() -> Path:
@@ -90,7 +99,7 @@ def server_command(folder: Path, port: int, max_num_seqs: int, max_model_len: in
     line = (f"{ENV} exec {shlex.quote(str(python()))} -m vllm.entrypoints.openai.api_server "
             f"--model {shlex.quote(str(folder))} --host 127.0.0.1 --port {port} "
             f"--max-model-len {max_model_len} --max-num-seqs {max_num_seqs} --enforce-eager "
-            "--distributed-executor-backend uni")
+            f"--distributed-executor-backend uni --dtype {DTYPE}")
     line += f" --speculative-config '{spec_config}'" if spec_config else ""
     return line + (f" --per-request-spec-decode-metrics {per_request}" if per_request else "")
 
