@@ -12,7 +12,8 @@ fitted, or the base profile's value). Several run folders, repeats of one scenar
 noisy machine, are fitted by each rung's mean; a rung whose repeats across runs
 disagree counts for less. Within a run, a rung's repeats are a range: the fit is
 charged only for falling outside it, since which repeat a busy moment slowed cannot be
-told (the twin is judged against that range too).
+told (the twin is judged against that range too). The spec-on / spec-off speedup per
+concurrency is printed beside the twin's, which C* is read from.
 `specload sim --profile my.yaml` then serves it.
 """
 
@@ -35,7 +36,7 @@ from specload.report.spec_command import parse_command
 from specload.sim import SimConfigError
 from specload.sim.core import SpecMode
 from specload.sim.curve import check_lengths
-from specload.sim.fit import FitResult, Observations, Rung, fit
+from specload.sim.fit import FitResult, Observations, Rung, Speedup, fit
 from specload.sim.profile import Profile, load_profile, parameter_paths, to_yaml
 
 MODES: dict[str, SpecMode] = {"spec_on": "on", "spec_off": "off"}
@@ -104,7 +105,19 @@ def observations(report: Report, prompt_tokens: int | None = None,
             output_tokens = round(fallback)
         else:
             raise UserError("the run tells no output length; give --output-tokens")
-    return Observations(tuple(rungs), prompt_tokens, output_tokens, k), sorted(set(notes))
+    return (Observations(tuple(rungs), prompt_tokens, output_tokens, k, _speedups(report)),
+            sorted(set(notes)))
+
+
+def _speedups(report: Report) -> tuple[Speedup, ...]:
+    """The spec-on / spec-off speedup per concurrency, where the run has one such pair (a
+    multi-k run's several spec-on arms have no one speedup)."""
+    pairs = [p for p in report.pairs if (p.on.role, p.off.role) == ("spec_on", "spec_off")]
+    if len(pairs) != 1:
+        return ()
+    rows = pairs[0].speedup.to_dict(orient="records")
+    return tuple(Speedup(int(row["concurrency"]), value) for row in rows
+                 if (value := _number(row.get("speedup"))))
 
 
 def mean_observations(runs: Sequence[Observations]) -> Observations:
@@ -127,7 +140,12 @@ def mean_observations(runs: Sequence[Observations]) -> Observations:
                   _mean([r.running for r in same]), _mean([r.accept_len for r in same]),
                   _log_spread([r.output_tok_s for r in same]))
              for same in groups.values()]
-    return dataclasses.replace(first, rungs=tuple(rungs))
+    ratios: dict[int, list[float]] = {}
+    for obs in runs:
+        for ratio in obs.speedups:
+            ratios.setdefault(ratio.users, []).append(ratio.value)
+    speedups = [Speedup(users, sum(values) / len(values)) for users, values in ratios.items()]
+    return dataclasses.replace(first, rungs=tuple(rungs), speedups=tuple(speedups))
 
 
 def _log_spread(values: Sequence[float]) -> float | None:
@@ -158,9 +176,13 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 
 def residual_table(result: FitResult) -> str:
+    """Every fitted figure against its measurement: each arm's tok/s per rung, then the
+    speedup per concurrency (whose side of 1 a twin's C* is read from)."""
     head = f"{'arm':>8} {'C':>5} {'measured':>10} {'fitted':>10} {'residual':>9}"
-    rows = [f"{'spec-' + r.mode:>8} {r.users:>5} {r.observed:>10.1f} {r.predicted:>10.1f} "
+    rows = [f"{f'spec-{r.mode}':>8} {r.users:>5} {r.observed:>10.1f} {r.predicted:>10.1f} "
             f"{r.rel:>+9.1%}" for r in result.residuals]
+    rows += [f"{'speedup':>8} {r.users:>5} {r.observed:>10.3f} {r.predicted:>10.3f} "
+             f"{r.rel:>+9.1%}" for r in result.speedups]
     return "\n".join([head, *rows])
 
 
@@ -201,6 +223,8 @@ def main(args: argparse.Namespace) -> int:
               f"Workload of the run: {obs.prompt_tokens}-token prompts, "
               f"{obs.output_tokens}-token outputs. Residual per rung (fitted / measured - 1):",
               *(f"  spec-{r.mode} C={r.users}: {r.rel:+.1%}" for r in result.residuals),
+              *(f"  speedup C={r.users}: {r.predicted:.3f} against {r.observed:.3f}"
+                for r in result.speedups),
               "Each parameter's comment says where its value comes from."]
     Path(args.out).write_text(to_yaml(profile, header), encoding="utf-8")
     for note in [*notes, *result.notes]:

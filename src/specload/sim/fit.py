@@ -12,6 +12,7 @@ criterion a twin is judged by is its worst rung; each rung weighted by how close
 repeats agree, where the sweep repeated it), each candidate
 priced by the same virtual-time closed loop that `sim-curve` runs, with a weak pull
 towards the base profile's values so that parameters the data cannot see stay put.
+The twin's speedup at each concurrency both arms measured is set beside the sweep's.
 Each parameter moves log-uniformly inside physically plausible bounds. Pure: no files,
 no clock, deterministic for a seed.
 """
@@ -106,6 +107,14 @@ def fit_error(predicted: Sequence[float], observed: Sequence[float],
 
 
 @dataclass(frozen=True, slots=True)
+class Speedup:
+    """One concurrency's measured spec-on tok/s over spec-off's."""
+
+    users: int
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
 class Observations:
     """A sweep, reduced to what the fit needs."""
 
@@ -113,11 +122,13 @@ class Observations:
     prompt_tokens: int
     output_tokens: int
     k: int | None = None  # the spec-on arm's draft length (None: the profile's)
+    # compared with the twin's where both arms have exactly one rung at its concurrency
+    speedups: tuple[Speedup, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class Residual:
-    mode: SpecMode
+    mode: SpecMode | None  # None: the speedup, spec-on over spec-off
     users: int
     observed: float
     predicted: float
@@ -134,6 +145,7 @@ class FitResult:
     residuals: list[Residual]
     evaluations: int
     notes: list[str] = field(default_factory=list)
+    speedups: list[Residual] = field(default_factory=list)
 
 
 def get_param(data: dict[str, Any], path: str) -> Any:
@@ -152,6 +164,21 @@ def predict_rungs(profile: Profile, obs: Observations, seed: int = 0) -> list[fl
                             seed=seed, prompt_tokens=obs.prompt_tokens,
                             output_tokens=obs.output_tokens).output_tok_s
             for r in obs.rungs]
+
+
+def speedup_pairs(obs: Observations) -> list[tuple[Speedup, int, int]]:
+    """Each measured speedup with the indices of its spec-on and spec-off rungs in
+    `obs.rungs`; one with no single rung of either arm at its concurrency is left out."""
+    def index(mode: SpecMode, users: int) -> int | None:
+        found = [i for i, r in enumerate(obs.rungs) if r.mode == mode and r.users == users]
+        return found[0] if len(found) == 1 else None
+
+    pairs = []
+    for s in obs.speedups:
+        on, off = index("on", s.users), index("off", s.users)
+        if on is not None and off is not None:
+            pairs.append((s, on, off))
+    return pairs
 
 
 def scale_acceptance(rates: Sequence[float], k: int, target: float) -> list[float]:
@@ -287,17 +314,10 @@ def fit(base: Profile, obs: Observations, free: Sequence[str] | None = None, *,
     return keep
 
 
-def _fit_one(base: Profile, obs: Observations, free: Sequence[str] | None, seed: int,
-             max_evals: int) -> tuple[FitResult, float]:
-    """`fit` of one base profile, with its fit error (without the pull)."""
-    if not obs.rungs:
-        raise SimConfigError("no measured rung to fit")
-    free = list(default_free(base, obs) if free is None else free)
-    unknown = [p for p in free if p not in BOUNDS]
-    if unknown:
-        raise SimConfigError(f"cannot fit {', '.join(unknown)}; fittable: "
-                             f"{', '.join(BOUNDS)}")
-    data = base.model_dump()
+def _read_off(base: Profile, obs: Observations, data: dict[str, Any]
+              ) -> tuple[dict[str, str], list[str]]:
+    """Set in `data` what the sweep shows directly (its draft length, acceptance and
+    running caps); returns their origins and notes."""
     origins: dict[str, str] = {}
     notes: list[str] = []
     on = [r for r in obs.rungs if r.mode == "on"]
@@ -318,6 +338,21 @@ def _fit_one(base: Profile, obs: Observations, free: Sequence[str] | None, seed:
             set_param(data, path, cap)
             origins[path] = "measured (server running requests)"
             notes.append(f"spec-{mode} arm caps its running set at {cap}")
+    return origins, notes
+
+
+def _fit_one(base: Profile, obs: Observations, free: Sequence[str] | None, seed: int,
+             max_evals: int) -> tuple[FitResult, float]:
+    """`fit` of one base profile, with its fit error (without the pull)."""
+    if not obs.rungs:
+        raise SimConfigError("no measured rung to fit")
+    free = list(default_free(base, obs) if free is None else free)
+    unknown = [p for p in free if p not in BOUNDS]
+    if unknown:
+        raise SimConfigError(f"cannot fit {', '.join(unknown)}; fittable: "
+                             f"{', '.join(BOUNDS)}")
+    data = base.model_dump()
+    origins, notes = _read_off(base, obs, data)
     observed = [r.output_tok_s for r in obs.rungs]
     weights = [1 / max(r.spread or 0.0, NOISE_FLOOR) ** 2 for r in obs.rungs]
     within = [r.within for r in obs.rungs]
@@ -351,5 +386,7 @@ def _fit_one(base: Profile, obs: Observations, free: Sequence[str] | None, seed:
     predicted = predict_rungs(profile, obs, seed)
     residuals = [Residual(r.mode, r.users, r.output_tok_s, pr)
                  for r, pr in zip(obs.rungs, predicted, strict=True)]
-    return (FitResult(profile, origins, residuals, evals, notes),
+    speedups = [Residual(None, s.users, s.value, predicted[on] / max(predicted[off], 1e-9))
+                for s, on, off in speedup_pairs(obs)]
+    return (FitResult(profile, origins, residuals, evals, notes, speedups),
             fit_error(predicted, observed, weights, within))

@@ -13,6 +13,7 @@ from specload.sim.curve import predict
 from specload.sim.fit import (
     Observations,
     Rung,
+    Speedup,
     default_free,
     fit,
     fit_error,
@@ -123,6 +124,18 @@ def test_the_fit_keeps_tiled_kernels_only_where_the_sweep_shows_them(tiles: int)
     assert result.profile.hardware.compute_tile_tokens == tiles
     assert any(n.startswith("kernels taking tokens in tiles of 4: "
                             + ("kept" if tiles else "dropped")) for n in result.notes)
+
+
+def test_the_twins_speedup_is_set_beside_the_sweeps() -> None:
+    """Each measured speedup gets the twin's at its concurrency (its arms' fitted tok/s);
+    one whose spec-off rung was not measured has none."""
+    rungs = (Rung("on", 1, 40.0), Rung("off", 1, 30.0), Rung("on", 4, 80.0))
+    obs = Observations(rungs, 32, 48, 4, (Speedup(1, 40 / 30), Speedup(4, 1.1)))
+    result = fit(load_profile("cpu2-gemma3-270m-ngram"), obs, ["overheads.step_s"],
+                 max_evals=10)
+    on, off = result.residuals[0].predicted, result.residuals[1].predicted
+    assert [(r.mode, r.users, r.observed) for r in result.speedups] == [(None, 1, 40 / 30)]
+    assert result.speedups[0].predicted == pytest.approx(on / off)
 
 
 def test_acceptance_is_scaled_to_the_measured_length() -> None:
