@@ -365,9 +365,11 @@ class Generation:
             return
         call.completed = True
         call.record["finish_reason"] = reason
-        await resp.write(w.tail(chunks.sent, chunks.usage_fields()))
-        # traced before the body ends: a client that has the whole stream finds its record
+        # traced before the tail (usage and [DONE], no tokens) is sent: a client that has
+        # the whole stream finds its record, also when the server is killed right after
+        # sending it (a CI run caught a success with no trace line that way)
         self.finish(call, engine)
+        await resp.write(w.tail(chunks.sent, chunks.usage_fields()))
         await resp.write_eof()
 
     async def _stream_faulted(self, chunks: ContentChunks, resp: web.StreamResponse,
