@@ -36,7 +36,7 @@ from specload.report.spec_command import parse_command
 from specload.sim import SimConfigError
 from specload.sim.core import SpecMode
 from specload.sim.curve import check_lengths
-from specload.sim.fit import FitResult, Observations, Rung, Speedup, fit
+from specload.sim.fit import FitResult, Observations, Rung, fit
 from specload.sim.profile import Profile, load_profile, parameter_paths, to_yaml
 
 MODES: dict[str, SpecMode] = {"spec_on": "on", "spec_off": "off"}
@@ -105,19 +105,7 @@ def observations(report: Report, prompt_tokens: int | None = None,
             output_tokens = round(fallback)
         else:
             raise UserError("the run tells no output length; give --output-tokens")
-    return (Observations(tuple(rungs), prompt_tokens, output_tokens, k, _speedups(report)),
-            sorted(set(notes)))
-
-
-def _speedups(report: Report) -> tuple[Speedup, ...]:
-    """The spec-on / spec-off speedup per concurrency, where the run has one such pair (a
-    multi-k run's several spec-on arms have no one speedup)."""
-    pairs = [p for p in report.pairs if (p.on.role, p.off.role) == ("spec_on", "spec_off")]
-    if len(pairs) != 1:
-        return ()
-    rows = pairs[0].speedup.to_dict(orient="records")
-    return tuple(Speedup(int(row["concurrency"]), value) for row in rows
-                 if (value := _number(row.get("speedup"))))
+    return Observations(tuple(rungs), prompt_tokens, output_tokens, k), sorted(set(notes))
 
 
 def mean_observations(runs: Sequence[Observations]) -> Observations:
@@ -140,12 +128,7 @@ def mean_observations(runs: Sequence[Observations]) -> Observations:
                   _mean([r.running for r in same]), _mean([r.accept_len for r in same]),
                   _log_spread([r.output_tok_s for r in same]))
              for same in groups.values()]
-    ratios: dict[int, list[float]] = {}
-    for obs in runs:
-        for ratio in obs.speedups:
-            ratios.setdefault(ratio.users, []).append(ratio.value)
-    speedups = [Speedup(users, sum(values) / len(values)) for users, values in ratios.items()]
-    return dataclasses.replace(first, rungs=tuple(rungs), speedups=tuple(speedups))
+    return dataclasses.replace(first, rungs=tuple(rungs))
 
 
 def _log_spread(values: Sequence[float]) -> float | None:

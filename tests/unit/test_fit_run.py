@@ -10,10 +10,9 @@ import pytest
 
 from specload.errors import UserError
 from specload.fit_run import fitted_profile, mean_observations, observations, residual_table
-from specload.report.crossover import PairResult, find_crossover
 from specload.report.render import Report
 from specload.report.run_files import ArmSource, RepSource, RunSource
-from specload.sim.fit import FitResult, Observations, Residual, Rung, Speedup
+from specload.sim.fit import FitResult, Observations, Residual, Rung, speedup_pairs
 from specload.sim.profile import load_profile, parameter_paths
 
 
@@ -113,28 +112,14 @@ def test_a_rungs_repeats_fit_anywhere_between_them(tmp_path: Path) -> None:
     assert off1.within is None and off1.spread is None
 
 
-def test_the_pairs_speedup_is_observed_with_its_repeats_range(tmp_path: Path) -> None:
-    """The run's one spec-on / spec-off pair gives each concurrency's speedup; runs
-    fitted together take its mean; the residual table prints it under the arms."""
-    report = report_of(tmp_path, ROWS, [100])
-    on, off = report.source.arms[:2]
-    table = pd.DataFrame({"concurrency": [1, 30], "speedup": [1.6, math.nan]})
-    report.pairs.append(PairResult(on, off, table, find_crossover([1], [1.6])))
-    obs, _ = observations(report)
-    assert obs.speedups == (Speedup(1, 1.6),)
-    again = Observations(obs.rungs, obs.prompt_tokens, obs.output_tokens, obs.k,
-                         (Speedup(1, 1.2), Speedup(4, 0.9)))
-    mean = mean_observations([obs, again])
-    assert mean.speedups == (Speedup(1, pytest.approx(1.4)), Speedup(4, 0.9))
+def test_the_residual_table_prints_the_speedup_under_the_arms() -> None:
     result = FitResult(load_profile("seed-glm"), {}, [Residual("on", 1, 80.0, 81.0)], 10,
                        speedups=[Residual(None, 1, 1.6, 1.52)])
     assert residual_table(result).splitlines()[-1].split() == ["speedup", "1", "1.600",
                                                                "1.520", "-5.0%"]
 
 
-def test_several_spec_on_arms_have_no_one_speedup(tmp_path: Path) -> None:
-    report = report_of(tmp_path, ROWS, [100])
-    on, off = report.source.arms[:2]
-    table = pd.DataFrame({"concurrency": [1], "speedup": [1.6]})
-    report.pairs.extend([PairResult(on, off, table, find_crossover([1], [1.6]))] * 2)
-    assert observations(report)[0].speedups == ()
+def test_several_spec_on_arms_have_no_one_speedup() -> None:
+    obs = Observations((Rung("on", 1, 50.0), Rung("on", 1, 60.0), Rung("off", 1, 30.0),
+                        Rung("on", 4, 90.0), Rung("off", 4, 80.0)), 32, 48, 4)
+    assert speedup_pairs(obs) == [(4, 3, 4)]

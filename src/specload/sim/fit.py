@@ -107,14 +107,6 @@ def fit_error(predicted: Sequence[float], observed: Sequence[float],
 
 
 @dataclass(frozen=True, slots=True)
-class Speedup:
-    """One concurrency's measured spec-on tok/s over spec-off's."""
-
-    users: int
-    value: float
-
-
-@dataclass(frozen=True, slots=True)
 class Observations:
     """A sweep, reduced to what the fit needs."""
 
@@ -122,8 +114,6 @@ class Observations:
     prompt_tokens: int
     output_tokens: int
     k: int | None = None  # the spec-on arm's draft length (None: the profile's)
-    # compared with the twin's where both arms have exactly one rung at its concurrency
-    speedups: tuple[Speedup, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,18 +156,18 @@ def predict_rungs(profile: Profile, obs: Observations, seed: int = 0) -> list[fl
             for r in obs.rungs]
 
 
-def speedup_pairs(obs: Observations) -> list[tuple[Speedup, int, int]]:
-    """Each measured speedup with the indices of its spec-on and spec-off rungs in
-    `obs.rungs`; one with no single rung of either arm at its concurrency is left out."""
+def speedup_pairs(obs: Observations) -> list[tuple[int, int, int]]:
+    """(C, spec-on index, spec-off index) in `obs.rungs` wherever each arm has exactly one
+    rung at C (a multi-k run's several spec-on arms have no one speedup)."""
     def index(mode: SpecMode, users: int) -> int | None:
         found = [i for i, r in enumerate(obs.rungs) if r.mode == mode and r.users == users]
         return found[0] if len(found) == 1 else None
 
     pairs = []
-    for s in obs.speedups:
-        on, off = index("on", s.users), index("off", s.users)
+    for users in sorted({r.users for r in obs.rungs}):
+        on, off = index("on", users), index("off", users)
         if on is not None and off is not None:
-            pairs.append((s, on, off))
+            pairs.append((users, on, off))
     return pairs
 
 
@@ -386,7 +376,8 @@ def _fit_one(base: Profile, obs: Observations, free: Sequence[str] | None, seed:
     predicted = predict_rungs(profile, obs, seed)
     residuals = [Residual(r.mode, r.users, r.output_tok_s, pr)
                  for r, pr in zip(obs.rungs, predicted, strict=True)]
-    speedups = [Residual(None, s.users, s.value, predicted[on] / max(predicted[off], 1e-9))
-                for s, on, off in speedup_pairs(obs)]
+    speedups = [Residual(None, users, observed[on] / observed[off],
+                         predicted[on] / max(predicted[off], 1e-9))
+                for users, on, off in speedup_pairs(obs)]
     return (FitResult(profile, origins, residuals, evals, notes, speedups),
             fit_error(predicted, observed, weights, within))

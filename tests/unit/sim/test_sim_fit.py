@@ -13,7 +13,6 @@ from specload.sim.curve import predict
 from specload.sim.fit import (
     Observations,
     Rung,
-    Speedup,
     default_free,
     fit,
     fit_error,
@@ -127,10 +126,10 @@ def test_the_fit_keeps_tiled_kernels_only_where_the_sweep_shows_them(tiles: int)
 
 
 def test_the_twins_speedup_is_set_beside_the_sweeps() -> None:
-    """Each measured speedup gets the twin's at its concurrency (its arms' fitted tok/s);
-    one whose spec-off rung was not measured has none."""
+    """Each concurrency both arms measured gets the twin's speedup beside the sweep's (its
+    arms' fitted tok/s); one whose spec-off rung was not measured has none."""
     rungs = (Rung("on", 1, 40.0), Rung("off", 1, 30.0), Rung("on", 4, 80.0))
-    obs = Observations(rungs, 32, 48, 4, (Speedup(1, 40 / 30), Speedup(4, 1.1)))
+    obs = Observations(rungs, 32, 48, 4)
     result = fit(load_profile("cpu2-gemma3-270m-ngram"), obs, ["overheads.step_s"],
                  max_evals=10)
     on, off = result.residuals[0].predicted, result.residuals[1].predicted
