@@ -31,6 +31,7 @@ import pandas as pd
 
 from specload import records
 from specload.errors import UserError
+from specload.pools import usable_cores
 from specload.report.render import Report, build
 from specload.report.spec_command import parse_command
 from specload.sim import SimConfigError
@@ -196,7 +197,8 @@ def main(args: argparse.Namespace) -> int:
             notes.append(f"{len(measured)} runs: each rung's mean is fitted")
         check_lengths(base, obs.prompt_tokens, obs.output_tokens)
         free = args.free.split(",") if args.free else None
-        result = fit(base, obs, free, seed=args.seed, max_evals=args.max_evals)
+        result = fit(base, obs, free, seed=args.seed, max_evals=args.max_evals,
+                     processes=usable_cores())
     except SimConfigError as exc:
         print(f"specload: error: {exc}", file=sys.stderr)
         return 2

@@ -10,12 +10,7 @@ standard deviation.
 
 from __future__ import annotations
 
-import multiprocessing
-import multiprocessing.context
-import os
-import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from specload import records
+from specload.pools import map_jobs
 from specload.report import client_metrics, clock_align, ground_truth, load_health, server_metrics
 from specload.report.run_files import ArmSource, RepSource, RunSource, read_rep
 from specload.report.rung_columns import (
@@ -65,11 +61,6 @@ def measure_rep(job: RepJob) -> pd.DataFrame:
     return table
 
 
-def _pool_context() -> multiprocessing.context.BaseContext:
-    # Forking a process that runs other threads can copy a held lock; fork only when alone.
-    return multiprocessing.get_context("fork" if threading.active_count() == 1 else "spawn")
-
-
 def measure_all(run: RunSource, processes: int | None = None) -> pd.DataFrame:
     """Every repeat of every arm measured, concatenated (one row per arm, rep and rung).
 
@@ -77,12 +68,7 @@ def measure_all(run: RunSource, processes: int | None = None) -> pd.DataFrame:
     """
     jobs = [RepJob(arm.name, rep) for arm in run.arms for rep in arm.reps]
     size = sum(Path(f"{j.rep.prefix}{records.REQUESTS_SUFFIX}").stat().st_size for j in jobs)
-    workers = min(len(jobs), processes or os.cpu_count() or 1)
-    if workers <= 1 or size < PARALLEL_MIN_BYTES:
-        parts = [measure_rep(j) for j in jobs]
-    else:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
-            parts = list(pool.map(measure_rep, jobs))
+    parts = map_jobs(measure_rep, jobs, 1 if size < PARALLEL_MIN_BYTES else processes)
     parts = [p for p in parts if len(p)]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 

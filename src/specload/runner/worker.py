@@ -41,6 +41,7 @@ from types import FrameType
 from typing import IO
 
 from specload.errors import UserError
+from specload.pools import usable_cores
 from specload.runner.processes import stop_process_group
 from specload.runner.progress import fmt_s
 
@@ -59,11 +60,6 @@ Say = Callable[[str], None]
 
 def say(msg: str) -> None:
     print(f"specload worker: {msg}", flush=True)
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (its CPU affinity, which a container's cpuset sets)."""
-    return len(os.sched_getaffinity(0))
 
 
 @dataclass(frozen=True, slots=True)

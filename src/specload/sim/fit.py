@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from specload.pools import map_jobs
 from specload.sim import SimConfigError
 from specload.sim.acceptance import expected_tokens_per_step
 from specload.sim.core import SpecMode
@@ -284,17 +285,22 @@ def verify_is_compute_bound(base: Profile, k: int, context: int) -> bool:
 
 
 def fit(base: Profile, obs: Observations, free: Sequence[str] | None = None, *,
-        seed: int = 0, max_evals: int = 400) -> FitResult:
+        seed: int = 0, max_evals: int = 400, processes: int = 1) -> FitResult:
     """Fit `free` parameters of `base` (default: `default_free`) to the observations. A
     base whose kernels take tokens in tiles is also fitted without them, and the form
     that fits the sweep better is kept: whether a second pass over the weights costs a
-    whole read is the machine's (a memory-bound CPU's, not a compute-bound one's)."""
-    result, error = _fit_one(base, obs, free, seed, max_evals)
-    if not base.hardware.compute_tile_tokens:
-        return result
-    hardware = base.hardware.model_copy(update={"compute_tile_tokens": 0})
-    untiled, untiled_error = _fit_one(base.model_copy(update={"hardware": hardware}), obs,
-                                      free, seed, max_evals)
+    whole read is the machine's (a memory-bound CPU's, not a compute-bound one's). The
+    two fits are independent and run in up to `processes` processes; the answer is the
+    same either way."""
+    forms = [base]
+    if base.hardware.compute_tile_tokens:
+        hardware = base.hardware.model_copy(update={"compute_tile_tokens": 0})
+        forms.append(base.model_copy(update={"hardware": hardware}))
+    fits = map_jobs(_fit_one, [_FitJob(form, obs, free, seed, max_evals) for form in forms],
+                    processes)
+    if len(fits) == 1:
+        return fits[0][0]
+    (result, error), (untiled, untiled_error) = fits
     keep = result if error <= untiled_error else untiled
     keep.notes.append(
         f"kernels taking tokens in tiles of {base.hardware.compute_tile_tokens}: "
@@ -331,9 +337,19 @@ def _read_off(base: Profile, obs: Observations, data: dict[str, Any]
     return origins, notes
 
 
-def _fit_one(base: Profile, obs: Observations, free: Sequence[str] | None, seed: int,
-             max_evals: int) -> tuple[FitResult, float]:
+@dataclass(frozen=True, slots=True)
+class _FitJob:
+    base: Profile
+    obs: Observations
+    free: Sequence[str] | None
+    seed: int
+    max_evals: int
+
+
+def _fit_one(job: _FitJob) -> tuple[FitResult, float]:
     """`fit` of one base profile, with its fit error (without the pull)."""
+    base, obs, free, seed, max_evals = (job.base, job.obs, job.free, job.seed,
+                                        job.max_evals)
     if not obs.rungs:
         raise SimConfigError("no measured rung to fit")
     free = list(default_free(base, obs) if free is None else free)

@@ -222,3 +222,15 @@ def test_a_rung_measured_as_a_range_counts_only_what_falls_outside_it() -> None:
     assert log_miss(63.0, 80.0, (70.0, 100.0)) == pytest.approx(math.log(70 / 63))
     assert fit_error([95.0, 110.0], [80.0, 100.0], [1.0, 1.0], [(70.0, 100.0), None]
                      ) == pytest.approx((math.log(1.1) ** 4 / 2) ** 0.5)
+
+
+def test_the_tiled_and_untiled_fits_give_the_same_answer_in_two_processes() -> None:
+    # the CPU base takes tokens in tiles, so `fit` runs two independent fits
+    base = load_profile("cpu2-gemma3-270m-ngram")
+    assert base.hardware.compute_tile_tokens
+    rungs = (Rung("on", 1, 40.0, accept_len=4.0), Rung("off", 1, 33.0),
+             Rung("on", 8, 90.0, accept_len=4.0), Rung("off", 8, 120.0))
+    obs = Observations(rungs, 32, 48)
+    alone, shared = (fit(base, obs, max_evals=12, processes=n) for n in (1, 2))
+    assert shared.profile == alone.profile and shared.residuals == alone.residuals
+    assert shared.notes == alone.notes and shared.evaluations == alone.evaluations
