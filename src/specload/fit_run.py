@@ -31,7 +31,7 @@ import pandas as pd
 
 from specload import records
 from specload.errors import UserError
-from specload.pools import usable_cores
+from specload.pools import map_jobs
 from specload.report.render import Report, build
 from specload.report.spec_command import parse_command
 from specload.sim import SimConfigError
@@ -198,7 +198,7 @@ def main(args: argparse.Namespace) -> int:
         check_lengths(base, obs.prompt_tokens, obs.output_tokens)
         free = args.free.split(",") if args.free else None
         result = fit(base, obs, free, seed=args.seed, max_evals=args.max_evals,
-                     processes=usable_cores())
+                     map_jobs=map_jobs)
     except SimConfigError as exc:
         print(f"specload: error: {exc}", file=sys.stderr)
         return 2

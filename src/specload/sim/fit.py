@@ -24,7 +24,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from specload.pools import map_jobs
 from specload.sim import SimConfigError
 from specload.sim.acceptance import expected_tokens_per_step
 from specload.sim.core import SpecMode
@@ -284,20 +283,37 @@ def verify_is_compute_bound(base: Profile, k: int, context: int) -> bool:
     return step.compute > step.memory
 
 
+@dataclass(frozen=True, slots=True)
+class _FitJob:
+    base: Profile
+    obs: Observations
+    free: Sequence[str] | None
+    seed: int
+    max_evals: int
+
+
+_Fitted = tuple[FitResult, float]  # a fit and its error (without the pull)
+JobMap = Callable[[Callable[[_FitJob], _Fitted], Sequence[_FitJob]], list[_Fitted]]
+
+
+def _in_turn(fn: Callable[[_FitJob], _Fitted], jobs: Sequence[_FitJob]) -> list[_Fitted]:
+    return [fn(job) for job in jobs]
+
+
 def fit(base: Profile, obs: Observations, free: Sequence[str] | None = None, *,
-        seed: int = 0, max_evals: int = 400, processes: int = 1) -> FitResult:
+        seed: int = 0, max_evals: int = 400, map_jobs: JobMap = _in_turn) -> FitResult:
     """Fit `free` parameters of `base` (default: `default_free`) to the observations. A
     base whose kernels take tokens in tiles is also fitted without them, and the form
     that fits the sweep better is kept: whether a second pass over the weights costs a
     whole read is the machine's (a memory-bound CPU's, not a compute-bound one's). The
-    two fits are independent and run in up to `processes` processes; the answer is the
-    same either way."""
+    two fits are independent: `map_jobs` runs them (one after the other by default;
+    `specload.pools.map_jobs` spreads them over processes), and the answer is the same
+    either way."""
     forms = [base]
     if base.hardware.compute_tile_tokens:
         hardware = base.hardware.model_copy(update={"compute_tile_tokens": 0})
         forms.append(base.model_copy(update={"hardware": hardware}))
-    fits = map_jobs(_fit_one, [_FitJob(form, obs, free, seed, max_evals) for form in forms],
-                    processes)
+    fits = map_jobs(_fit_one, [_FitJob(form, obs, free, seed, max_evals) for form in forms])
     if len(fits) == 1:
         return fits[0][0]
     (result, error), (untiled, untiled_error) = fits
@@ -337,16 +353,7 @@ def _read_off(base: Profile, obs: Observations, data: dict[str, Any]
     return origins, notes
 
 
-@dataclass(frozen=True, slots=True)
-class _FitJob:
-    base: Profile
-    obs: Observations
-    free: Sequence[str] | None
-    seed: int
-    max_evals: int
-
-
-def _fit_one(job: _FitJob) -> tuple[FitResult, float]:
+def _fit_one(job: _FitJob) -> _Fitted:
     """`fit` of one base profile, with its fit error (without the pull)."""
     base, obs, free, seed, max_evals = (job.base, job.obs, job.free, job.seed,
                                         job.max_evals)
