@@ -1,9 +1,8 @@
 """Test-wide setup: the fixtures of `tests.support` are available to every test.
 
 Tests are in three tiers: the default `pytest` run (unit tests and quick integration
-tests, about three minutes on four xdist workers), `pytest -m slow` (long end-to-end
-runs, on five workers unless `-n` is given) and `pytest -m real` (real engines; CI
-runs all three). The real tier measures
+tests, about two minutes on four xdist workers), `pytest -m slow` (long end-to-end
+runs) and `pytest -m real` (real engines; CI runs all three). The real tier measures
 speed, so its modules run one at a time in one process, whatever `-n` says: two real
 engines on two cores at once would each measure the other. In the slow tier the files
 that take minutes (marked `long` with their seconds) are handed to the xdist workers
@@ -27,9 +26,6 @@ finally:
 import pytest
 
 pytest_plugins = ("tests.support.fixtures",)
-# at 4 the slow tier took 812 s, at 5 648 s, at 6 574-614 s with timing checks failing
-# (open-loop arrivals, TTFT against the trace) once every worker ran a CPU-bound module
-SLOW_TIER_WORKERS = 5
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -38,13 +34,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if tier == "real":
         config.option.dist, config.option.numprocesses = "no", None
     if tier == "slow":
-        args = config.invocation_params.args
-        if not any(a.startswith(("-n", "--numprocesses")) for a in args):
-            # its long sweeps mostly wait on their windows (a quarter of two cores busy
-            # while they run): a fifth worker takes the rest beside them
-            # (xdist turned the number into its worker list before this hook)
-            config.option.numprocesses = SLOW_TIER_WORKERS
-            config.option.tx = ["popen"] * SLOW_TIER_WORKERS
         # xdist hands out test files in collection order, not by how many tests each
         # holds, so the long ones (`long` below) start first instead of last
         config.option.loadscopereorder = False
