@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from specload.sim import SimConfigError
 from specload.sim.acceptance import expected_tokens_per_step
@@ -283,8 +283,7 @@ def verify_is_compute_bound(base: Profile, k: int, context: int) -> bool:
     return step.compute > step.memory
 
 
-@dataclass(frozen=True, slots=True)
-class _FitJob:
+class _FitJob(NamedTuple):
     base: Profile
     obs: Observations
     free: Sequence[str] | None
@@ -355,8 +354,7 @@ def _read_off(base: Profile, obs: Observations, data: dict[str, Any]
 
 def _fit_one(job: _FitJob) -> _Fitted:
     """`fit` of one base profile, with its fit error (without the pull)."""
-    base, obs, free, seed, max_evals = (job.base, job.obs, job.free, job.seed,
-                                        job.max_evals)
+    base, obs, free, seed, max_evals = job
     if not obs.rungs:
         raise SimConfigError("no measured rung to fit")
     free = list(default_free(base, obs) if free is None else free)
