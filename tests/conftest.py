@@ -31,7 +31,7 @@ pytest_plugins = ("tests.support.fixtures",)
 def pytest_configure(config: pytest.Config) -> None:
     # before xdist's own (trylast) hook, which starts the workers unless dist is "no"
     tier = (config.option.markexpr or "").strip()
-    if tier == "real":
+    if tier.startswith("real"):  # `real`, or a part of it (`real and untimed`: .ci/run)
         config.option.dist, config.option.numprocesses = "no", None
     if tier == "slow":
         # xdist hands out test files in collection order, not by how many tests each

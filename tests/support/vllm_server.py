@@ -9,8 +9,11 @@ verification arm that restarts the spec-on server with the schedule the sweep
 recommends, so `specload sweep` starts and stops them; `running` starts one server for
 a test's own requests. Flags and variables are vLLM 0.32.0's (vllm/engine/arg_utils.py,
 vllm/envs.py): `VLLM_CPU_KVCACHE_SPACE` is the KV cache in GiB,
-`--distributed-executor-backend uni` keeps the worker in one process beside the engine
-core, `--enforce-eager` skips graph capture, `--max-num-seqs` is the batch limit,
+`--distributed-executor-backend uni` asks for the worker in the engine core's process
+(the CPU platform overrides it: platforms/cpu.py `check_and_update_config` switches
+`uni` to `mp`, as OpenMP's thread binding needs a process of its own, so a server start
+imports vLLM three times: API server, engine core, worker), `--enforce-eager` skips
+graph capture, `--max-num-seqs` is the batch limit,
 `VLLM_API_KEY` the key the /v1 routes require (entrypoints/serve/middleware/
 authenticate.py guards /v1, /v2, /inference, /cohere), `--dtype float32` the arithmetic
 (below, `DTYPE`).

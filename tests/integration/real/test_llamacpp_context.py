@@ -12,7 +12,7 @@ import pytest
 from specload.runner.processes import free_port
 from tests.support import context_probe, engine_process, llama_server
 
-pytestmark = pytest.mark.real
+pytestmark = [pytest.mark.real, pytest.mark.untimed]  # shapes and counts, no speed
 SLOT_CONTEXT = 512
 
 

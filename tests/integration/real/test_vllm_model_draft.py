@@ -16,7 +16,7 @@ import pytest
 
 from tests.support import vllm_server
 
-pytestmark = pytest.mark.real
+pytestmark = [pytest.mark.real, pytest.mark.untimed]  # shapes and counts, no speed
 
 # Greedy choices of target and draft over one fixed token sequence, as "same of total".
 AGREEMENT = """

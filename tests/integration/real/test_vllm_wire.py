@@ -27,7 +27,7 @@ from tests.unit.sim.test_sim_vllm_wire import (  # the same checks, against a li
     test_the_series_specload_reads_have_vllms_names_and_labels,
 )
 
-pytestmark = pytest.mark.real
+pytestmark = [pytest.mark.real, pytest.mark.untimed]  # shapes and counts, no speed
 __all__ = ["test_health_and_models_answer_as_vllm", "test_the_chunks_have_vllms_kinds_and_fields",
            "test_the_series_specload_reads_have_vllms_names_and_labels"]
 SIZE = vllm_server.ModelSize(layers=4, hidden=256)  # the wire does not depend on the size
