@@ -13,9 +13,12 @@ clusters do to a long run:
 - `--churn-every S`: every S seconds one worker is killed (SIGKILL) and a new one
   started in its place, which the master rebalances users onto.
 
-It samples the resident memory (RSS) of every process once it has settled (`--settle`
-seconds after it started) and again at the end (or when it is killed), prints one row
-per process, then checks the records against the server's trace:
+It samples the resident memory (RSS) of every process twice a second once it has settled
+(`--settle` seconds after it started) until the end (or its kill), and compares the
+lowest RSS of its first and last `FLOOR_WINDOW_S` seconds: the simulator returns freed
+heap pages every `TRIM_PERIOD_S`, so its RSS is a sawtooth whose floor is its live heap,
+and a single sample at each end would compare points of that sawtooth instead. It prints
+one row per process, then checks the records against the server's trace:
 - lost: requests the server completed that are in no record, apart from those a kill
   can take (in flight at the kill, or ended within a row-shipping interval before it);
 - duplicated: request ids recorded twice;
@@ -50,33 +53,62 @@ from specload.loadgen.recorder import SHIP_INTERVAL_S
 from specload.runner.processes import free_port
 from specload.runner.sim_launcher import LaunchError, SimOptions, SimProcess, launch
 from specload.sim.faults import CLIENT_ERROR_KINDS
+from specload.sim.heap_trim import TRIM_PERIOD_S
 
 REPO = Path(__file__).resolve().parents[1]
 MIB = 1024 * 1024
 STALL_S = 6.0  # the stall faults' length, twice the users' request timeout
 REQUEST_TIMEOUT_S = 3.0  # a busy machine's slowest chunk gap stays well inside it
 KILL_MARGIN_S = 1.0  # clocks and scheduling around a kill
+FLOOR_WINDOW_S = TRIM_PERIOD_S + 6.0  # holds one trim even when the loop runs late
+SAMPLE_EVERY_S = 0.5
 
 
 @dataclass
 class Sample:
-    """One process's RSS when it had settled and at the end (or at its kill)."""
+    """One process's RSS over its settled life: (seconds since it started, bytes)."""
 
     role: str
     proc: subprocess.Popen | psutil.Process
-    start: int | None = None
-    end: int | None = None
+    born: float = field(default_factory=time.monotonic)
+    rss: list[tuple[float, int]] = field(default_factory=list)
     killed: bool = False
+    died: bool = False  # exited on its own before the end
 
     @property
     def pid(self) -> int:
         return self.proc.pid
+
+    def take(self, now: float) -> None:
+        value = rss(self.pid)
+        if value is None:
+            self.died = not self.killed
+        else:
+            self.rss.append((now - self.born, value))
+
+    @property
+    def start(self) -> int | None:
+        return floor(self.rss, first=True)
+
+    @property
+    def end(self) -> int | None:
+        return None if self.died else floor(self.rss, first=False)
 
     @property
     def growth_pct(self) -> float | None:
         if self.end is None or not self.start:
             return None
         return 100.0 * (self.end - self.start) / self.start
+
+
+def floor(series: list[tuple[float, int]], first: bool,
+          window: float = FLOOR_WINDOW_S) -> int | None:
+    """The lowest RSS within `window` seconds of the series' first (or last) sample."""
+    if not series:
+        return None
+    edge = series[0][0] + window if first else series[-1][0] - window
+    inside = [v for t, v in series if (t <= edge if first else t >= edge)]
+    return min(inside)
 
 
 @dataclass
@@ -193,22 +225,20 @@ def stop(proc: subprocess.Popen, timeout: float = 30.0) -> None:
 
 
 def drive(args: argparse.Namespace, fleet: Fleet, samples: list[Sample], out: Path) -> None:
-    """Run until the end: sample each process once it has settled, churn the workers."""
+    """Run until the end: sample each settled process's RSS, churn the workers."""
     t0 = time.monotonic()
     end = t0 + args.duration - 3
-    started = {id(s): t0 for s in samples}
     next_churn = t0 + args.churn_every if args.churn_every else float("inf")
     churned = 0
-    while time.monotonic() < end:
-        now = time.monotonic()
+    while (now := time.monotonic()) < end:
         for s in samples:
-            if s.start is None and now - started[id(s)] >= args.settle:
-                s.start = rss(s.pid)
+            if not (s.killed or s.died) and now - s.born >= args.settle:
+                s.take(now)
         if now >= next_churn and now < end - args.settle:  # its successor can settle
             next_churn += args.churn_every
             victim = next(s for s in samples if s.role.startswith("locust worker")
                           and not s.killed and s.proc in fleet.workers)
-            victim.end = rss(victim.pid)
+            victim.take(time.monotonic())
             fleet.kills.append(time.time())
             os.killpg(victim.pid, signal.SIGKILL)
             victim.killed = True
@@ -217,11 +247,10 @@ def drive(args: argparse.Namespace, fleet: Fleet, samples: list[Sample], out: Pa
             new = start_worker(fleet.port, out)
             fleet.workers.append(new)
             samples.append(Sample(f"locust worker {args.processes + churned}", new))
-            started[id(samples[-1])] = time.monotonic()
-        time.sleep(0.5)
+        time.sleep(SAMPLE_EVERY_S)
     for s in samples:
-        if not s.killed:
-            s.end = rss(s.pid)
+        if not (s.killed or s.died):
+            s.take(time.monotonic())
 
 
 def table(samples: list[Sample]) -> str:
@@ -331,9 +360,9 @@ def run(args: argparse.Namespace, out: Path) -> int:
     truth = check(out, fleet.kills if fleet else [])
     print(f"soak: {args.users} users, {args.duration:.0f} s, {args.processes} Locust "
           f"process(es), profile {args.profile}, max_tokens {args.max_tokens}, faults "
-          f"{args.faults:g}, churn every {args.churn_every:g} s; RSS sampled "
-          f"{args.settle:.0f} s after each process started and at {args.duration - 3:.0f} s "
-          "(k: at its kill)")
+          f"{args.faults:g}, churn every {args.churn_every:g} s; RSS: each process's lowest "
+          f"in its first and last {FLOOR_WINDOW_S:.0f} s from {args.settle:.0f} s after it "
+          f"started to {args.duration - 3:.0f} s (k: to its kill)")
     print(table(samples))
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(truth.kinds.items())) or "none"
     print(f"requests {truth.requests} (server trace), lost {len(truth.lost)}, excused "

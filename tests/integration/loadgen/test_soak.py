@@ -1,8 +1,8 @@
 """`scripts/soak.py` for two minutes under faults and churn: 250 users over two worker
 processes, 5% of the requests failed by the simulator over every fault kind, one worker
-killed and replaced halfway. Memory of every process stays flat (<= 10%), nothing the
-server completed is missing from the records beyond the kill's reach, nothing is
-recorded twice, and every fault is recorded as its own kind."""
+killed and replaced halfway. Memory of every process stays flat (its RSS floor grows by
+at most 10%), nothing the server completed is missing from the records beyond the kill's
+reach, nothing is recorded twice, and every fault is recorded as its own kind."""
 
 from __future__ import annotations
 
