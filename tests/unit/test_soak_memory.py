@@ -2,9 +2,8 @@
 
 The simulator hands freed heap pages back every `TRIM_PERIOD_S`, so under load its RSS
 climbs by a few MiB and drops again at each trim. A CI soak once failed ("sim grew
-10.1%") because it compared a sample just after a trim with one just before the last:
-the series below is that sawtooth, and its floor is flat. A heap that really grows still
-fails.
+10.1%") because it compared one sample at each end, two points of that sawtooth: the
+series below is such a sawtooth over a flat floor. A heap that really grows still fails.
 """
 
 from __future__ import annotations
@@ -39,8 +38,7 @@ def _sawtooth(live_mib: Callable[[float], float], t0: float = 24.0,
 
 
 def _sample(series: list[tuple[float, int]]) -> soak.Sample:
-    return soak.Sample("sim", psutil.Process(), born=0.0,
-                       rss=series)
+    return soak.Sample("sim", psutil.Process(), born=0.0, rss=series)
 
 
 def test_a_flat_heap_under_a_trim_sawtooth_has_no_growth() -> None:

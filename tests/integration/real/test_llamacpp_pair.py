@@ -79,13 +79,16 @@ TWIN_RESIDUAL_PCT = 15.0
 TWIN_C_STAR_FACTOR = 2.0  # one rung of the ladder
 REPEATS = 2
 TIEBREAK = 1  # one more repeat when the two disagree on the verdict
-# 8 drafted tokens accepted to a mean length of 5.2: on two cores speculation then pays
+# 8 drafted tokens accepted to a mean length of 5.6: on two cores speculation then pays
 # at low C and loses from C = 8 on at the latest, where the plain server's batch reads the
-# weights once per four tokens and a verify step of 72 tokens is compute-bound; C = 2
-# and 4 lie near 1, on either side from sweep to sweep. The length sets the speedup at
-# every rung by about the same factor: at 4.6 (4.2 measured in 48-token requests) C = 1
-# measured 1.01 to 1.25 and C = 4 0.61 to 0.84 in six repeats of 2026-12-03
-SYNTH_LEN = 5.2
+# weights once per four tokens and a verify step of 72 tokens is compute-bound. The length
+# scales every rung's speedup by about the same factor; 5.6 puts the crossing between
+# C = 2 and 4, where the speedup falls fastest, with room on both sides for the repeats'
+# noise. At 5.2 C = 2 sat near 1 in CI (1.08, 0.87, 1.10 in one cold CI's three repeats)
+# and four of the last five cold CIs ran the third repeat. At 5.6, on a quiet machine,
+# where the pair's speedups run 10-20% above a cold CI's, one sweep's repeats measured
+# C = 2 at 1.32 / 1.33 and C = 4 at 0.82 / 0.96 (at 6.25: 1.37 / 1.47, 0.98 / 0.94)
+SYNTH_LEN = 5.6
 DRAFT_N_MAX = 8
 # every window holds one full batch of requests started in it: the slots' requests end
 # together at C = 8 and 16, so each request more past a batch costs another batch's time

@@ -16,9 +16,10 @@ The simulator's closed loop in virtual time, run with the same mix
 19 for chat and 37 for code (each category alone crosses further apart: in a mix the
 categories share the spec-on server's queue). The real-time servers land near it, not on
 it: at C = 24 to 48, where spec-on holds 16 requests and queues the rest, its requests
-end 3-6% sooner than in virtual time, and chat's crossing, where its speedup falls 1.2%
-per user, came out 10%, 12.5% and 18.6% above the loop's in three runs on a loaded
-machine. So the model's crossings bound the measured ones to 25%.
+ended 1-6% sooner than in virtual time in five runs on a loaded machine, and where chat
+crosses its speedup falls only 1.2% a user, so its crossing came out 9-13% above the
+loop's there (18.6% in one CI run). So the model's crossings bound the measured ones to
+25%.
 """
 
 from __future__ import annotations
