@@ -1,9 +1,13 @@
 """Open-loop arrivals, headless Locust against a fast fake server.
 
-- The achieved arrival rate in every measure window is within 2% of the target, and
-  the gaps between sends pass a KS test for the chosen process (Poisson: exponential;
-  gamma with cv 0.5: Erlang of shape 4), and fail it for the other one; with two load
-  processes as with one.
+- The achieved arrival rate in every measure window is within 2% of the target, the
+  gaps between the scheduled arrivals pass a KS test for the chosen process (Poisson:
+  exponential; gamma with cv 0.5: Erlang of shape 4) and fail it for the other one, and
+  so do the gaps between the sends in every window where each send kept to its
+  schedule; a send more than `LATE_LIMIT_MS` after it is recorded late, by the client;
+  with two load processes as with one. (On a busy machine a load process can wake
+  100 ms late: one CI run's 80/s window had 37 such sends, recorded so, and its
+  scheduled gaps passed where the sends' did not.)
 - Starts held back are recorded as late, never dropped: by the cap when the pool is
   too small for a slow server, by the client when its load process is starved of CPU
   (`tests/support/cpu_burner.py`); the report says which held the rate down.
@@ -17,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from specload.records import LATE_LIMIT_MS
 from specload.report import render
 from tests.support import REPO
 from tests.support.ks import erlang_cdf, exponential_cdf, ks_pvalue
@@ -57,14 +62,22 @@ def test_rate_and_inter_arrival_times(fake_stream_server, locust_run, kind, rate
     rows = run.requests()
     assert all(r["error_kind"] == "" and r["scheduled"] for r in rows)
     assert len({r["client_id"] for r in rows}) == (2 if kind == "gamma" else 1)
-    starts = sorted(float(r["start"]) for r in rows)
+    for r in rows:
+        late_ms = (float(r["start"]) - float(r["scheduled"])) * 1e3
+        assert r["late_by"] in (("client", "cap") if late_ms > LATE_LIMIT_MS else ("",)), (
+            r, late_ms)
     for (t0, t1, rate), target in zip(windows(run), rates, strict=True):
         assert rate == target
-        sent = [t for t in starts if t0 <= t < t1]
+        mine = [r for r in rows if t0 <= float(r["scheduled"]) < t1]
+        sent = sorted(float(r["start"]) for r in rows if t0 <= float(r["start"]) < t1)
         assert len(sent) / (t1 - t0) == pytest.approx(rate, rel=0.02)
-        gaps = [b - a for a, b in itertools.pairwise(sent)]
-        assert ks_pvalue(gaps, cdf(rate)) > ALPHA, kind
-        assert ks_pvalue(gaps, other(rate)) < ALPHA, kind
+        series = {"scheduled": sorted(float(r["scheduled"]) for r in mine)}
+        if not any(r["late_by"] for r in mine):  # every send kept to its schedule
+            series["sent"] = sent
+        for name, times in series.items():
+            gaps = [b - a for a, b in itertools.pairwise(times)]
+            assert ks_pvalue(gaps, cdf(rate)) > ALPHA, (kind, rate, name)
+            assert ks_pvalue(gaps, other(rate)) < ALPHA, (kind, rate, name)
 
 
 def test_a_small_pool_holds_starts_back_as_late_by_the_cap(fake_stream_server,
