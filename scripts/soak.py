@@ -79,10 +79,15 @@ class Sample:
     def pid(self) -> int:
         return self.proc.pid
 
+    @property
+    def alive(self) -> bool:
+        return not (self.killed or self.died)
+
     def take(self, now: float) -> None:
+        """One sample of a live process; one that has exited on its own has died."""
         value = rss(self.pid)
         if value is None:
-            self.died = not self.killed
+            self.died = True
         else:
             self.rss.append((now - self.born, value))
 
@@ -101,12 +106,11 @@ class Sample:
         return 100.0 * (self.end - self.start) / self.start
 
 
-def floor(series: list[tuple[float, int]], first: bool,
-          window: float = FLOOR_WINDOW_S) -> int | None:
-    """The lowest RSS within `window` seconds of the series' first (or last) sample."""
+def floor(series: list[tuple[float, int]], first: bool) -> int | None:
+    """The lowest RSS within `FLOOR_WINDOW_S` of the series' first (or last) sample."""
     if not series:
         return None
-    edge = series[0][0] + window if first else series[-1][0] - window
+    edge = series[0][0] + FLOOR_WINDOW_S if first else series[-1][0] - FLOOR_WINDOW_S
     inside = [v for t, v in series if (t <= edge if first else t >= edge)]
     return min(inside)
 
@@ -232,7 +236,7 @@ def drive(args: argparse.Namespace, fleet: Fleet, samples: list[Sample], out: Pa
     churned = 0
     while (now := time.monotonic()) < end:
         for s in samples:
-            if not (s.killed or s.died) and now - s.born >= args.settle:
+            if s.alive and now - s.born >= args.settle:
                 s.take(now)
         if now >= next_churn and now < end - args.settle:  # its successor can settle
             next_churn += args.churn_every
@@ -249,7 +253,7 @@ def drive(args: argparse.Namespace, fleet: Fleet, samples: list[Sample], out: Pa
             samples.append(Sample(f"locust worker {args.processes + churned}", new))
         time.sleep(SAMPLE_EVERY_S)
     for s in samples:
-        if not (s.killed or s.died):
+        if s.alive:
             s.take(time.monotonic())
 
 
@@ -364,6 +368,11 @@ def run(args: argparse.Namespace, out: Path) -> int:
           f"in its first and last {FLOOR_WINDOW_S:.0f} s from {args.settle:.0f} s after it "
           f"started to {args.duration - 3:.0f} s (k: to its kill)")
     print(table(samples))
+    span = args.duration - 3 - args.settle
+    if span < 2 * FLOOR_WINDOW_S:
+        print(f"note: {span:.0f} s of settled samples hold less than two {FLOOR_WINDOW_S:.0f} s "
+              "windows, so the memory check compares overlapping ones (a longer --duration "
+              "tells growth apart)")
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(truth.kinds.items())) or "none"
     print(f"requests {truth.requests} (server trace), lost {len(truth.lost)}, excused "
           f"{truth.excused} (at {len(fleet.kills if fleet else [])} kill(s)), duplicated "
