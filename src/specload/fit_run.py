@@ -12,8 +12,10 @@ fitted, or the base profile's value). Several run folders, repeats of one scenar
 noisy machine, are fitted by each rung's mean; a rung whose repeats across runs
 disagree counts for less. Within a run, a rung's repeats are a range: the fit is
 charged only for falling outside it, since which repeat a busy moment slowed cannot be
-told (the twin is judged against that range too). The spec-on / spec-off speedup per
-concurrency is printed beside the twin's, which C* is read from.
+told (the twin is judged against that range too); so is each concurrency's speedup,
+every repeat's spec-on over the same repeat's spec-off, which were measured side by
+side. The spec-on / spec-off speedup per concurrency is printed beside the twin's,
+which C* is read from.
 `specload sim --profile my.yaml` then serves it.
 """
 
@@ -73,6 +75,7 @@ def observations(report: Report, prompt_tokens: int | None = None,
     k = next((a.k or parse_command(a.command).k for a in report.source.arms
               if a.role == "spec_on" and (a.k or a.command)), None)
     ranges = _repeat_ranges(report.per_rep)
+    speedups = _speedup_ranges(report.per_rep, modes)
     rungs: list[Rung] = []
     for row in report.summary.to_dict(orient="records"):
         mode = modes.get(str(row["arm"]))
@@ -106,7 +109,8 @@ def observations(report: Report, prompt_tokens: int | None = None,
             output_tokens = round(fallback)
         else:
             raise UserError("the run tells no output length; give --output-tokens")
-    return Observations(tuple(rungs), prompt_tokens, output_tokens, k), sorted(set(notes))
+    return (Observations(tuple(rungs), prompt_tokens, output_tokens, k, speedups),
+            sorted(set(notes)))
 
 
 def mean_observations(runs: Sequence[Observations]) -> Observations:
@@ -129,7 +133,9 @@ def mean_observations(runs: Sequence[Observations]) -> Observations:
                   _mean([r.running for r in same]), _mean([r.accept_len for r in same]),
                   _log_spread([r.output_tok_s for r in same]))
              for same in groups.values()]
-    return dataclasses.replace(first, rungs=tuple(rungs))
+    # a run's repeats pair its own arms; across runs only the means are fitted
+    speedups = first.speedup_within if len(runs) == 1 else {}
+    return dataclasses.replace(first, rungs=tuple(rungs), speedup_within=speedups)
 
 
 def _log_spread(values: Sequence[float]) -> float | None:
@@ -152,6 +158,22 @@ def _repeat_ranges(per_rep: pd.DataFrame) -> dict[tuple[str, int], tuple[float, 
         if len(values) >= 2:
             out[(str(arm), int(users))] = (min(values), max(values))
     return out
+
+
+def _speedup_ranges(per_rep: pd.DataFrame, modes: dict[str, SpecMode | None]
+                    ) -> dict[int, tuple[float, float]]:
+    """Per concurrency, the lowest and highest of the repeats' speedups, each repeat's
+    spec-on tok/s over its own spec-off's, where the run has one arm of each and
+    repeated both."""
+    on = [arm for arm, mode in modes.items() if mode == "on"]
+    off = [arm for arm, mode in modes.items() if mode == "off"]
+    if per_rep.empty or len(on) != 1 or len(off) != 1:
+        return {}
+    tok_s = per_rep.set_index(["arm", "rep", "concurrency"])["output_tok_s"]
+    ratios = (tok_s.loc[on[0]] / tok_s.loc[off[0]]).dropna()
+    ratios = ratios[(ratios > 0) & (ratios < math.inf)]
+    return {int(users): (float(r.min()), float(r.max()))
+            for users, r in ratios.groupby(level="concurrency") if len(r) >= 2}
 
 
 def _mean(values: Sequence[float | None]) -> float | None:

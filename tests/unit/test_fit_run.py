@@ -112,6 +112,20 @@ def test_a_rungs_repeats_fit_anywhere_between_them(tmp_path: Path) -> None:
     assert off1.within is None and off1.spread is None
 
 
+def test_each_repeats_speedup_pairs_its_own_arms(tmp_path: Path) -> None:
+    """The speedup's range is over the repeats' own ratios (rep 1's spec-on over rep 1's
+    spec-off), not the arms' extremes crossed; a concurrency with one repeat of either arm
+    has none, and a fit of several runs' means drops them."""
+    per_rep = pd.DataFrame({
+        "arm": ["spec-on"] * 3 + ["spec-off"] * 3,
+        "rep": [1, 2, 1] * 2, "concurrency": [1, 1, 30] * 2,
+        "output_tok_s": [60.0, 80.0, 250.0, 50.0, 64.0, 260.0]})
+    obs, _ = observations(report_of(tmp_path, ROWS, [100], per_rep))
+    assert obs.speedup_within == {1: (1.2, 1.25)}
+    assert mean_observations([obs]).speedup_within == {1: (1.2, 1.25)}
+    assert mean_observations([obs, obs]).speedup_within == {}
+
+
 def test_the_residual_table_prints_the_speedup_under_the_arms() -> None:
     result = FitResult(load_profile("seed-glm"), {}, [Residual("on", 1, 80.0, 81.0)], 10,
                        speedups=[Residual(None, 1, 1.6, 1.52)])

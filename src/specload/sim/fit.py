@@ -12,7 +12,11 @@ criterion a twin is judged by is its worst rung; each rung weighted by how close
 repeats agree, where the sweep repeated it), each candidate
 priced by the same virtual-time closed loop that `sim-curve` runs, with a weak pull
 towards the base profile's values so that parameters the data cannot see stay put.
-The twin's speedup at each concurrency both arms measured is set beside the sweep's.
+Where the sweep's repeats give a range of speedups at a concurrency (each repeat's
+spec-on over its own spec-off), the twin's speedup is charged for falling outside it
+too: each arm inside its own range still leaves the ratio the product of both ranges'
+play, and the side of 1 it falls on is the twin's C*. The twin's speedup at each
+concurrency both arms measured is set beside the sweep's.
 Each parameter moves log-uniformly inside physically plausible bounds. Pure: no files,
 no clock, deterministic for a seed.
 """
@@ -114,6 +118,9 @@ class Observations:
     prompt_tokens: int
     output_tokens: int
     k: int | None = None  # the spec-on arm's draft length (None: the profile's)
+    # per concurrency, the lowest and highest speedup (spec-on / spec-off tok/s) of the
+    # sweep's repeats, where it repeated both arms
+    speedup_within: dict[int, tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,6 +374,14 @@ def _fit_one(job: _FitJob) -> _Fitted:
     observed = [r.output_tok_s for r in obs.rungs]
     weights = [1 / max(r.spread or 0.0, NOISE_FLOOR) ** 2 for r in obs.rungs]
     within = [r.within for r in obs.rungs]
+    ranged = [(on, off, obs.speedup_within[users]) for users, on, off in speedup_pairs(obs)
+              if users in obs.speedup_within]
+    observed += [observed[on] / observed[off] for on, off, _ in ranged]
+    weights += [1 / NOISE_FLOOR ** 2] * len(ranged)
+    within += [span for _, _, span in ranged]
+
+    def with_speedups(predicted: list[float]) -> list[float]:
+        return predicted + [predicted[on] / max(predicted[off], 1e-9) for on, off, _ in ranged]
     start = [_to_unit(p, float(get_param(data, p) or BOUNDS[p][0])) for p in free]
     lacking = [i for i, p in enumerate(free) if not get_param(data, p)]
 
@@ -380,7 +395,7 @@ def _fit_one(job: _FitJob) -> _Fitted:
             predicted = predict_rungs(profile_at(u), obs, seed)
         except (ValueError, SimConfigError):
             return math.inf
-        err = fit_error(predicted, observed, weights, within)
+        err = fit_error(with_speedups(predicted), observed, weights, within)
         return err + pull * sum((x - s) ** 2 for x, s in zip(u, start, strict=True))
 
     for i in lacking:
@@ -401,4 +416,4 @@ def _fit_one(job: _FitJob) -> _Fitted:
                          predicted[on] / max(predicted[off], 1e-9))
                 for users, on, off in speedup_pairs(obs)]
     return (FitResult(profile, origins, residuals, evals, notes, speedups),
-            fit_error(predicted, observed, weights, within))
+            fit_error(with_speedups(predicted), observed, weights, within))

@@ -237,3 +237,35 @@ def test_the_tiled_and_untiled_fits_give_the_same_answer_in_two_processes() -> N
     shared = fit(base, obs, max_evals=12, map_jobs=partial(map_jobs, processes=2))
     assert shared.profile == alone.profile and shared.residuals == alone.residuals
     assert shared.notes == alone.notes and shared.evaluations == alone.evaluations
+
+
+def test_the_fit_keeps_the_twins_speedup_inside_the_repeats_range() -> None:
+    """Each arm measured as a wide range leaves the speedup the play of both: fitted to
+    the arms alone the twin stays at the base profile, whose speedup is outside what the
+    repeats measured; charged for the speedups' ranges too, it lands inside them."""
+    base = load_profile("cpu2-gemma3-270m-ngram")
+    data = base.model_dump()
+    data["speculative"]["cpu_per_seq_s"] = 3 * base.speculative.cpu_per_seq_s + 2e-3
+    hidden = Profile.model_validate(data)
+    ladder = [1, 2, 4]
+    measured, plain = sweep(hidden, ladder), sweep(base, ladder)
+    rungs = tuple(Rung(mode, c, tok_s, within=(tok_s * 0.88, tok_s * 1.12))  # type: ignore[arg-type]
+                  for mode in ("on", "off")
+                  for c, tok_s in zip(ladder, measured[mode], strict=True))
+    truth = {c: on / off for c, on, off in zip(ladder, measured["on"], measured["off"],
+                                               strict=True)}
+    ranges = {c: (s * 0.99, s * 1.01) for c, s in truth.items()}
+    assert any(not lo <= on / off <= hi for (lo, hi), on, off in zip(
+        ranges.values(), plain["on"], plain["off"], strict=True)), "the test needs play"
+    free = ["speculative.cpu_per_seq_s"]
+    alone = fit(base, Observations(rungs, PROMPT, OUTPUT), free, max_evals=16)
+    paired = fit(base, Observations(rungs, PROMPT, OUTPUT, speedup_within=ranges), free,
+                 max_evals=16)
+    for result in (alone, paired):
+        assert all(r.within[0] * 0.99 <= x.predicted <= r.within[1] * 1.01  # type: ignore[index]
+                   for r, x in zip(rungs, result.residuals, strict=True)), result.residuals
+    outside = [s.users for s in alone.speedups
+               if not ranges[s.users][0] <= s.predicted <= ranges[s.users][1]]
+    assert outside, alone.speedups
+    assert all(ranges[s.users][0] * 0.98 <= s.predicted <= ranges[s.users][1] * 1.02
+               for s in paired.speedups), paired.speedups
