@@ -170,6 +170,8 @@ def _speedup_ranges(per_rep: pd.DataFrame, modes: dict[str, SpecMode | None]
     if per_rep.empty or len(on) != 1 or len(off) != 1:
         return {}
     tok_s = per_rep.set_index(["arm", "rep", "concurrency"])["output_tok_s"]
+    if not tok_s.index.is_unique:  # rungs told apart by something else (an open-loop rate)
+        return {}
     ratios = (tok_s.loc[on[0]] / tok_s.loc[off[0]]).dropna()
     ratios = ratios[(ratios > 0) & (ratios < math.inf)]
     return {int(users): (float(r.min()), float(r.max()))

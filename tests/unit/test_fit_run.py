@@ -9,7 +9,13 @@ import pandas as pd
 import pytest
 
 from specload.errors import UserError
-from specload.fit_run import fitted_profile, mean_observations, observations, residual_table
+from specload.fit_run import (
+    _speedup_ranges,
+    fitted_profile,
+    mean_observations,
+    observations,
+    residual_table,
+)
 from specload.report.render import Report
 from specload.report.run_files import ArmSource, RepSource, RunSource
 from specload.sim.fit import FitResult, Observations, Residual, Rung, speedup_pairs
@@ -124,6 +130,8 @@ def test_each_repeats_speedup_pairs_its_own_arms(tmp_path: Path) -> None:
     assert obs.speedup_within == {1: (1.2, 1.25)}
     assert mean_observations([obs]).speedup_within == {1: (1.2, 1.25)}
     assert mean_observations([obs, obs]).speedup_within == {}
+    rates = per_rep.assign(concurrency=16)  # open-loop rungs share their pool's size
+    assert _speedup_ranges(rates, {"spec-on": "on", "spec-off": "off"}) == {}
 
 
 def test_the_residual_table_prints_the_speedup_under_the_arms() -> None:
