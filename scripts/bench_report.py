@@ -238,6 +238,8 @@ def main() -> int:
         times.append(time.perf_counter() - t)
     print(f"specload report: {' '.join(f'{x:.2f}' for x in times)} s "
           f"(best {min(times):.2f} s, limit {args.limit:g} s)")
+    print(f"end to end / read: {min(times):.2f} / {spent['read']:.2f} s = "
+          f"{min(times) / spent['read']:.1f}x (goal: 3x)")
     if not args.keep and args.out is None:
         shutil.rmtree(out)
     return 0 if not args.limit or min(times) < args.limit else 1

@@ -34,6 +34,13 @@ class Chunks:
         """A per-row array expanded to one value per chunk."""
         return np.repeat(per_row, self.counts)
 
+    def after_first(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Gaps and tokens of every chunk after the first of the given rows (row indices,
+        in order): the inter-chunk gaps, gathered in one pass over those chunks only."""
+        counts = np.maximum(self.counts[rows] - 1, 0)
+        flat = _flat_index(self.first_index[rows] + 1, counts)
+        return self.gap_us[flat], self.tokens[flat]
+
     def subset(self, rows: np.ndarray) -> Chunks:
         """The arrays of the rows selected by a boolean mask, in row order."""
         counts = self.counts[rows]

@@ -412,14 +412,10 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
     est_tokens = np.zeros(len(windows))
     if estimated.any():
         est_tokens, _ = window_tokens(ch.subset(estimated), r.start[estimated], windows)
-    # Window of the request each gap belongs to; -1 for first chunks and failed requests.
-    gap_window = ch.repeat(np.where(r.ok, r.started_in, -1).astype(np.int16))
-    gap_window[ch.first_index[ch.counts > 0]] = -1
     rows = []
     for i, w in enumerate(windows):
         in_w = r.started_in == i
         sel = r.ok & in_w
-        gaps_of_w = gap_window == i
         overlap = np.clip(np.minimum(r.end, w.end) - np.maximum(r.start, w.start), 0, None)
         decoding = np.clip(np.minimum(r.end, w.end) - np.maximum(streaming, w.start), 0, None)
         tpot_p = _pcts(r.tpot[sel], "tpot")
@@ -463,7 +459,8 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
         queued = not np.isfinite(tpot_p["tpot_p50_ms"])
         row.update(_pcts(stream_tpot(ch, r.start, w) if queued else np.zeros(0),
                          "stream_tpot"))
-        row.update(_itl_pcts(ch.gap_us[gaps_of_w], ch.tokens[gaps_of_w]))
+        # the gaps between chunks of the successful requests that started here
+        row.update(_itl_pcts(*ch.after_first(np.flatnonzero(sel))))
         row.update(_pcts(r.e2e[sel], "e2e"))
         row.update(_lengths(r.prompt_tokens[sel], "prompt_tokens"))
         row.update(_lengths(r.tokens[sel], "output_tokens"))

@@ -40,6 +40,17 @@ def test_arrivals_of_a_subset_of_rows() -> None:
     assert tokens.tolist() == [1, 2, 3, 1, 1]
 
 
+def test_the_gaps_after_each_rows_first_chunk() -> None:
+    df = _frame(["7 1 2", "", "9", "5 3 4 6"], ["1 1 2", "", "4", "2 2 1 1"], [4, 0, 4, 6],
+                [0.0] * 4)
+    ch = chunk_arrays.build(df)
+    gaps, tokens = ch.after_first(np.array([0, 1, 2, 3]))
+    assert gaps.tolist() == [1, 2, 3, 4, 6] and tokens.tolist() == [1, 2, 2, 1, 1]
+    gaps, tokens = ch.after_first(np.array([3]))
+    assert gaps.tolist() == [3, 4, 6] and tokens.tolist() == [2, 1, 1]
+    assert ch.after_first(np.array([1, 2]))[0].size == 0
+
+
 def test_row_sums_of_small_integer_types_do_not_overflow() -> None:
     df = _frame([" ".join(["99999999"] * 30)], [" ".join(["9"] * 30)], [270], [0.0])
     df = pd.concat([df, _frame([" ".join(["1"] * 300)], [" ".join(["9"] * 300)], [2700], [0.0])])
