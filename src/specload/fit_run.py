@@ -150,14 +150,19 @@ def _log_spread(values: Sequence[float]) -> float | None:
 def _repeat_ranges(per_rep: pd.DataFrame) -> dict[tuple[str, int], tuple[float, float]]:
     """Each arm and rung's lowest and highest output tok/s over the run's repeats, where
     repeated."""
-    out: dict[tuple[str, int], tuple[float, float]] = {}
     if per_rep.empty:
-        return out
-    for (arm, users), rows in per_rep.groupby(["arm", "concurrency"]):
-        values = [float(v) for v in rows["output_tok_s"].dropna() if v > 0]
-        if len(values) >= 2:
-            out[(str(arm), int(users))] = (min(values), max(values))
-    return out
+        return {}
+    spans = _spans(per_rep.set_index(["arm", "concurrency"])["output_tok_s"])
+    return {(str(arm), int(users)): span for (arm, users), span in spans.items()}
+
+
+def _spans(values: pd.Series) -> dict[tuple, tuple[float, float]]:
+    """Per key of the series' index, the lowest and highest of its positive finite
+    values, where it has at least two."""
+    values = values[(values > 0) & (values < math.inf)]
+    return {key: (float(v.min()), float(v.max()))
+            for key, v in values.groupby(level=list(range(values.index.nlevels)))
+            if len(v) >= 2}
 
 
 def _speedup_ranges(per_rep: pd.DataFrame, modes: dict[str, SpecMode | None]
@@ -172,10 +177,8 @@ def _speedup_ranges(per_rep: pd.DataFrame, modes: dict[str, SpecMode | None]
     tok_s = per_rep.set_index(["arm", "rep", "concurrency"])["output_tok_s"]
     if not tok_s.index.is_unique:  # rungs told apart by something else (an open-loop rate)
         return {}
-    ratios = (tok_s.loc[on[0]] / tok_s.loc[off[0]]).dropna()
-    ratios = ratios[(ratios > 0) & (ratios < math.inf)]
-    return {int(users): (float(r.min()), float(r.max()))
-            for users, r in ratios.groupby(level="concurrency") if len(r) >= 2}
+    ratios = tok_s.loc[on[0]] / tok_s.loc[off[0]]
+    return {int(users): span for (users,), span in _spans(ratios.droplevel("rep")).items()}
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
