@@ -60,17 +60,36 @@ def k_for_batch(schedule: Sequence[tuple[int, int, int]], batch_size: int) -> in
 
 class AcceptanceSampler:
     """Draws accepted-draft counts from one seeded RNG (the engine's only randomness), at
-    the rates of the request's category where `by_category` has them."""
+    the rates of the request's category where `by_category` has them, else at those of
+    the largest batch size in `by_batch` not above the requests the step decodes."""
 
     def __init__(self, rates: Sequence[float], seed: int,
-                 by_category: Mapping[str, Sequence[float]] | None = None) -> None:
+                 by_category: Mapping[str, Sequence[float]] | None = None,
+                 by_batch: Mapping[int, Sequence[float]] | None = None) -> None:
         self._rng = random.Random(seed)
         self._survival = _survivals(rates)
         self._by_category = {c: _survivals(r) for c, r in (by_category or {}).items()}
+        self._by_batch = sorted((b, _survivals(r)) for b, r in (by_batch or {}).items())
+        self._for_batch: dict[int, dict[int, tuple[float, ...]]] = {}
 
-    def sample(self, k: int, category: str | None = None) -> int:
-        """Accepted drafts (0..k) for one request that drafted k tokens."""
-        table = self._by_category.get(category, self._survival) if category else self._survival
+    def batch_table(self, batch: int) -> dict[int, tuple[float, ...]]:
+        """P(accepted >= j) by k for a step decoding `batch` requests."""
+        table = self._for_batch.get(batch)
+        if table is None:
+            table = self._survival
+            for smallest, survivals in self._by_batch:
+                if smallest > batch:
+                    break
+                table = survivals
+            self._for_batch[batch] = table
+        return table
+
+    def sample(self, k: int, category: str | None = None, batch: int = 1) -> int:
+        """Accepted drafts (0..k) for one request that drafted k tokens in a step
+        decoding `batch` requests."""
+        table = self._by_category.get(category) if category else None
+        if table is None:
+            table = self.batch_table(batch) if self._by_batch else self._survival
         u = self._rng.random()
         accepted = 0
         for p in table[k]:

@@ -81,8 +81,9 @@ class EngineCore:
                                   sched.max_num_batched_tokens, profile.kv_capacity(drafter),
                                   PrefixCache(sched.block_size) if caching else None)
         self.cost_model = CostModel(profile, mode)
-        self.sampler = AcceptanceSampler(profile.speculative.acceptance, seed,
-                                         profile.speculative.acceptance_by_category)
+        spec = profile.speculative
+        self.sampler = AcceptanceSampler(spec.acceptance, seed, spec.acceptance_by_category,
+                                         spec.acceptance_by_batch)
         self.counters = Counters()
         schedule = profile.speculative.adaptive
         self._k_for = (lambda b: k_for_batch(schedule, b)) if mode == "adaptive" else (
@@ -127,7 +128,9 @@ class EngineCore:
         if not batch:
             return None
         sample = self.sampler.sample
-        accepted = [sample(s.sched_k, s.category) if s.sched_k else 0 for s in batch.decode]
+        decoding = len(batch.decode)
+        accepted = [sample(s.sched_k, s.category, decoding) if s.sched_k else 0
+                    for s in batch.decode]
         for seq, acc in zip(batch.decode, accepted, strict=True):
             if seq.sched_k:
                 c.drafts += 1

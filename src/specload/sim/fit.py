@@ -70,6 +70,8 @@ NOISE_FLOOR = 0.03
 NORM = 4
 CAP_FLAT = 0.1  # top rungs' running counts within 10% of each other ...
 CAP_BELOW = 0.9  # ... and below 90% of C: the server caps its running set
+MATCH_ROUNDS = 3  # corrections of the acceptance lengths by batch (`_lengths_by_batch`)
+LENGTH_MARGIN = 0.01  # a length stays this far inside (1, k + 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,6 +352,12 @@ def _read_off(base: Profile, obs: Observations, data: dict[str, Any]
                                                              target)
         origins["speculative.acceptance"] = "measured (server acceptance length)"
         notes.append(f"acceptance scaled to E[accepted+1] = {target:.2f} at k={k}")
+        by_batch = _lengths_by_batch(base, obs, data, k)
+        if by_batch:
+            origins["speculative.acceptance_by_batch"] = (
+                "measured (server acceptance length per rung)")
+            notes.append("acceptance by batch: " + ", ".join(
+                f"{length:.2f} at {batch}" for batch, length in by_batch.items()))
     for mode, path in (("on", "speculative.max_num_seqs"), ("off", "scheduler.max_num_seqs")):
         cap = running_cap([r for r in obs.rungs if r.mode == mode])
         if cap is not None:
@@ -357,6 +365,53 @@ def _read_off(base: Profile, obs: Observations, data: dict[str, Any]
             origins[path] = "measured (server running requests)"
             notes.append(f"spec-{mode} arm caps its running set at {cap}")
     return origins, notes
+
+
+def _batch_of(rung: Rung) -> int:
+    """The batch a rung's server ran: its mean running requests, else its users."""
+    return max(1, round(rung.running)) if rung.running else rung.users
+
+
+def _lengths_by_batch(base: Profile, obs: Observations, data: dict[str, Any], k: int
+                      ) -> dict[int, float]:
+    """Set `speculative.acceptance_by_batch` in `data` so that the closed loop at each
+    spec-on rung yields the acceptance length its server counted (rungs at one batch
+    share it); returns the lengths by batch, none where fewer than two batches were
+    measured. A rung's steps do not all decode its batch (below the running cap a
+    request is at times between two), so the lengths start at the rungs' own and are
+    corrected by what the closed loop yields, `MATCH_ROUNDS` times."""
+    on = [r for r in obs.rungs if r.mode == "on" and r.accept_len is not None
+          and 1.0 < r.accept_len < k + 1.0]
+    measured: dict[int, list[float]] = {}
+    for rung in on:
+        measured.setdefault(_batch_of(rung), []).append(rung.accept_len or 0.0)
+    if len(measured) < 2:
+        return {}
+    lengths = {b: sum(v) / len(v) for b, v in sorted(measured.items())}
+    for _ in range(MATCH_ROUNDS):
+        profile = _with_lengths(base, data, k, lengths)
+        ratios: dict[int, list[float]] = {}
+        for rung in on:
+            point = run_closed_loop(profile, "on", k, rung.users,
+                                    prompt_tokens=obs.prompt_tokens,
+                                    output_tokens=obs.output_tokens)
+            if point.accept_len > 1.0:
+                ratios.setdefault(_batch_of(rung), []).append(
+                    (rung.accept_len or 0.0) / point.accept_len)
+        for b, seen in ratios.items():
+            lengths[b] = min(max(lengths[b] * sum(seen) / len(seen), 1.0 + LENGTH_MARGIN),
+                             k + 1.0 - LENGTH_MARGIN)
+    _with_lengths(base, data, k, lengths)
+    return lengths
+
+
+def _with_lengths(base: Profile, data: dict[str, Any], k: int,
+                  lengths: dict[int, float]) -> Profile:
+    """`data` with acceptance rates by batch for these acceptance lengths, as a profile."""
+    data["speculative"]["acceptance_by_batch"] = {
+        b: scale_acceptance(base.speculative.acceptance, k, length)
+        for b, length in lengths.items()}
+    return Profile.model_validate(data)
 
 
 def _fit_one(job: _FitJob) -> _Fitted:

@@ -94,6 +94,11 @@ class Speculative(_Strict):
     # the same per prompt category (`sim/categories.py`), for requests whose category is
     # known; others draw `acceptance`
     acceptance_by_category: dict[str, list[Prob]] = Field(default_factory=dict)
+    # the same by how many requests a step decodes: a step decoding n draws the rates of
+    # the largest key <= n (`acceptance` below the smallest key); a category's own rates
+    # come first. `sim-fit` measures them per rung, where an engine's acceptance moves
+    # with the batch (llama-server's n-gram drafts at C = 2)
+    acceptance_by_batch: dict[int, list[Prob]] = Field(default_factory=dict)
     # target tokens verified per draft position: 1 for a chain, > 1 for a draft tree
     verify_tokens_per_draft: float = Field(1.0, ge=1.0)
     draft_step_s: NonNeg  # fixed cost of one draft forward (kernel launches, weights)
@@ -122,10 +127,14 @@ class Speculative(_Strict):
     def _check(self) -> Speculative:
         if self.k > len(self.acceptance):
             raise ValueError(f"k={self.k} needs {self.k} acceptance rates")
-        for category, rates in self.acceptance_by_category.items():
-            if len(rates) != len(self.acceptance):
-                raise ValueError(f"acceptance_by_category.{category} has {len(rates)} "
-                                 f"rates; acceptance has {len(self.acceptance)}")
+        if any(batch < 1 for batch in self.acceptance_by_batch):
+            raise ValueError("acceptance_by_batch's keys are request counts (1 or more)")
+        for name, table in (("acceptance_by_category", self.acceptance_by_category),
+                            ("acceptance_by_batch", self.acceptance_by_batch)):
+            for key, rates in table.items():
+                if len(rates) != len(self.acceptance):
+                    raise ValueError(f"{name}.{key} has {len(rates)} rates; acceptance "
+                                     f"has {len(self.acceptance)}")
         for lo, hi, k in self.adaptive:
             if not (1 <= lo <= hi) or not 0 <= k <= len(self.acceptance):
                 raise ValueError(f"bad adaptive range [{lo}, {hi}, {k}]")
@@ -244,6 +253,8 @@ def to_yaml(profile: Profile, header: Sequence[str] = ()) -> str:
     """The profile as YAML that `load_profile` reads back; every parameter whose origin is
     known carries it as a comment, and the `origins` mapping repeats them."""
     data = profile.model_dump(mode="json")
+    # batch sizes stay numbers (JSON's keys are strings)
+    data["speculative"]["acceptance_by_batch"] = profile.speculative.acceptance_by_batch
     lines = [f"# {line}".rstrip() for line in header]
     lines.append(f"description: {_flow(data['description'])}")
     for name in SECTIONS:

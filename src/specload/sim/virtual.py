@@ -41,6 +41,7 @@ class CurvePoint:
     tokens_per_chunk: float  # mean tokens a request emits per step that emits any
     preemptions_per_s: float
     window_s: float  # virtual seconds measured
+    accept_len: float = 0.0  # 1 + accepted / drafts over the window; 0 without drafts
     # per prompt category (runs with `categories`): the mean arrival-to-last-token seconds
     e2e_s_by_category: dict[str, float] = field(default_factory=dict)
 
@@ -91,7 +92,7 @@ def run_closed_loop(profile: Profile, mode: SpecMode, k: int | None, users: int,
     stop_at = warm_done + max(3 * users, 30) * (DRAWN_WINDOWS if callable(output) else 1)
     arrivals: list[tuple[float, int]] = [(0.0, u) for u in range(users)]
     t = 0.0
-    completed = sent = pre0 = 0
+    completed = sent = pre0 = drafts0 = accepted0 = 0
     start: float | None = None
     tally = _Tally()
     while completed < stop_at:
@@ -125,11 +126,15 @@ def run_closed_loop(profile: Profile, mode: SpecMode, k: int | None, users: int,
         if start is None and completed >= warm_done:
             start = t
             pre0 = core.counters.preemptions
+            drafts0, accepted0 = core.counters.drafts, core.counters.accepted_tokens
     window = t - (start or 0.0)
-    return _point(users, tally, window, core.counters.preemptions - pre0)
+    drafts = core.counters.drafts - drafts0
+    accept_len = 1 + (core.counters.accepted_tokens - accepted0) / drafts if drafts else 0.0
+    return _point(users, tally, window, core.counters.preemptions - pre0, accept_len)
 
 
-def _point(users: int, tally: _Tally, window: float, preemptions: int) -> CurvePoint:
+def _point(users: int, tally: _Tally, window: float, preemptions: int,
+           accept_len: float) -> CurvePoint:
     return CurvePoint(
         users=users,
         output_tok_s=tally.tokens / window if window > 0 else 0.0,
@@ -141,4 +146,5 @@ def _point(users: int, tally: _Tally, window: float, preemptions: int) -> CurveP
         preemptions_per_s=preemptions / window if window > 0 else 0.0,
         window_s=window,
         e2e_s_by_category={c: sum(v) / len(v) for c, v in sorted(tally.e2e.items())},
+        accept_len=accept_len,
     )

@@ -37,9 +37,9 @@ each repeat:
   anywhere else, at least two, and speculation loses from C = 8 on (where it crosses
   moves between sweeps); two that disagree bring a third;
 - `specload sim-fit` from the CPU base profile is the sweep's digital twin: every rung
-  within 15% of what the repeats measured there (C = 16 too, where 8 requests wait and
+  within 10% of what the repeats measured there (C = 16 too, where 8 requests wait and
   llama-server's steps run longer: `unexplained.waiting_share`), and `sim-curve` on it
-  crosses once, within a factor of 2 (one rung) of the sweep's C*.
+  crosses once, between the same two rungs as the sweep.
 Both servers require an API key (`--api-key` through LLAMA_API_KEY, the key in
 OPENAI_API_KEY): every figure above comes through it, the pair keeps its batch size and
 acceptance, and no file of the run holds the key.
@@ -70,13 +70,13 @@ SWEEP_TIMEOUT_S = 1200
 # the module's sweep runs longer than the default per-test timeout (its fixture's time
 # counts against the first test)
 pytestmark = [pytest.mark.real, pytest.mark.timeout(SWEEP_TIMEOUT_S + 300)]
-# the cost model has no term for the machine's drift over minutes (up to 15%, above), and
-# two interleaved repeats of a rung can share a slow spell: fitted to three sweeps'
-# ranges, the twin's worst rung lay 0%, 7.7% and 10.5% outside (the last spec-on C = 2,
-# 42.7 tok/s against repeats of 47.7 and 48.2, refitting with restarts or a norm nearer
-# the maximum moved none of them by more than 0.4%)
-TWIN_RESIDUAL_PCT = 15.0
-TWIN_C_STAR_FACTOR = 2.0  # one rung of the ladder
+# the issue's own bounds: every rung within 10% of what its repeats measured, and the
+# crossing between the sweep's two rungs. Fitted with one acceptance for every rung, six
+# stored sweeps' twins missed by up to 10.3% and one crossed a rung early: the server's
+# acceptance length moves with the batch (6-10% above the arm's mean at C = 2 in all
+# six), which `sim-fit` now takes per batch; the same six then missed by 1.3-6.0% and
+# the five at lengths up to 5.6 crossed inside their sweeps' brackets
+TWIN_RESIDUAL_PCT = 10.0
 REPEATS = 2
 TIEBREAK = 1  # one more repeat when the two disagree on the verdict
 # 8 drafted tokens accepted to a mean length of 5.6: on two cores speculation then pays
@@ -390,17 +390,12 @@ FIT_ROW = re.compile(r"^\s*(spec-\w+)\s+(\d+)\s+[\d.]+\s+([\d.]+)\s+[+-]\d+\.\d%
 
 def test_sim_fit_makes_a_digital_twin_of_the_pair(pair_run, per_rep, tmp_path: Path) -> None:
     """`specload sim-fit` from the CPU base profile on the sweep (each rung fitted to the
-    range its repeats measured, and each concurrency's speedup to the range of the
-    repeats' own speedups) reproduces every rung to 15% of that range, and its own curves
-    cross once, within one rung (a factor of 2) of the sweep's C*. Fitted to the arms
-    alone, the twin's speedup fell on the other side of 1 than both repeats at C = 2 in
-    one of three sweeps (0.93 against 1.02 and 1.19): each arm inside its own range still
-    left the speedup the play of both. With the speedups fitted too, six sweeps at length
-    5.6 crossed between the sweep's two rungs five times; the sixth's repeats put C = 2
-    at 1.03 and 1.05 and its twin at 0.985, so the exact bracket is not held here. A rung
-    of one arm moves between repeats (spec-on C = 4 measured 46.9 and 50.9 tok/s in one
-    run, 41.2 on average in another): the twin is judged against the measured range, not
-    its midpoint alone."""
+    range its repeats measured, each concurrency's speedup to the range of the repeats'
+    own speedups, each spec-on rung at the acceptance length its server counted)
+    reproduces every rung to 10% of that range, and its own curves cross once, between
+    the sweep's two rungs. A rung of one arm moves between repeats (spec-on C = 4
+    measured 46.9 and 50.9 tok/s in one run, 41.2 on average in another): the twin is
+    judged against the measured range, not its midpoint alone."""
     run = pair_run[1]
     twin = tmp_path / "twin.yaml"
     done = subprocess.run([sys.executable, "-m", "specload.cli", "sim-fit", str(run),
@@ -421,10 +416,10 @@ def test_sim_fit_makes_a_digital_twin_of_the_pair(pair_run, per_rep, tmp_path: P
     # the twin is one deterministic curve: its rungs carry no noise band
     speedup = [r["speedup"] for r in curve]
     twin_verdict = find_crossover(ladder, speedup, speedup, speedup)
-    c_star = _summary(run)["pairs"][0]["c_star"]
+    sweep = _summary(run)["pairs"][0]["crossover"]
     assert twin_verdict.verdict == "crosses" and (
-        c_star / TWIN_C_STAR_FACTOR <= (twin_verdict.c_star or 0) <= c_star * TWIN_C_STAR_FACTOR
-    ), (curve, c_star, done.stdout)
+        sweep["below"] <= twin_verdict.below < twin_verdict.above <= sweep["above"]
+    ), (curve, sweep, done.stdout)
     assert _crosses_between(curve, twin_verdict.below, twin_verdict.above), curve
 
 

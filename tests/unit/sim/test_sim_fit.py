@@ -24,6 +24,7 @@ from specload.sim.fit import (
     scale_acceptance,
 )
 from specload.sim.profile import Profile, load_profile, to_yaml
+from specload.sim.virtual import run_closed_loop
 
 LADDER = [1, 4, 16, 48]
 CHECK = [2, 8, 32]  # rungs the fit never saw
@@ -269,3 +270,32 @@ def test_the_fit_keeps_the_twins_speedup_inside_the_repeats_range() -> None:
     assert outside, alone.speedups
     assert all(ranges[s.users][0] * 0.98 <= s.predicted <= ranges[s.users][1] * 1.02
                for s in paired.speedups), paired.speedups
+
+
+def test_the_twin_yields_each_rungs_acceptance_where_it_moves_with_the_batch() -> None:
+    """An engine whose drafts are accepted further at a batch of two (llama-server's
+    n-gram drafts at C = 2): the twin takes each rung's measured acceptance length at the
+    batch its server ran, corrected for the steps of a rung that verify fewer requests,
+    so its closed loop yields every rung's length and tok/s, not the run's mean."""
+    base = load_profile("cpu2-gemma3-270m-ngram")
+    k, rates = base.speculative.k, base.speculative.acceptance
+    data = base.model_dump()
+    data["speculative"]["acceptance_by_batch"] = {
+        b: scale_acceptance(rates, k, length) for b, length in {1: 4.0, 2: 4.7, 4: 3.6}.items()}
+    hidden = Profile.model_validate(data)
+    ladder = [1, 2, 4, 8]
+    rungs = []
+    for mode in ("on", "off"):
+        for c in ladder:
+            point = run_closed_loop(hidden, mode, k if mode == "on" else None, c,  # type: ignore[arg-type]
+                                    prompt_tokens=32, output_tokens=48)
+            rungs.append(Rung(mode, c, point.output_tok_s, running=point.mean_batch,  # type: ignore[arg-type]
+                              accept_len=point.accept_len if mode == "on" else None))
+    result = fit(base, Observations(tuple(rungs), 32, 48, k), [], max_evals=1)
+    assert {1, 2, 4} <= set(result.profile.speculative.acceptance_by_batch)
+    assert result.origins["speculative.acceptance_by_batch"].startswith("measured")
+    for rung in rungs[:len(ladder)]:
+        twin = run_closed_loop(result.profile, "on", k, rung.users, prompt_tokens=32,
+                               output_tokens=48)
+        assert twin.accept_len == pytest.approx(rung.accept_len, rel=0.02), rung
+        assert twin.output_tok_s == pytest.approx(rung.output_tok_s, rel=0.03), rung
