@@ -352,18 +352,18 @@ def _read_off(base: Profile, obs: Observations, data: dict[str, Any]
                                                              target)
         origins["speculative.acceptance"] = "measured (server acceptance length)"
         notes.append(f"acceptance scaled to E[accepted+1] = {target:.2f} at k={k}")
-        by_batch = _lengths_by_batch(base, obs, data, k)
-        if by_batch:
-            origins["speculative.acceptance_by_batch"] = (
-                "measured (server acceptance length per rung)")
-            notes.append("acceptance by batch: " + ", ".join(
-                f"{length:.2f} at {batch}" for batch, length in by_batch.items()))
     for mode, path in (("on", "speculative.max_num_seqs"), ("off", "scheduler.max_num_seqs")):
         cap = running_cap([r for r in obs.rungs if r.mode == mode])
         if cap is not None:
             set_param(data, path, cap)
             origins[path] = "measured (server running requests)"
             notes.append(f"spec-{mode} arm caps its running set at {cap}")
+    # matched in the closed loop, so after the caps that shape its batches
+    by_batch = _lengths_by_batch(base, obs, data, k) if lengths else {}
+    if by_batch:
+        origins["speculative.acceptance_by_batch"] = "measured (server acceptance length per rung)"
+        notes.append("acceptance by batch: " + ", ".join(
+            f"{length:.2f} at {batch}" for batch, length in by_batch.items()))
     return origins, notes
 
 
