@@ -19,7 +19,6 @@ into the user's cache next to the target; the path is printed:
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -30,11 +29,6 @@ ARCH = "gemma3"
 SHAPE_KEYS = ("embedding_length", "block_count", "feed_forward_length",
               "attention.head_count", "attention.head_count_kv", "attention.key_length",
               "attention.value_length")
-
-
-def cache_dir() -> Path:
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return root / "specload"
 
 
 def target_model() -> Path:
@@ -108,7 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"llamacpp_draft: {exc.name} is missing; pip install -e '.[dev]' first",
               file=sys.stderr)
         return 1
-    out = args.out or cache_dir() / f"gemma3-draft-{args.layers}x{args.hidden}-f{args.ffn}.gguf"
+    from vllm_model import cache_root  # the cache the other engine script keeps (scripts/)
+
+    out = args.out or cache_root() / f"gemma3-draft-{args.layers}x{args.hidden}-f{args.ffn}.gguf"
     if not out.is_file():
         out.parent.mkdir(parents=True, exist_ok=True)
         write_draft(target, out, args.hidden, args.layers, args.ffn)

@@ -30,7 +30,8 @@ SPECIALS = ["<|pad|>", "<|bos|>", "<|eos|>", "<|end|>", "<|system|>", "<|user|>"
             "<|assistant|>"]
 
 
-def _cache() -> Path:
+def cache_root() -> Path:
+    """specload's per-user cache, where the engine scripts keep what they make once."""
     root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(root) / "specload"
 
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 <= args.draft_layers < args.layers:
         parser.error(f"--draft-layers must be 0 to {args.layers - 1}")
     draft = f"-d{args.draft_layers}x{args.tail_scale:g}" if args.draft_layers else ""
-    folder = args.out or _cache() / (f"vllm-model-l{args.layers}-h{args.hidden}"
+    folder = args.out or cache_root() / (f"vllm-model-l{args.layers}-h{args.hidden}"
                                      f"-v{args.vocab}-s{args.seed}{draft}")
     if (folder / "config.json").is_file():
         print(folder)

@@ -388,8 +388,10 @@ def _lengths_by_batch(base: Profile, obs: Observations, data: dict[str, Any], k:
     if len(measured) < 2:
         return {}
     lengths = {b: sum(v) / len(v) for b, v in sorted(measured.items())}
+    spec = data["speculative"]
     for _ in range(MATCH_ROUNDS):
-        profile = _with_lengths(base, data, k, lengths)
+        spec["acceptance_by_batch"] = _rates_by_batch(base, k, lengths)
+        profile = Profile.model_validate(data)
         ratios: dict[int, list[float]] = {}
         for rung in on:
             point = run_closed_loop(profile, "on", k, rung.users,
@@ -401,17 +403,15 @@ def _lengths_by_batch(base: Profile, obs: Observations, data: dict[str, Any], k:
         for b, seen in ratios.items():
             lengths[b] = min(max(lengths[b] * sum(seen) / len(seen), 1.0 + LENGTH_MARGIN),
                              k + 1.0 - LENGTH_MARGIN)
-    _with_lengths(base, data, k, lengths)
+    spec["acceptance_by_batch"] = _rates_by_batch(base, k, lengths)
     return lengths
 
 
-def _with_lengths(base: Profile, data: dict[str, Any], k: int,
-                  lengths: dict[int, float]) -> Profile:
-    """`data` with acceptance rates by batch for these acceptance lengths, as a profile."""
-    data["speculative"]["acceptance_by_batch"] = {
-        b: scale_acceptance(base.speculative.acceptance, k, length)
-        for b, length in lengths.items()}
-    return Profile.model_validate(data)
+def _rates_by_batch(base: Profile, k: int, lengths: dict[int, float]
+                    ) -> dict[int, list[float]]:
+    """The base's rates scaled to each batch's acceptance length."""
+    return {b: scale_acceptance(base.speculative.acceptance, k, length)
+            for b, length in lengths.items()}
 
 
 def _fit_one(job: _FitJob) -> _Fitted:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from specload.report import render
@@ -52,14 +53,19 @@ def draft_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder / run_dir_of(done.stdout)
 
 
+@pytest.fixture(scope="module")
+def per_rep(draft_run: Path) -> pd.DataFrame:
+    return render.build(draft_run).per_rep
+
+
 def test_no_request_fails_at_any_rung(draft_run: Path) -> None:
     rows = metrics.summary(draft_run)["summary"]
     assert sorted(r["concurrency"] for r in rows) == list(LADDER)
     assert all(r["failures"] == 0 and r["requests"] > 0 for r in rows), rows
 
 
-def test_acceptance_is_the_counters_and_the_synthetic_rate(draft_run: Path) -> None:
-    per_rep = render.build(draft_run).per_rep
+def test_acceptance_is_the_counters_and_the_synthetic_rate(draft_run: Path,
+                                                           per_rep: pd.DataFrame) -> None:
     for rep_dir, rungs, by_c in metrics.reps(draft_run, per_rep, "spec-on"):
         seen = metrics.samples(rep_dir)
         for rung in rungs:
@@ -77,8 +83,8 @@ def test_acceptance_is_the_counters_and_the_synthetic_rate(draft_run: Path) -> N
             first, drafts, p)
 
 
-def test_each_requests_timings_add_up_to_the_counters(draft_run: Path) -> None:
-    per_rep = render.build(draft_run).per_rep
+def test_each_requests_timings_add_up_to_the_counters(draft_run: Path,
+                                                      per_rep: pd.DataFrame) -> None:
     for rep_dir, _, _ in metrics.reps(draft_run, per_rep, "spec-on"):
         rows = [r for r in read_csv(rep_dir / "locust_requests.csv") if r["error_kind"] == ""]
         assert rows and all(r["draft_tokens"] for r in rows), rep_dir

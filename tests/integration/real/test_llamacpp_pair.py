@@ -127,24 +127,16 @@ def per_rep(pair_run) -> pd.DataFrame:
     return render.build(pair_run[1]).per_rep
 
 
-
-
-
-
 def _inside(points: list[tuple[float, float]], t0: float, t1: float
             ) -> tuple[tuple[float, float], tuple[float, float]]:
     kept = [p for p in points if t0 <= p[0] <= t1]
     return kept[0], kept[-1]
 
 
-
-
 def _accept_len(row: pd.Series) -> float:
     """The row's acceptance length; 1 for a plain server's (NaN)."""
     value = row["accept_len_mean"]
     return 1.0 if pd.isna(value) else float(value)
-
-
 
 
 def test_no_request_fails_at_any_rung(pair_run) -> None:
@@ -185,8 +177,6 @@ def test_tokens_per_rung_match_the_servers_counter(pair_run, per_rep) -> None:
                 straddle = sum(n for s, e, n in spans if s < ta < e or s < tb < e)
                 client = row["output_tok_s"] * (tb - ta)
                 assert abs(client - delta) <= 0.03 * delta + straddle, (where, client, delta)
-
-
 
 
 def test_acceptance_is_the_counters_and_the_synthetic_target(pair_run, per_rep) -> None:
