@@ -168,25 +168,18 @@ def get_socket(pool: ConnectionPool) -> Any:
         raise
 
 
-def connection_error(resp: Any) -> BaseException | None:
-    """The exception behind a response that never got a status (None if it did)."""
-    if (getattr(resp, "status_code", 0) or 0) != 0:
-        return None
-    error = getattr(resp, "error", None)
-    return getattr(error, "original", None) or error  # unwrap RetriesExceeded
-
-
-def is_close_race(resp: Any) -> bool:
-    """True when `resp` failed on a reused connection closed before any response byte.
+def is_close_race(error: BaseException | None) -> bool:
+    """True when a request failed with `error` on a reused connection closed before any
+    response byte; `error` None: its response head arrived.
 
     Also tells `REUSE` how the reused connection fared.
     """
     if not _HANDED.reused:
         return False
-    if isinstance(connection_error(resp), _CLOSED_ERRORS):
+    if isinstance(error, _CLOSED_ERRORS):
         REUSE.found_closed(_HANDED.host)
         return True
-    if getattr(resp, "status_code", 0):
+    if error is None:
         REUSE.reused(_HANDED.host)
     return False
 

@@ -34,9 +34,11 @@ import platform
 import socket
 import struct
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from gevent import getcurrent
+from gevent.hub import Waiter
 from geventhttpclient.response import HTTPConnectionClosed
 
 from specload.loadgen import wall_clock
@@ -129,6 +131,69 @@ class LineReader:
             del buf[:end]
         return lines, self.last_stamp
 
+    def pump(self, on_lines: Callable[[bytes, float], bool]) -> None:
+        """Hand every complete line to `on_lines(lines, stamp)` as it arrives, until it
+        returns True or the body ends.
+
+        Raises what reading raised (`TimeoutError` between chunks, `OSError`,
+        `HTTPParseError`) or what `on_lines` raised. On a gevent socket the reads run in
+        the event loop's callbacks and the calling greenlet sleeps until the end.
+        """
+        if not self._gevent:
+            while True:
+                lines, stamp = self.readlines()
+                if not lines or on_lines(lines, stamp):
+                    return
+        sock = self._tls.tcp if self._tls is not None else self.raw._sock
+        _Pump(self, on_lines, sock).run()
+
+    def _take_lines(self, read: bool) -> bytes | None:
+        """Every complete line buffered, reading the socket once more if `read` and none
+        is: b"" while no line is complete, None at the end of the body. Never waits."""
+        raw = self.raw
+        buf = raw._body_buffer
+        while buf.find(b"\n") < 0:
+            if raw.message_complete:
+                return None
+            if not read:
+                return b""
+            sock = raw._sock
+            if sock is None:
+                raise HTTPConnectionClosed("connection closed.")
+            try:
+                data = self._recv_now(sock, raw.block_size)
+            except BlockingIOError:
+                return b""
+            try:
+                raw.feed(data)
+            except BaseException:
+                raw.release()
+                raise
+            read = self._more_waiting()
+        end = buf.rfind(b"\n") + 1
+        lines = bytes(buf[:end])
+        del buf[:end]
+        return lines
+
+    def _more_waiting(self) -> bool:
+        """Whether a read now probably finds more: the last one filled its buffer, or
+        TLS holds decrypted bytes (or a partial record) the socket will not signal."""
+        tls = self._tls
+        return self._full or (tls is not None and bool(tls.obj.pending() or tls.incoming.pending))
+
+    def _recv_now(self, sock: Any, size: int) -> bytes:
+        """One read without waiting (BlockingIOError if nothing has arrived)."""
+        tls = self._tls
+        try:
+            if tls is not None:
+                return tls.read_plain(size, lambda: self._take(tls.tcp._sock, CIPHER_BLOCK))
+            return self._take(sock._sock, size)
+        except BlockingIOError:
+            raise
+        except BaseException:
+            self.raw.release()
+            raise
+
     def _fill(self) -> bytearray:
         """The body buffer once it holds a complete line; empty at the end of the body."""
         raw = self.raw
@@ -153,18 +218,19 @@ class LineReader:
         return self._recv_stamped(sock, size)
 
     def _recv_stamped(self, sock: Any, size: int) -> bytes:
-        if self._gevent:
-            if not self._full:
+        if not self._gevent:
+            return self._take(sock, size)
+        if not self._full:
+            self._wait(sock)
+        while True:
+            try:
+                return self._take(sock._sock, size)
+            except BlockingIOError:
                 self._wait(sock)
-            inner = sock._sock
-            while True:
-                try:
-                    data, anc = self._recv_raw(inner, size)
-                    break
-                except BlockingIOError:
-                    self._wait(sock)
-        else:
-            data, anc = self._recv_raw(sock, size)
+
+    def _take(self, sock: Any, size: int) -> bytes:
+        """One read of what the socket holds (BlockingIOError if nothing), stamped."""
+        data, anc = self._recv_raw(sock, size)
         self._full = len(data) == size
         stamp = None
         for level, kind, payload in anc:
@@ -191,3 +257,68 @@ class LineReader:
             sock.hub.wait(sock._read_event)
         finally:
             timer.stop()
+
+
+class _Pump:
+    """One response's reads, run by the event loop's callbacks (`LineReader.pump`).
+
+    A greenlet that waits for each chunk pays two switches, a watcher start and stop and
+    a timer restart per chunk; here the socket's read watcher stays started, its callback
+    reads and hands lines on in the loop's own greenlet, and the reading greenlet is
+    switched to once, when the response ends, fails or times out.
+    """
+
+    __slots__ = ("_ended", "_on_lines", "_reader", "_timer", "_waiter", "_watcher")
+
+    def __init__(self, reader: LineReader, on_lines: Callable[[bytes, float], bool],
+                 sock: Any) -> None:
+        self._reader = reader
+        self._on_lines = on_lines
+        self._watcher = sock._read_event
+        self._timer = reader._timer
+        self._waiter = Waiter(sock.hub)
+        self._ended = False
+
+    def run(self) -> None:
+        self._step(read=False)  # lines that came in with the headers
+        if not self._ended:
+            self._watcher.start(self._step, True)
+            if self._timer is not None:
+                self._timer.again(self._time_out)
+        try:
+            self._waiter.get()
+        finally:
+            self._stop()
+
+    def _step(self, read: bool) -> None:
+        reader = self._reader
+        try:
+            lines = reader._take_lines(read)
+            while lines:
+                if self._on_lines(lines, reader.last_stamp):
+                    self._end(None)
+                    return
+                lines = reader._take_lines(reader._more_waiting())
+        except BaseException as exc:
+            self._end(exc)
+            return
+        if lines is None:
+            self._end(None)
+        elif read and self._timer is not None:
+            self._timer.again(self._time_out)
+
+    def _time_out(self) -> None:
+        self._end(TimeoutError("timed out"))
+
+    def _end(self, exc: BaseException | None) -> None:
+        self._ended = True
+        self._stop()
+        if exc is None:
+            self._waiter.switch(None)
+        else:
+            self._waiter.throw(exc)
+
+    def _stop(self) -> None:
+        self._watcher.stop()
+        if self._timer is not None:
+            self._timer.stop()

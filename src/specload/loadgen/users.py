@@ -61,6 +61,7 @@ from specload.loadgen.chunk_json import (
     parse_chunk,
 )
 from specload.loadgen.context import ModelDiscoveryError, ProcessContext
+from specload.loadgen.http_post import StreamPost
 from specload.loadgen.inflight import IN_FLIGHT
 from specload.loadgen.measure import Measured, StreamTally
 from specload.loadgen.options import RunOptions
@@ -150,7 +151,7 @@ class StreamingUser(FastHttpUser):
         self.recorder = Recorder.for_env(environment)
         self.ctx: ProcessContext | None = None
         self.user_id = 0
-        self._headers: dict[str, str] = {}
+        self._post: StreamPost | None = None
         self._backoff = Backoff(opts.failure_backoff_s)
         spawn_batches.user_created()
 
@@ -161,12 +162,12 @@ class StreamingUser(FastHttpUser):
         except (UserError, ValueError):  # bad option or prompt file: logged at test_start
             raise StopUser() from None
         self.user_id = ctx.next_user_id()
-        self._headers = {
+        self._post = StreamPost(self.client, self.path, {
             **ctx.auth_headers,
             "Content-Type": "application/json",
             "Accept": "text/event-stream",
             "Accept-Encoding": "identity",
-        }
+        })
         return ctx
 
     @task
@@ -212,56 +213,60 @@ class StreamingUser(FastHttpUser):
         opts = ctx.opts
         out = _Outcome(*ctx.next_request())
         body = orjson.dumps(self.payload(prompt, model, opts))
-        headers = self._headers
-        if ctx.request_id_header:
-            headers = {**headers, ctx.request_id_header: out.request_id}
+        extra = {ctx.request_id_header: out.request_id} if ctx.request_id_header else None
         start = wall_clock.now()
         key = IN_FLIGHT.begin(start)
         tally = StreamTally(start, self.keep_text)
         sent = _Sent(prompt, start, backoff_s, tags)
         try:
-            sent, response = self._send(body, headers, sent)
-            tally.t0 = sent.start
-            with response as resp:
-                self._read(resp, tally, out)
-                measured = tally.result()
-                self._report(resp, measured, out, tally)
-        except Exception as exc:  # raised by post() itself, before there is a response
+            try:
+                sent, raw = self._send(body, extra, sent)
+            except Exception as exc:  # no response head: connecting, sending or reading it
+                _connection_failed(exc, out)
+            else:
+                tally.t0 = sent.start
+                self._read(raw, tally, out)
+            measured = tally.result()
+        except Exception as exc:  # anything else is a bug; the request still counts
             out.fail("connection", f"request failed: {type(exc).__name__}: {exc}")
             measured = tally.result()
-            self.environment.events.request.fire(
-                request_type="POST", name=self.path, response_time=_elapsed_ms(tally),
-                response_length=0, exception=CatchResponseError(out.error), context={},
-            )
         except BaseException:  # GreenletExit: the user is being stopped mid-request
             _release(out)
             out.fail("interrupted", "user stopped while the request was in flight")
             self._record(ctx, sent, tally.result(), out, True)
             IN_FLIGHT.end(key)
             raise
+        self._report(measured, out, tally)
         self._record(ctx, sent, measured, out, False)
         IN_FLIGHT.end(key)
         ctx.observe_prompt(prompt, measured.prompt_tokens)
         return Reply(not out.error_kind, tally.reply())
 
-    def _send(self, body: bytes, headers: dict[str, str], sent: _Sent) -> tuple[_Sent, Any]:
+    def _send(self, body: bytes, extra: dict[str, str] | None,
+              sent: _Sent) -> tuple[_Sent, Any]:
         """POST the request; once more on a new connection when the reused one it went
         out on was closed before any response byte (`keepalive.is_close_race`). The
         request then starts at the send that reached the server."""
-        response = self.client.post(self.path, data=body, headers=headers, stream=True,
-                                    catch_response=True)
-        if not keepalive.is_close_race(response):
-            return sent, response
+        post = self._post
+        assert post is not None  # built by _setup
+        try:
+            raw = post.send(body, extra)
+        except Exception as exc:
+            if not keepalive.is_close_race(exc):
+                raise
+        else:
+            keepalive.is_close_race(None)
+            return sent, raw
         sent = replace(sent, start=wall_clock.now(), reconnects=sent.reconnects + 1)
         with keepalive.fresh_connection():
-            return sent, self.client.post(self.path, data=body, headers=headers,
-                                          stream=True, catch_response=True)
+            return sent, post.send(body, extra)
 
-    def _read(self, resp: Any, tally: StreamTally, out: _Outcome) -> None:
+    def _read(self, raw: Any, tally: StreamTally, out: _Outcome) -> None:
         """Consume the response; on any problem set `out` and return (never raises)."""
-        if not _accept_head(resp, out):
+        out.raw = raw
+        if not _accept_head(raw, out):
+            _release(out)
             return
-        out.raw = raw = resp._response
         reader = LineReader(raw)
         try:
             self._read_events(reader, tally, out)
@@ -286,14 +291,13 @@ class StreamingUser(FastHttpUser):
     def _read_events(self, reader: LineReader, tally: StreamTally, out: _Outcome) -> None:
         raw = reader.raw
         decoder = SSEDecoder()
-        while True:
-            lines, stamp = reader.readlines()
-            if not lines:
-                break
+
+        def on_lines(lines: bytes, stamp: float) -> bool:
             for event in decoder.feed(lines):
                 out.done = out.done or self._on_event(event.data, stamp, tally, out)
-            if out.error_kind or out.done:
-                break
+            return out.done or bool(out.error_kind)
+
+        reader.pump(on_lines)
         if out.done and not raw.message_complete:
             _read_body_end(reader)
         if not out.done and not out.error_kind:
@@ -320,17 +324,18 @@ class StreamingUser(FastHttpUser):
         IN_FLIGHT.chunks += 1
         return False
 
-    def _report(self, resp: Any, measured: Measured, out: _Outcome, tally: StreamTally) -> None:
-        meta = resp.request_meta
-        meta["response_time"] = (
-            measured.e2e_ms if measured.e2e_ms is not None and not out.error_kind
-            else _elapsed_ms(tally)
+    def _report(self, measured: Measured, out: _Outcome, tally: StreamTally) -> None:
+        """The request's entry in Locust's statistics (and its TTFT's, if it succeeded)."""
+        failed = bool(out.error_kind)
+        self.environment.events.request.fire(
+            request_type="POST", name=self.path,
+            response_time=(measured.e2e_ms if measured.e2e_ms is not None and not failed
+                           else _elapsed_ms(tally)),
+            response_length=measured.output_tokens,
+            exception=CatchResponseError(out.error) if failed else None, context={},
         )
-        meta["response_length"] = measured.output_tokens
-        if out.error_kind:
-            resp.failure(out.error)
+        if failed:
             return
-        resp.success()
         if measured.ttft_ms is not None:
             self.environment.stats.get(self.path, TTFT_TYPE).log(measured.ttft_ms, 0)
         if measured.tokens_source == "chunks":
@@ -402,23 +407,25 @@ class Backoff:
         return time.monotonic() - t0
 
 
-def _accept_head(resp: Any, out: _Outcome) -> bool:
+def _connection_failed(error: BaseException, out: _Outcome) -> None:
+    """Why a request got no response head: a timeout, TLS, or the connection."""
+    if isinstance(error, TimeoutError):
+        out.fail("timeout_first_byte", "timeout before response headers")
+    elif isinstance(error, ssl.SSLError):
+        out.fail("tls", f"TLS handshake failed: {_tls_reason(error)}")
+    else:
+        out.fail("connection", f"connection failed: {type(error).__name__}")
+
+
+def _accept_head(raw: Any, out: _Outcome) -> bool:
     """Status and content type: True for a 2xx event stream, else `out` says why."""
-    out.status = resp.status_code or 0
-    error = getattr(resp, "error", None)
-    if out.status == 0:
-        error = keepalive.connection_error(resp)
-        if isinstance(error, TimeoutError):
-            out.fail("timeout_first_byte", "timeout before response headers")
-        elif isinstance(error, ssl.SSLError):
-            out.fail("tls", f"TLS handshake failed: {_tls_reason(error)}")
-        else:
-            out.fail("connection", f"connection failed: {type(error).__name__}")
+    out.status = raw.status_code or 0
+    if out.status >= 300 or out.status < 200:
+        out.fail("http_error", f"HTTP {out.status}: {_error_body(raw)}")
         return False
-    if out.status >= 300 or error is not None:
-        out.fail("http_error", f"HTTP {out.status}: {_error_body(resp)}")
-        return False
-    ctype = resp.headers.get("content-type", "") if resp.headers else ""
+    ctype = raw.get("content-type") or ""
+    if isinstance(ctype, list):
+        ctype = ",".join(ctype)
     if ctype and "event-stream" not in ctype:
         out.fail("malformed_chunk", f"not an event stream: {ctype}")
         return False
@@ -483,9 +490,9 @@ class CompletionStreamUser(StreamingUser):
         return {**_common_fields(prompt, model, opts), "prompt": prompt.text}
 
 
-def _error_body(resp: Any) -> str:
+def _error_body(raw: Any) -> str:
     try:
-        return error_message_from_body(resp.content or b"")
+        return error_message_from_body(raw.read() or b"")
     except Exception:  # the body itself failed to arrive
         return "(no body)"
 

@@ -129,3 +129,104 @@ def test_the_between_chunks_timeout_counts_from_the_last_chunk() -> None:
         with pytest.raises(TimeoutError):  # and a silence still times out
             reader.readlines()
         assert 0.15 <= time.monotonic() - started < 2.0
+
+
+def _gevent_conn(timeout: float) -> tuple[object, socket.socket, socket.socket]:
+    from gevent import socket as gsocket
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = gsocket.create_connection(listener.getsockname())
+        server, _ = listener.accept()
+    client.settimeout(timeout)
+    return client, server, listener
+
+
+def test_pump_hands_on_lines_from_the_loop_until_told_to_stop() -> None:
+    """The reads run in the event loop's callbacks: 12 chunks 0.05 s apart under a
+    0.2 s timeout arrive whole and stamped, the timeout restarting at each; lines that
+    came with the head go first; `on_lines` returning True ends the pump."""
+    import gevent
+
+    client, server, _ = _gevent_conn(0.2)
+    with client, server:
+        server.sendall(HEAD + chunk(b"data: head\n\n"))
+
+        def stream() -> None:
+            for i in range(12):
+                gevent.sleep(0.05)
+                server.sendall(chunk(b"data: %d\n\n" % i))
+            server.sendall(chunk(b"data: [DONE]\n\n"))
+
+        got: list[tuple[bytes, float]] = []
+
+        def on_lines(lines: bytes, stamp: float) -> bool:
+            got.append((lines, stamp))
+            return b"[DONE]" in lines
+
+        sender = gevent.spawn(stream)
+        started = time.time()
+        LineReader(HTTPSocketResponse(client)).pump(on_lines)
+        sender.join()
+        assert got[0][0] == b"data: head\n\n"
+        assert b"".join(lines for lines, _ in got) == (
+            b"data: head\n\n" + b"".join(b"data: %d\n\n" % i for i in range(12))
+            + b"data: [DONE]\n\n")
+        assert len(got) >= 13  # one call per chunk: they came 0.05 s apart
+        stamps = [stamp for _, stamp in got[1:]]
+        assert stamps == sorted(stamps) and started + 0.5 <= stamps[-1] <= time.time()
+
+
+def test_pump_returns_at_the_body_end_and_times_out_on_silence() -> None:
+    client, server, _ = _gevent_conn(0.2)
+    with client, server:
+        server.sendall(HEAD + chunk(b"data: a\n\n") + b"0\r\n\r\n")
+        got: list[bytes] = []
+        LineReader(HTTPSocketResponse(client)).pump(lambda lines, _: got.append(lines) or False)
+        assert got == [b"data: a\n\n"]
+
+    client, server, _ = _gevent_conn(0.2)
+    with client, server:
+        server.sendall(HEAD + chunk(b"data: a"))
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            LineReader(HTTPSocketResponse(client)).pump(lambda lines, _: False)
+        assert 0.15 <= time.monotonic() - started < 2.0
+
+
+def test_pump_raises_what_on_lines_raises_and_a_cut_stream() -> None:
+    client, server, _ = _gevent_conn(1.0)
+    with client, server:
+        server.sendall(HEAD + chunk(b"data: a\n\n"))
+
+        def bad(lines: bytes, stamp: float) -> bool:
+            raise ValueError("malformed")
+
+        with pytest.raises(ValueError, match="malformed"):
+            LineReader(HTTPSocketResponse(client)).pump(bad)
+
+    client, server, _ = _gevent_conn(1.0)
+    with client, server:
+        server.sendall(HEAD + chunk(b"data: partial"))
+        reader = LineReader(HTTPSocketResponse(client))
+        server.close()
+        with pytest.raises((HTTPParseError, OSError)):
+            reader.pump(lambda lines, _: False)
+        assert reader.raw._sock is None  # released
+
+
+def test_a_killed_pump_leaves_no_watcher_behind() -> None:
+    """A user stopped mid-stream (GreenletExit in its wait) stops the socket's watcher
+    and timer: nothing is read for it afterwards, and the loop raises nothing."""
+    import gevent
+
+    client, server, _ = _gevent_conn(0.2)
+    with client, server:
+        server.sendall(HEAD)
+        got: list[bytes] = []
+        reader = LineReader(HTTPSocketResponse(client))
+        pumping = gevent.spawn(reader.pump, lambda lines, _: got.append(lines) or False)
+        gevent.sleep(0.05)
+        pumping.kill()
+        server.sendall(chunk(b"data: after\n\n"))
+        gevent.sleep(0.4)  # past the timeout, too
+        assert got == [] and pumping.dead and not client._read_event.active
