@@ -26,6 +26,7 @@ from specload.engines import RequestSpeculation, request_speculation
 
 DONE = b"[DONE]"
 SPECULATION: tuple[RequestSpeculation, ...] = request_speculation()
+_SPECULATION_KEYS = tuple((spec.section[0], spec) for spec in SPECULATION)
 
 
 class DraftCounts(NamedTuple):
@@ -69,17 +70,16 @@ def parse_chunk(data: bytes) -> Chunk:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise MalformedChunk("invalid JSON", data) from exc
-    if not isinstance(obj, dict):
+    if type(obj) is not dict:  # orjson gives plain dicts
         raise MalformedChunk("chunk is not a JSON object", data)
-    error = _error_message(obj)
-    if error is not None:
-        return Chunk(error=error)
+    if obj.get("error") is not None or obj.get("object") == "error":
+        return Chunk(error=_error_message(obj))
     chunk = Chunk()
     usage = obj.get("usage")
     if usage is not None:
         _usage(chunk, usage)
-    for spec in SPECULATION:
-        section = obj.get(spec.section[0])
+    for key, spec in _SPECULATION_KEYS:
+        section = obj.get(key)
         if section is not None:
             _speculation(chunk, section, spec)
     choices = obj.get("choices")
@@ -115,10 +115,14 @@ def _content(choice: dict) -> tuple[bool, str]:
 
 
 def _usage(chunk: Chunk, usage: object) -> None:
-    if not isinstance(usage, dict):
+    if type(usage) is not dict:
         raise MalformedChunk("`usage` is not an object")
-    chunk.completion_tokens = _count(usage, "completion_tokens")
-    chunk.prompt_tokens = _count(usage, "prompt_tokens")
+    completion, prompt = usage.get("completion_tokens"), usage.get("prompt_tokens")
+    # plain non-negative ints (a bool is not one) pass without a call: this runs per chunk
+    chunk.completion_tokens = (completion if type(completion) is int and completion >= 0
+                               else _count(usage, "completion_tokens"))
+    chunk.prompt_tokens = (prompt if type(prompt) is int and prompt >= 0
+                           else _count(usage, "prompt_tokens"))
 
 
 def _speculation(chunk: Chunk, section: object, spec: RequestSpeculation) -> None:

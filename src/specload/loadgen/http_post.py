@@ -21,11 +21,14 @@ from typing import Any
 from geventhttpclient.response import HTTPSocketPoolResponse
 from geventhttpclient.url import URL
 
+from specload.loadgen.reader import wait_readable
+from specload.loadgen.tls import TLSStream
+
 
 class StreamPost:
     """POSTs of one user to one URL; `send(body, extra)` returns the response head read."""
 
-    __slots__ = ("_block_size", "_head", "_headers_type", "_pool")
+    __slots__ = ("_block_size", "_head", "_headers_type", "_pool", "_timer")
 
     def __init__(self, session: Any, path: str, headers: dict[str, str]) -> None:
         url = URL(session.base_url + path)
@@ -45,6 +48,7 @@ class StreamPost:
         fields.update((name.lower(), (name, value)) for name, value in headers.items())
         head = f"POST {target} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.values())
         self._head = head.encode("latin-1")
+        self._timer: Any = None  # libev timer for the wait on the head (reader.wait_readable)
 
     def send(self, body: bytes, extra: dict[str, str] | None = None) -> HTTPSocketPoolResponse:
         """Send one request (with `extra` header fields) and read its response head.
@@ -65,5 +69,22 @@ class StreamPost:
                 raise
             # the server may have answered (a 401 on the head) and closed before the body
             # was in: its response is worth more than the broken pipe, if there is one
+        else:
+            self._await_head(sock, pool)
         return HTTPSocketPoolResponse(sock, pool, block_size=self._block_size, method="POST",
                                       headers_type=self._headers_type)
+
+    def _await_head(self, sock: Any, pool: Any) -> None:
+        """Wait for the response's first bytes the cheap way (gevent's `recv` would fail,
+        raise, build a `Timeout` and wait); the parser's read then finds them."""
+        tcp = sock.tcp if isinstance(sock, TLSStream) else sock
+        if not hasattr(tcp, "_read_event"):
+            return
+        timer = self._timer
+        if timer is None and tcp.timeout is not None:
+            timer = self._timer = tcp.hub.loop.timer(tcp.timeout, tcp.timeout)
+        try:
+            wait_readable(tcp, timer)
+        except BaseException:
+            pool.release_socket(sock)
+            raise

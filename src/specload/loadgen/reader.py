@@ -39,6 +39,7 @@ from typing import Any
 
 from gevent import getcurrent
 from gevent.hub import Waiter
+from geventhttpclient._parser import HTTPResponseParser
 from geventhttpclient.response import HTTPConnectionClosed
 
 from specload.loadgen import wall_clock
@@ -50,6 +51,9 @@ _TIMESPEC = struct.Struct("@qq")
 _KERNEL_STAMPS = sys.platform == "linux" and platform.machine() in {
     "x86_64", "aarch64", "riscv64"}
 _ANC_SIZE = socket.CMSG_SPACE(_TIMESPEC.size) if _KERNEL_STAMPS else 0
+# The HTTP parser's own `feed`, in C: geventhttpclient's Python override only mends
+# bodies sent after a HEAD response's head, and a stream is never one.
+_feed = HTTPResponseParser.feed
 
 
 def _keep_stamping_on() -> socket.socket | None:
@@ -165,7 +169,7 @@ class LineReader:
             except BlockingIOError:
                 return b""
             try:
-                raw.feed(data)
+                _feed(raw, data)
             except BaseException:
                 raw.release()
                 raise
@@ -230,33 +234,34 @@ class LineReader:
 
     def _take(self, sock: Any, size: int) -> bytes:
         """One read of what the socket holds (BlockingIOError if nothing), stamped."""
-        data, anc = self._recv_raw(sock, size)
-        self._full = len(data) == size
         stamp = None
-        for level, kind, payload in anc:
-            if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS:
-                sec, nsec = _TIMESPEC.unpack_from(payload)
-                stamp = sec + nsec * 1e-9 + wall_clock.SHIFT_S
+        if self._kernel:
+            data, anc, _flags, _addr = sock.recvmsg(size, _ANC_SIZE)
+            for level, kind, payload in anc:
+                if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS:
+                    sec, nsec = _TIMESPEC.unpack_from(payload)
+                    stamp = sec + nsec * 1e-9 + wall_clock.SHIFT_S
+        else:
+            data = sock.recv(size)
+        self._full = len(data) == size
         self.last_stamp = stamp if stamp is not None else wall_clock.now()
         return data
 
-    def _recv_raw(self, sock: Any, size: int) -> tuple[bytes, list]:
-        if self._kernel:
-            data, anc, _flags, _addr = sock.recvmsg(size, _ANC_SIZE)
-            return data, anc
-        return sock.recv(size), []
-
     def _wait(self, sock: Any) -> None:
-        """Block this greenlet until the socket is readable (TimeoutError after its timeout)."""
-        timer = self._timer
-        if timer is None:
-            sock.hub.wait(sock._read_event)
-            return
-        timer.again(getcurrent().throw, TimeoutError("timed out"))
-        try:
-            sock.hub.wait(sock._read_event)
-        finally:
-            timer.stop()
+        wait_readable(sock, self._timer)
+
+def wait_readable(sock: Any, timer: Any) -> None:
+    """Block this greenlet until the gevent socket `sock` is readable; TimeoutError after
+    `timer`'s interval (a libev timer made with after = repeat = the timeout; None: no
+    timeout). Cheaper than gevent's own wait, which builds a `Timeout` each time."""
+    if timer is None:
+        sock.hub.wait(sock._read_event)
+        return
+    timer.again(getcurrent().throw, TimeoutError("timed out"))
+    try:
+        sock.hub.wait(sock._read_event)
+    finally:
+        timer.stop()
 
 
 class _Pump:
@@ -292,13 +297,18 @@ class _Pump:
 
     def _step(self, read: bool) -> None:
         reader = self._reader
+        raw = reader.raw
         try:
             lines = reader._take_lines(read)
             while lines:
                 if self._on_lines(lines, reader.last_stamp):
                     self._end(None)
                     return
-                lines = reader._take_lines(reader._more_waiting())
+                # every complete line was taken: more only from the socket, or the end
+                more = reader._more_waiting()
+                if not (more or raw.message_complete):
+                    break
+                lines = reader._take_lines(more)
         except BaseException as exc:
             self._end(exc)
             return
