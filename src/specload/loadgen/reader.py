@@ -1,28 +1,34 @@
 """Line-by-line reading of a streamed HTTP body, each line stamped with its arrival time.
 
-`LineReader` wraps the geventhttpclient response behind Locust's `FastHttpSession`
-(`response._response`) and returns one body line at a time as soon as it is in the
-socket buffer — the same logic as geventhttpclient's own `readline`, whose internals it
-uses (`_sock`, `_body_buffer`, `feed`, `message_complete`). The difference is the
-timestamp: on Linux (64-bit, generic socket ABI) it asks the kernel for receive
-timestamps (`SO_TIMESTAMPNS` through `recvmsg`), so a chunk's arrival time is when its
-packet reached the host, not when the busy gevent loop got round to this user. That
-keeps TTFT and ITL honest when many users share one process. Elsewhere, or if the
-option is refused, it stamps with the process's clock (`wall_clock.now()`) after each read.
+`LineReader` wraps a geventhttpclient response (`http_post.StreamPost`'s) and hands
+out body lines as soon as they are in the socket buffer — the same logic as
+geventhttpclient's own `readline`, whose internals it uses (`_sock`, `_body_buffer`,
+the parser's `feed`, `message_complete`). The difference is the timestamp: on Linux
+(64-bit, generic socket ABI) it asks the kernel for receive timestamps
+(`SO_TIMESTAMPNS` through `recvmsg`), so a chunk's arrival time is when its packet
+reached the host, not when the busy gevent loop got round to this user. That keeps
+TTFT and ITL honest when many users share one process. Elsewhere, or if the option is
+refused, it stamps with the process's clock (`wall_clock.now()`) after each read.
 Stamps are epoch seconds on the process's clock (kernel stamps are moved by the test
 seam's `wall_clock.SHIFT_S` like every other stamp); bytes already buffered when reading
 starts carry the reader's creation time.
 
-Cost per chunk matters (one load process streams thousands of chunks a second), so on
-a gevent socket the reader waits for readability *before* reading when the previous
-read did not fill its buffer (at realistic pacing the next chunk is never there yet):
-gevent's own `recv` would first fail with EAGAIN, raise and catch that error, and build
-a fresh `Timeout` for every wait. The between-chunks timeout is one timer per reader,
-restarted for each wait with libev's `again` (after = repeat = the timeout): a gevent
-`Timeout` or timer stopped and started again keeps its first deadline (gevent 26.9's
-libev loop), which made the timeout count from the first wait of the response, not from
-the last chunk. `readlines` hands out every complete line already buffered in one piece
-(an SSE event and its blank line), so the decoder sees one call per event, not two.
+Cost per chunk matters (one load process streams thousands of chunks a second), so a
+response is read by `pump`: the socket's read watcher stays started for the whole
+response and its callback, in the event loop's own greenlet, reads, stamps and hands
+every complete line to the caller's `on_lines`; the reading greenlet sleeps once per
+response instead of being switched to and from twice per chunk. `readline` and
+`readlines` are the blocking form, for the few bytes after `[DONE]` and for plain
+sockets: they wait for readability *before* reading when the previous read did not fill
+its buffer (gevent's own `recv` would first fail with EAGAIN, raise and catch that
+error, and build a fresh `Timeout` for every wait). Either way the between-chunks
+timeout is one libev timer per reader, restarted with `again` (after = repeat = the
+timeout): a gevent `Timeout` or timer stopped and started again keeps its first deadline
+(gevent 26.9's libev loop), which made the timeout count from the first wait of the
+response, not from the last chunk. Lines are handed out as every complete line already
+buffered in one piece (an SSE event and its blank line), so the decoder sees one call
+per event, not two.
+
 Over HTTPS the connection is a `tls.TLSStream`: the reader reads its ciphertext from the
 TCP socket the same way (stamped) and takes the plaintext from the in-memory TLS
 object, so HTTPS keeps the kernel's stamps.
@@ -124,16 +130,7 @@ class LineReader:
     def readlines(self) -> tuple[bytes, float]:
         """Every complete line buffered (at least one; b"" at the end) and their stamp."""
         buf = self._fill()
-        if not buf:
-            return b"", self.last_stamp
-        end = buf.rfind(b"\n") + 1
-        if end == len(buf):
-            lines = bytes(buf)
-            buf.clear()
-        else:
-            lines = bytes(buf[:end])
-            del buf[:end]
-        return lines, self.last_stamp
+        return (_cut_lines(buf) if buf else b""), self.last_stamp
 
     def pump(self, on_lines: Callable[[bytes, float], bool]) -> None:
         """Hand every complete line to `on_lines(lines, stamp)` as it arrives, until it
@@ -148,36 +145,57 @@ class LineReader:
                 lines, stamp = self.readlines()
                 if not lines or on_lines(lines, stamp):
                     return
-        sock = self._tls.tcp if self._tls is not None else self.raw._sock
-        _Pump(self, on_lines, sock).run()
+        _Pump(self, on_lines, self._socket()).run()
+
+    def _socket(self) -> Any:
+        """The TCP socket the body comes in on (under TLS, the one under it)."""
+        return self._tls.tcp if self._tls is not None else self.raw._sock
+
+    def _fill(self) -> bytearray:
+        """The body buffer once it holds a complete line (waiting for it); empty at the
+        end of the body."""
+        buf = self.raw._body_buffer
+        read = not self._gevent or self._more_waiting()
+        while True:
+            got = self._gather(read)
+            if got:
+                return buf
+            if got is None:
+                return bytearray()
+            self._wait(self._socket())
+            read = True
 
     def _take_lines(self, read: bool) -> bytes | None:
         """Every complete line buffered, reading the socket once more if `read` and none
         is: b"" while no line is complete, None at the end of the body. Never waits."""
+        got = self._gather(read)
+        if got:
+            return _cut_lines(self.raw._body_buffer)
+        return None if got is None else b""
+
+    def _gather(self, read: bool) -> bool | None:
+        """Whether a complete line is buffered, reading what has arrived if `read` and
+        none is (a blocking socket: waiting for it); None at the end of the body."""
         raw = self.raw
         buf = raw._body_buffer
         while buf.find(b"\n") < 0:
             if raw.message_complete:
                 return None
-            if not read:
-                return b""
-            sock = raw._sock
-            if sock is None:
+            if raw._sock is None:
                 raise HTTPConnectionClosed("connection closed.")
+            if not read:
+                return False
             try:
-                data = self._recv_now(sock, raw.block_size)
+                data = self._recv_now(raw.block_size)
             except BlockingIOError:
-                return b""
+                return False
             try:
                 _feed(raw, data)
             except BaseException:
                 raw.release()
                 raise
             read = self._more_waiting()
-        end = buf.rfind(b"\n") + 1
-        lines = bytes(buf[:end])
-        del buf[:end]
-        return lines
+        return True
 
     def _more_waiting(self) -> bool:
         """Whether a read now probably finds more: the last one filled its buffer, or
@@ -185,52 +203,21 @@ class LineReader:
         tls = self._tls
         return self._full or (tls is not None and bool(tls.obj.pending() or tls.incoming.pending))
 
-    def _recv_now(self, sock: Any, size: int) -> bytes:
-        """One read without waiting (BlockingIOError if nothing has arrived)."""
+    def _recv_now(self, size: int) -> bytes:
+        """One read (BlockingIOError if nothing has arrived on a gevent socket)."""
         tls = self._tls
+        tcp = self._socket()
+        if self._gevent:
+            tcp = tcp._sock  # the real socket under gevent's: never waits
         try:
             if tls is not None:
-                return tls.read_plain(size, lambda: self._take(tls.tcp._sock, CIPHER_BLOCK))
-            return self._take(sock._sock, size)
+                return tls.read_plain(size, lambda: self._take(tcp, CIPHER_BLOCK))
+            return self._take(tcp, size)
         except BlockingIOError:
             raise
         except BaseException:
             self.raw.release()
             raise
-
-    def _fill(self) -> bytearray:
-        """The body buffer once it holds a complete line; empty at the end of the body."""
-        raw = self.raw
-        buf = raw._body_buffer
-        while buf.find(b"\n") < 0:
-            if raw.message_complete:
-                return bytearray()
-            sock = raw._sock
-            if sock is None:
-                raise HTTPConnectionClosed("connection closed.")
-            try:
-                raw.feed(self._recv(sock, raw.block_size))
-            except BaseException:
-                raw.release()
-                raise
-        return buf
-
-    def _recv(self, sock: Any, size: int) -> bytes:
-        tls = self._tls
-        if tls is not None:
-            return tls.read_plain(size, lambda: self._recv_stamped(tls.tcp, CIPHER_BLOCK))
-        return self._recv_stamped(sock, size)
-
-    def _recv_stamped(self, sock: Any, size: int) -> bytes:
-        if not self._gevent:
-            return self._take(sock, size)
-        if not self._full:
-            self._wait(sock)
-        while True:
-            try:
-                return self._take(sock._sock, size)
-            except BlockingIOError:
-                self._wait(sock)
 
     def _take(self, sock: Any, size: int) -> bytes:
         """One read of what the socket holds (BlockingIOError if nothing), stamped."""
@@ -249,6 +236,18 @@ class LineReader:
 
     def _wait(self, sock: Any) -> None:
         wait_readable(sock, self._timer)
+
+def _cut_lines(buf: bytearray) -> bytes:
+    """Every complete line at the start of `buf`, taken out of it."""
+    end = buf.rfind(b"\n") + 1
+    if end == len(buf):
+        lines = bytes(buf)
+        buf.clear()
+    else:
+        lines = bytes(buf[:end])
+        del buf[:end]
+    return lines
+
 
 def wait_readable(sock: Any, timer: Any) -> None:
     """Block this greenlet until the gevent socket `sock` is readable; TimeoutError after
