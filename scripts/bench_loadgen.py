@@ -360,6 +360,9 @@ def pct(values: np.ndarray, q: float) -> float:
     return float(np.percentile(values, q)) if values.size else float("nan")
 
 
+CPU_RATIO_GOAL = 0.50  # #26: a load process at half the aiohttp reference's CPU per chunk
+
+
 # --- the three parts -------------------------------------------------------------------
 
 def cpu_part(sim: Sim, tmp: Path, args: argparse.Namespace) -> list[str]:
@@ -386,7 +389,8 @@ def cpu_part(sim: Sim, tmp: Path, args: argparse.Namespace) -> list[str]:
                          f"{pct(m.arrival_err_ms, 50):>15.2f} {pct(m.arrival_err_ms, 99):>6.2f}")
             print(lines[-1], flush=True)
         ratios.append(costs["specload"] / costs["aiohttp"])
-        lines.append(f"{users:>5} ratio specload/aiohttp = {ratios[-1]:.2f}" + (
+        lines.append(f"{users:>5} ratio specload/aiohttp = {ratios[-1]:.2f} "
+                     f"(goal: {CPU_RATIO_GOAL:.2f})" + (
             f", specload/baseline = {costs['specload'] / costs['baseline']:.2f}"
             if "baseline" in costs else ""))
         print(lines[-1], flush=True)

@@ -5,12 +5,13 @@ Locust's `FastHttpSession.post` passes each request through geventhttpclient's
 response wrappers and `HTTPClient.request` (header dictionaries merged, checked and
 rendered anew) before a byte is sent. For a load process sending hundreds of requests a
 second that costs more CPU than reading the streams. `StreamPost` renders the request
-head once per user (the fields geventhttpclient would send, taken from its own
-`_build_request`, plus the user's), and sends each request in one write on a connection
-from the same geventhttpclient pool, so the pool's timeouts, TLS context and
-`keepalive.get_socket` reuse rules all apply. The response head is read by
-geventhttpclient's parser as before. A streamed completion needs no redirects, retries
-or cookies; the keep-alive close race is resent by the caller (`keepalive.is_close_race`).
+head once per user (the request line and fields geventhttpclient would send, taken
+from its own `_build_request`, plus the user's) and sends each request in one write,
+on a connection from the same geventhttpclient pool, so the pool's timeouts, TLS
+context, proxy and `keepalive.get_socket` reuse rules all apply. The response head is
+read by geventhttpclient's parser as before. A streamed completion needs no redirects,
+retries or cookies; the keep-alive close race is resent by the caller
+(`keepalive.is_close_race`).
 """
 
 from __future__ import annotations
@@ -37,16 +38,18 @@ class StreamPost:
         self._block_size = client.block_size
         self._headers_type = client.headers_type
         target = getattr(url, "quoted_uri", url.request_uri)
-        default = client._build_request("POST", target, body=None, headers=None)
+        # the request line (absolute through a plain-HTTP proxy) and default fields
+        request_line, *default = client._build_request(
+            "POST", target, body=None, headers=None).split("\r\n")
         fields: dict[str, tuple[str, str]] = {}  # by lower-case name: later ones win
-        for line in default.split("\r\n")[1:]:
+        for line in default:
             name, sep, value = line.partition(": ")
             if sep and name.lower() != "content-length":
                 fields[name.lower()] = (name, value)
         if session.auth_header:
             fields["authorization"] = ("Authorization", session.auth_header)
         fields.update((name.lower(), (name, value)) for name, value in headers.items())
-        head = f"POST {target} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.values())
+        head = f"{request_line}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.values())
         self._head = head.encode("latin-1")
         self._timer: Any = None  # libev timer for the wait on the head (reader.wait_readable)
 

@@ -104,6 +104,11 @@ class StreamTally:
     def has_text(self) -> bool:
         return self.first_text is not None
 
+    @property
+    def output_tokens(self) -> int:
+        """The tokens tallied so far (as `result().output_tokens`, without the rest)."""
+        return self._tokens()[0]
+
     def reply(self) -> str:
         """The reply's text so far ("" unless made with `keep_text`)."""
         return "".join(self.texts or ())

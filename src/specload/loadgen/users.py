@@ -442,8 +442,7 @@ def _tls_reason(error: ssl.SSLError) -> str:
 
 def _judge_complete_stream(tally: StreamTally, out: _Outcome) -> None:
     """A stream that ended properly can still be empty, or cut short without a word."""
-    measured_tokens = tally.result().output_tokens
-    if measured_tokens == 0 and not tally.has_text:
+    if tally.output_tokens == 0 and not tally.has_text:
         out.fail("empty_stream", "stream ended without a token")
     elif not tally.finish_reason:
         out.fail("no_finish_reason", "stream ended without a finish_reason")

@@ -83,3 +83,15 @@ def test_credentials_in_the_url_become_basic_auth(server) -> None:
     got = got[1:]
     assert b"Authorization: Basic dUB4OnA6dw==\r\n" in got[0]  # base64 of "u@x:p:w"
     assert got[0].startswith(b"POST /v1/completions HTTP/1.1\r\n")
+
+
+def test_through_a_plain_http_proxy_the_target_is_absolute(server) -> None:
+    """The request line is geventhttpclient's own: absolute-form to a proxy."""
+    address, got = server
+    session = FastHttpSession("http://llm.invalid:8000", EventHook(), None,
+                              proxy_host=address.split(":")[0],
+                              proxy_port=int(address.split(":")[1]))
+    StreamPost(session, "/v1/completions", {}).send(b"{}").read()
+    got = got[1:]
+    assert got[0].startswith(b"POST http://llm.invalid:8000/v1/completions HTTP/1.1\r\n")
+    assert b"\r\nHost: llm.invalid:8000\r\n" in got[0]
