@@ -22,14 +22,14 @@ from typing import Any
 from geventhttpclient.response import HTTPSocketPoolResponse
 from geventhttpclient.url import URL
 
-from specload.loadgen.reader import wait_readable
+from specload.loadgen.reader import read_timer, wait_readable
 from specload.loadgen.tls import TLSStream
 
 
 class StreamPost:
     """POSTs of one user to one URL; `send(body, extra)` returns the response head read."""
 
-    __slots__ = ("_block_size", "_head", "_headers_type", "_pool", "_timer")
+    __slots__ = ("_block_size", "_head", "_headers_type", "_pool", "timer")
 
     def __init__(self, session: Any, path: str, headers: dict[str, str]) -> None:
         url = URL(session.base_url + path)
@@ -51,7 +51,9 @@ class StreamPost:
         fields.update((name.lower(), (name, value)) for name, value in headers.items())
         head = f"{request_line}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.values())
         self._head = head.encode("latin-1")
-        self._timer: Any = None  # libev timer for the wait on the head (reader.wait_readable)
+        # the user's one libev timer for its socket reads (reader.read_timer): the wait on
+        # the head here, and the between-chunks timeout of the reader it hands it to
+        self.timer: Any = None
 
     def send(self, body: bytes, extra: dict[str, str] | None = None) -> HTTPSocketPoolResponse:
         """Send one request (with `extra` header fields) and read its response head.
@@ -83,11 +85,10 @@ class StreamPost:
         tcp = sock.tcp if isinstance(sock, TLSStream) else sock
         if not hasattr(tcp, "_read_event"):
             return
-        timer = self._timer
-        if timer is None and tcp.timeout is not None:
-            timer = self._timer = tcp.hub.loop.timer(tcp.timeout, tcp.timeout)
+        if self.timer is None:
+            self.timer = read_timer(tcp)
         try:
-            wait_readable(tcp, timer)
+            wait_readable(tcp, self.timer)
         except BaseException:
             pool.release_socket(sock)
             raise

@@ -168,20 +168,19 @@ def get_socket(pool: ConnectionPool) -> Any:
         raise
 
 
-def is_close_race(error: BaseException | None) -> bool:
+def is_close_race(error: BaseException) -> bool:
     """True when a request failed with `error` on a reused connection closed before any
-    response byte; `error` None: its response head arrived.
-
-    Also tells `REUSE` how the reused connection fared.
-    """
-    if not _HANDED.reused:
-        return False
-    if isinstance(error, _CLOSED_ERRORS):
+    response byte (and `REUSE` is told)."""
+    if _HANDED.reused and isinstance(error, _CLOSED_ERRORS):
         REUSE.found_closed(_HANDED.host)
         return True
-    if error is None:
-        REUSE.reused(_HANDED.host)
     return False
+
+
+def head_arrived() -> None:
+    """A request's response head arrived: a reused connection carried it (`REUSE`)."""
+    if _HANDED.reused:
+        REUSE.reused(_HANDED.host)
 
 
 @contextlib.contextmanager

@@ -92,7 +92,9 @@ class LineReader:
 
     __slots__ = ("_full", "_gevent", "_kernel", "_timer", "_tls", "last_stamp", "raw")
 
-    def __init__(self, raw: Any) -> None:
+    def __init__(self, raw: Any, timer: Any = None) -> None:
+        """`timer`: a `read_timer` of the connection's socket to reuse (one is made
+        otherwise)."""
         self.raw = raw
         self.last_stamp = wall_clock.now()
         self._kernel = False
@@ -103,9 +105,7 @@ class LineReader:
             self._tls, sock = sock, sock.tcp
         # a gevent socket: wait on its read watcher ourselves (see the module docstring)
         self._gevent = sock is not None and hasattr(sock, "_read_event")
-        self._timer: Any = None  # a libev timer watcher (see the module docstring)
-        if self._gevent and sock.timeout is not None:
-            self._timer = sock.hub.loop.timer(sock.timeout, sock.timeout)
+        self._timer: Any = (timer or read_timer(sock)) if self._gevent else None
         if _KERNEL_STAMPS and sock is not None:
             try:
                 sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
@@ -249,10 +249,18 @@ def _cut_lines(buf: bytearray) -> bytes:
     return lines
 
 
+def read_timer(sock: Any) -> Any:
+    """The libev timer `wait_readable` and `LineReader` restart for a gevent socket's
+    reads: after = repeat = its timeout (None: the socket has none)."""
+    if sock.timeout is None:
+        return None
+    return sock.hub.loop.timer(sock.timeout, sock.timeout)
+
+
 def wait_readable(sock: Any, timer: Any) -> None:
     """Block this greenlet until the gevent socket `sock` is readable; TimeoutError after
-    `timer`'s interval (a libev timer made with after = repeat = the timeout; None: no
-    timeout). Cheaper than gevent's own wait, which builds a `Timeout` each time."""
+    `timer`'s interval (a `read_timer`; None: no timeout). Cheaper than gevent's own
+    wait, which builds a `Timeout` each time."""
     if timer is None:
         sock.hub.wait(sock._read_event)
         return

@@ -255,7 +255,7 @@ class StreamingUser(FastHttpUser):
             if not keepalive.is_close_race(exc):
                 raise
         else:
-            keepalive.is_close_race(None)
+            keepalive.head_arrived()
             return sent, raw
         sent = replace(sent, start=wall_clock.now(), reconnects=sent.reconnects + 1)
         with keepalive.fresh_connection():
@@ -267,7 +267,7 @@ class StreamingUser(FastHttpUser):
         if not _accept_head(raw, out):
             _release(out)
             return
-        reader = LineReader(raw)
+        reader = LineReader(raw, self._post.timer if self._post else None)
         try:
             self._read_events(reader, tally, out)
         except MalformedChunk as exc:
