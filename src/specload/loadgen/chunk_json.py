@@ -13,13 +13,19 @@ each step where it lists them (the fields every registered engine declares,
 `metrics.speculative_decoding`), and an error object if the
 server put one in the stream. Anything that is not the JSON we expect raises
 `MalformedChunk`; speculation fields that are not counts are left out, not guessed.
+
+This runs for every chunk a load process reads, so the few fields read are decoded in
+one call by msgspec into typed structs, the rest of the payload skipped unread; a
+payload the typed decoder refuses is read again with orjson by the same rules, which
+name what is wrong with it or read it as the odd-shaped chunk it is.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple, TypeGuard
+from typing import Annotated, Any, NamedTuple, TypeGuard
 
+import msgspec
 import orjson
 
 from specload.engines import RequestSpeculation, request_speculation
@@ -64,8 +70,87 @@ class Chunk:
     speculation: DraftCounts | None = None  # where the engine says
 
 
+# The fields a chunk is read for, decoded in one call by msgspec (everything else in the
+# payload is skipped unread); anything of another type sends the payload to `_lenient`.
+_Count = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class _Delta(msgspec.Struct):
+    content: Any = None
+    reasoning_content: Any = None
+    reasoning: Any = None
+
+
+class _Choice(msgspec.Struct):
+    delta: _Delta | None = None
+    text: Any = None
+    finish_reason: Any = None
+
+
+class _Usage(msgspec.Struct):
+    completion_tokens: _Count | None = None
+    prompt_tokens: _Count | None = None
+
+
+class _WireBase(msgspec.Struct):
+    choices: list[_Choice] | None = None
+    usage: _Usage | None = None
+    error: Any = None
+    object: Any = None
+
+
+# plus the top-level object of each engine's own speculation, read as it comes
+_Wire = msgspec.defstruct(
+    "_Wire", [(key, Any, None) for key in dict.fromkeys(k for k, _ in _SPECULATION_KEYS)],
+    bases=(_WireBase,))
+_decode = msgspec.json.Decoder(_Wire).decode
+
+
 def parse_chunk(data: bytes) -> Chunk:
     """Parse one `data:` payload (not `[DONE]`)."""
+    try:
+        wire = _decode(data)
+    except msgspec.MsgspecError:
+        wire = _lenient(data)  # the reason it is malformed, or a chunk of an odd shape
+    return _chunk(wire, data)
+
+
+def _chunk(wire: _Wire, data: bytes) -> Chunk:
+    """What a decoded payload says."""
+    if wire.error is not None or wire.object == "error":
+        return Chunk(error=_error_message(orjson.loads(data)))
+    chunk = Chunk()
+    usage = wire.usage
+    if usage is not None:
+        chunk.completion_tokens = usage.completion_tokens
+        chunk.prompt_tokens = usage.prompt_tokens
+    for key, spec in _SPECULATION_KEYS:
+        section = getattr(wire, key)
+        if section is not None:
+            _speculation(chunk, section, spec)
+    choices = wire.choices
+    if choices is None and usage is None:
+        raise MalformedChunk("chunk has no `choices` list")
+    if not choices:
+        chunk.usage_only = usage is not None  # the final usage chunk: `choices` [] or left out
+        return chunk
+    choice = choices[0]
+    delta = choice.delta
+    if delta is not None:
+        content = delta.content
+        chunk.text = content if isinstance(content, str) else ""
+        chunk.has_content = bool(content or delta.reasoning_content or delta.reasoning)
+    elif isinstance(choice.text, str) and choice.text:
+        chunk.has_content, chunk.text = True, choice.text
+    if choice.finish_reason is not None:
+        chunk.finish_reason = str(choice.finish_reason)
+    return chunk
+
+
+def _lenient(data: bytes) -> _Wire:
+    """A payload the typed decoder refused, read by the same rules: MalformedChunk saying
+    why it is not a chunk, or its fields (a chunk of an odd shape, e.g. with a second
+    choice that is not an object, which nothing reads)."""
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -73,56 +158,28 @@ def parse_chunk(data: bytes) -> Chunk:
     if type(obj) is not dict:  # orjson gives plain dicts
         raise MalformedChunk("chunk is not a JSON object", data)
     if obj.get("error") is not None or obj.get("object") == "error":
-        return Chunk(error=_error_message(obj))
-    chunk = Chunk()
+        return _Wire(error=obj.get("error"), object=obj.get("object"))
     usage = obj.get("usage")
     if usage is not None:
-        _usage(chunk, usage)
-    for key, spec in _SPECULATION_KEYS:
-        section = obj.get(key)
-        if section is not None:
-            _speculation(chunk, section, spec)
+        if type(usage) is not dict:
+            raise MalformedChunk("`usage` is not an object")
+        usage = _Usage(_count(usage, "completion_tokens"), _count(usage, "prompt_tokens"))
     choices = obj.get("choices")
-    if choices is None and usage is not None:
-        chunk.usage_only = True  # a usage chunk that leaves `choices` out
-        return chunk
-    if not isinstance(choices, list):
+    if choices is not None and not isinstance(choices, list):
         raise MalformedChunk("chunk has no `choices` list")
-    if not choices:
-        chunk.usage_only = usage is not None
-        return chunk
-    choice = choices[0]
-    if not isinstance(choice, dict):
-        raise MalformedChunk("`choices[0]` is not an object")
-    chunk.has_content, chunk.text = _content(choice)
-    finish = choice.get("finish_reason")
-    if finish is not None:
-        chunk.finish_reason = str(finish)
-    return chunk
-
-
-def _content(choice: dict) -> tuple[bool, str]:
-    """Whether the choice carries generated content, and its reply text."""
-    delta = choice.get("delta")
-    if delta is not None:
-        if not isinstance(delta, dict):
-            raise MalformedChunk("`delta` is not an object")
-        content = delta.get("content")
-        text = content if isinstance(content, str) else ""
-        return bool(content or delta.get("reasoning_content") or delta.get("reasoning")), text
-    text = choice.get("text")
-    return (True, text) if isinstance(text, str) and text else (False, "")
-
-
-def _usage(chunk: Chunk, usage: object) -> None:
-    if type(usage) is not dict:
-        raise MalformedChunk("`usage` is not an object")
-    completion, prompt = usage.get("completion_tokens"), usage.get("prompt_tokens")
-    # plain non-negative ints (a bool is not one) pass without a call: this runs per chunk
-    chunk.completion_tokens = (completion if type(completion) is int and completion >= 0
-                               else _count(usage, "completion_tokens"))
-    chunk.prompt_tokens = (prompt if type(prompt) is int and prompt >= 0
-                           else _count(usage, "prompt_tokens"))
+    if choices:
+        choice = choices[0]
+        if not isinstance(choice, dict):
+            raise MalformedChunk("`choices[0]` is not an object")
+        delta = choice.get("delta")
+        if delta is not None:
+            if not isinstance(delta, dict):
+                raise MalformedChunk("`delta` is not an object")
+            delta = _Delta(delta.get("content"), delta.get("reasoning_content"),
+                           delta.get("reasoning"))
+        choices = [_Choice(delta, choice.get("text"), choice.get("finish_reason"))]
+    return _Wire(choices=choices, usage=usage,
+                 **{key: obj.get(key) for key, _ in _SPECULATION_KEYS})
 
 
 def _speculation(chunk: Chunk, section: object, spec: RequestSpeculation) -> None:

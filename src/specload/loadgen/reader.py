@@ -54,6 +54,7 @@ from specload.loadgen.tls import CIPHER_BLOCK, TLSStream
 # Not exported by Python's socket module; SO_TIMESTAMPNS(_OLD) in asm-generic/socket.h.
 _SO_TIMESTAMPNS = 35
 _TIMESPEC = struct.Struct("@qq")
+_SOL_SOCKET = socket.SOL_SOCKET
 _KERNEL_STAMPS = sys.platform == "linux" and platform.machine() in {
     "x86_64", "aarch64", "riscv64"}
 _ANC_SIZE = socket.CMSG_SPACE(_TIMESPEC.size) if _KERNEL_STAMPS else 0
@@ -90,7 +91,7 @@ _STAMPING_KEEPER = _keep_stamping_on()
 class LineReader:
     """Reads LF-terminated lines of one response body with their arrival times."""
 
-    __slots__ = ("_full", "_gevent", "_kernel", "_timer", "_tls", "last_stamp", "raw")
+    __slots__ = ("_full", "_gevent", "_kernel", "_tcp", "_timer", "_tls", "last_stamp", "raw")
 
     def __init__(self, raw: Any, timer: Any = None) -> None:
         """`timer`: a `read_timer` of the connection's socket to reuse (one is made
@@ -106,6 +107,8 @@ class LineReader:
         # a gevent socket: wait on its read watcher ourselves (see the module docstring)
         self._gevent = sock is not None and hasattr(sock, "_read_event")
         self._timer: Any = (timer or read_timer(sock)) if self._gevent else None
+        # the socket reads go to: under gevent's, the real one, which never waits
+        self._tcp: Any = sock._sock if self._gevent else sock
         if _KERNEL_STAMPS and sock is not None:
             try:
                 sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
@@ -165,19 +168,12 @@ class LineReader:
             self._wait(self._socket())
             read = True
 
-    def _take_lines(self, read: bool) -> bytes | None:
-        """Every complete line buffered, reading the socket once more if `read` and none
-        is: b"" while no line is complete, None at the end of the body. Never waits."""
-        got = self._gather(read)
-        if got:
-            return _cut_lines(self.raw._body_buffer)
-        return None if got is None else b""
-
     def _gather(self, read: bool) -> bool | None:
         """Whether a complete line is buffered, reading what has arrived if `read` and
         none is (a blocking socket: waiting for it); None at the end of the body."""
         raw = self.raw
         buf = raw._body_buffer
+        tls = self._tls
         while buf.find(b"\n") < 0:
             if raw.message_complete:
                 return None
@@ -186,15 +182,17 @@ class LineReader:
             if not read:
                 return False
             try:
-                data = self._recv_now(raw.block_size)
-            except BlockingIOError:
+                if tls is None:
+                    _feed(raw, self._take(self._tcp, raw.block_size))
+                else:
+                    _feed(raw, tls.read_plain(raw.block_size,
+                                              lambda: self._take(self._tcp, CIPHER_BLOCK)))
+            except BlockingIOError:  # nothing has arrived (a gevent socket)
                 return False
-            try:
-                _feed(raw, data)
             except BaseException:
                 raw.release()
                 raise
-            read = self._more_waiting()
+            read = self._full if tls is None else self._more_waiting()
         return True
 
     def _more_waiting(self) -> bool:
@@ -203,35 +201,20 @@ class LineReader:
         tls = self._tls
         return self._full or (tls is not None and bool(tls.obj.pending() or tls.incoming.pending))
 
-    def _recv_now(self, size: int) -> bytes:
-        """One read (BlockingIOError if nothing has arrived on a gevent socket)."""
-        tls = self._tls
-        tcp = self._socket()
-        if self._gevent:
-            tcp = tcp._sock  # the real socket under gevent's: never waits
-        try:
-            if tls is not None:
-                return tls.read_plain(size, lambda: self._take(tcp, CIPHER_BLOCK))
-            return self._take(tcp, size)
-        except BlockingIOError:
-            raise
-        except BaseException:
-            self.raw.release()
-            raise
-
     def _take(self, sock: Any, size: int) -> bytes:
         """One read of what the socket holds (BlockingIOError if nothing), stamped."""
-        stamp = None
         if self._kernel:
             data, anc, _flags, _addr = sock.recvmsg(size, _ANC_SIZE)
+            self._full = len(data) == size
             for level, kind, payload in anc:
-                if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS:
+                if level == _SOL_SOCKET and kind == _SO_TIMESTAMPNS:
                     sec, nsec = _TIMESPEC.unpack_from(payload)
-                    stamp = sec + nsec * 1e-9 + wall_clock.SHIFT_S
+                    self.last_stamp = sec + nsec * 1e-9 + wall_clock.SHIFT_S
+                    return data
         else:
             data = sock.recv(size)
-        self._full = len(data) == size
-        self.last_stamp = stamp if stamp is not None else wall_clock.now()
+            self._full = len(data) == size
+        self.last_stamp = wall_clock.now()
         return data
 
     def _wait(self, sock: Any) -> None:
@@ -306,20 +289,20 @@ class _Pump:
         reader = self._reader
         raw = reader.raw
         try:
-            lines = reader._take_lines(read)
-            while lines:
-                if self._on_lines(lines, reader.last_stamp):
+            got = reader._gather(read)
+            while got:
+                if self._on_lines(_cut_lines(raw._body_buffer), reader.last_stamp):
                     self._end(None)
                     return
                 # every complete line was taken: more only from the socket, or the end
                 more = reader._more_waiting()
                 if not (more or raw.message_complete):
                     break
-                lines = reader._take_lines(more)
+                got = reader._gather(more)
         except BaseException as exc:
             self._end(exc)
             return
-        if lines is None:
+        if got is None:
             self._end(None)
         elif read and self._timer is not None:
             self._timer.again(self._time_out)

@@ -46,11 +46,9 @@ class SSEDecoder:
                 # fast path: exactly one LF-terminated line, as a line reader gives
                 event = self._line(chunk[:-1])
                 return [event] if event is not None else []
-            if (lf == len(chunk) - 2 and chunk[-1] == 0x0A and not self._data
-                    and chunk.startswith(b"data:")):
-                # fast path: one whole single-line data event, as servers send them
-                value = chunk[6:-2] if chunk[5:6] == b" " else chunk[5:-2]
-                return [SSEEvent(value, self._take_event())]
+            data = self.whole_event_data(chunk)
+            if data is not None:
+                return [SSEEvent(data)]
         buf += chunk
         events: list[SSEEvent] = []
         pos = 0
@@ -76,6 +74,16 @@ class SSEDecoder:
         del buf[:pos]
         return events
 
+    def whole_event_data(self, chunk: bytes) -> bytes | None:
+        """The data of `chunk` when it is one whole event of one `data` line and nothing
+        is pending (the shape servers send each event in), as `feed` would give it with
+        no `event` field; else None (and nothing consumed: `feed` it)."""
+        if (chunk.startswith(b"data:") and chunk.find(b"\n") == len(chunk) - 2
+                and chunk[-1] == 0x0A and not self._buf and not self._data
+                and not self._skip_lf and self._event is None and b"\r" not in chunk):
+            return chunk[6:-2] if chunk[5:6] == b" " else chunk[5:-2]
+        return None
+
     def finish(self) -> SSEEvent | None:
         """End of stream: the event still being built (plus any unterminated line), if any."""
         if self._buf:
@@ -99,10 +107,6 @@ class SSEDecoder:
         elif name == b"event":
             self._event = value.decode("utf-8", "replace")
         return None
-
-    def _take_event(self) -> str | None:
-        event, self._event = self._event, None
-        return event
 
     def _dispatch(self) -> SSEEvent | None:
         data, event = self._data, self._event

@@ -291,10 +291,15 @@ class StreamingUser(FastHttpUser):
     def _read_events(self, reader: LineReader, tally: StreamTally, out: _Outcome) -> None:
         raw = reader.raw
         decoder = SSEDecoder()
+        whole_event_data, on_event = decoder.whole_event_data, self._on_event
 
         def on_lines(lines: bytes, stamp: float) -> bool:
-            for event in decoder.feed(lines):
-                out.done = out.done or self._on_event(event.data, stamp, tally, out)
+            data = whole_event_data(lines)
+            if data is not None:  # one event, as servers send them: no list to build
+                out.done = out.done or on_event(data, stamp, tally, out)
+            else:
+                for event in decoder.feed(lines):
+                    out.done = out.done or on_event(event.data, stamp, tally, out)
             return out.done or bool(out.error_kind)
 
         reader.pump(on_lines)

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
+import msgspec
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from specload.loadgen import chunk_json
 from specload.loadgen.chunk_json import (
     MalformedChunk,
     error_message_from_body,
@@ -133,3 +138,60 @@ def test_error_message_from_body() -> None:
     assert len(error_message_from_body(b"x" * 500)) == 200  # the first 200 characters
     for empty in (b"", b"  \n"):
         assert error_message_from_body(empty) == "(empty body)"
+
+
+# Values of the types a chunk's fields could carry, right or wrong
+_ANY = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 2**63) | st.floats(allow_nan=False)
+    | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner,
+                                                                 max_size=3),
+    max_leaves=6)
+
+
+def _maybe(values: st.SearchStrategy) -> st.SearchStrategy:
+    return st.one_of(values, _ANY)
+
+
+_DELTA = st.fixed_dictionaries({}, optional={
+    "content": _maybe(st.text(max_size=3)), "reasoning_content": _ANY, "reasoning": _ANY,
+    "role": st.just("assistant")})
+_CHOICE = st.fixed_dictionaries({}, optional={
+    "delta": _maybe(_DELTA), "text": _maybe(st.text(max_size=3)), "index": st.just(0),
+    "finish_reason": _maybe(st.sampled_from(["stop", "length"]))})
+_USAGE = st.fixed_dictionaries({}, optional={
+    "completion_tokens": _maybe(st.integers(0, 10**6)),
+    "prompt_tokens": _maybe(st.integers(0, 10**6)), "total_tokens": _ANY})
+_SPEC = st.fixed_dictionaries({}, optional={
+    "draft_n": _maybe(st.integers(0, 50)), "draft_n_accepted": _maybe(st.integers(0, 50)),
+    "speculative_decoding": st.fixed_dictionaries({}, optional={
+        "num_draft_tokens": st.integers(0, 50), "num_accepted_draft_tokens": st.integers(0, 50),
+        "num_spec_steps": _maybe(st.integers(0, 50)),
+        "per_step_accepted": _maybe(st.lists(st.integers(0, 5), max_size=4))})})
+_PAYLOAD = st.fixed_dictionaries({}, optional={
+    "id": st.text(max_size=3), "object": _maybe(st.sampled_from(["chat.completion.chunk",
+                                                                 "error"])),
+    "choices": _maybe(st.lists(_maybe(_CHOICE), max_size=2)), "usage": _maybe(_USAGE),
+    "timings": _maybe(_SPEC), "metrics": _maybe(_SPEC), "error": _maybe(st.none())})
+
+
+def _outcome(read: Callable[[], object]) -> object:
+    try:
+        return read()
+    except MalformedChunk as exc:
+        return ("malformed", str(exc), exc.preview)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_PAYLOAD)
+def test_the_typed_decoder_reads_every_payload_as_the_rules_do(payload: dict) -> None:
+    """Where msgspec's typed decode takes a payload, its chunk is the one orjson and the
+    rules make of it (`_lenient`); where it refuses one, `parse_chunk` is the rules'."""
+    data = orjson.dumps(payload)
+    by_rules = _outcome(lambda: chunk_json._chunk(chunk_json._lenient(data), data))
+    assert _outcome(lambda: parse_chunk(data)) == by_rules
+    try:
+        typed = chunk_json._decode(data)
+    except msgspec.MsgspecError:
+        return
+    assert _outcome(lambda: chunk_json._chunk(typed, data)) == by_rules
