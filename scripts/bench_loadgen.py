@@ -10,7 +10,10 @@ chunks/s) with `--trace`, the ground truth. Three parts, one run:
    vLLM's and SGLang's benchmark scripts are (iterate `response.content`, `json.loads`
    every `data:` line, record timestamps), same users, server and duration. Process CPU
    (psutil, user + system, children included) in a steady window / content chunks the
-   sim emitted in that window. Prints the ratio specload / aiohttp.
+   sim emitted in that window. Prints the ratio specload / aiohttp. `--floor` adds the
+   same Locust users with every per-chunk step but one stamped read taken out
+   (`scripts/loadgen_floor/locustfile.py`): how low a gevent client with one read per
+   chunk can go, with the same request path.
 2. Capacity: Locust at rising C with 1 process, then `--processes 2`. Records are
    matched to the trace by request_id; a run passes when client TTFT is within 5 ms of
    the sim's (p99 of the per-request difference) and each content chunk's client arrival
@@ -49,6 +52,8 @@ from specload.runner.sim_launcher import LaunchError, SimOptions, launch
 
 REPO = Path(__file__).resolve().parents[1]
 PROMPTS = REPO / "src/specload/data/prompts.jsonl"
+CHAT = REPO / "locustfiles/chat.py"
+FLOOR = REPO / "scripts/loadgen_floor/locustfile.py"  # `--floor`: see its docstring
 TTFT_BOUND_MS = 5.0
 ARRIVAL_BOUND_MS = 2.0
 LAG_METRIC = "specload_sim_engine_lag_seconds_total"
@@ -159,8 +164,8 @@ def run_client(cmd: list[str], sim: Sim, users: int, processes: int, args: argpa
 
 
 def locust_cmd(url: str, users: int, processes: int, prefix: Path,
-               args: argparse.Namespace) -> list[str]:
-    cmd = [sys.executable, "-m", "locust", "-f", str(REPO / "locustfiles/chat.py"),
+               args: argparse.Namespace, locustfile: Path = CHAT) -> list[str]:
+    cmd = [sys.executable, "-m", "locust", "-f", str(locustfile),
            "--headless", "-u", str(users), "-r", str(max(users, 1)), "-t", f"{args.seconds}s",
            "--csv", str(prefix), "--host", url, "--only-summary", "--stop-timeout", "5",
            "--max-tokens", str(args.max_tokens), "--ignore-eos", "--loglevel", "WARNING"]
@@ -173,9 +178,9 @@ def locust_cmd(url: str, users: int, processes: int, prefix: Path,
 
 def run_locust(sim: Sim, users: int, processes: int, tmp: Path,
                args: argparse.Namespace, src: Path | None = None,
-               extra: list[str] | None = None) -> Run:
+               extra: list[str] | None = None, locustfile: Path = CHAT) -> Run:
     prefix = tmp / f"locust-u{users}-p{processes}-{time.monotonic_ns()}"
-    cmd = locust_cmd(sim.url, users, processes, prefix, args) + (extra or [])
+    cmd = locust_cmd(sim.url, users, processes, prefix, args, locustfile) + (extra or [])
     return run_client(cmd, sim, users, processes, args, prefix, src)
 
 
@@ -371,13 +376,15 @@ def cpu_part(sim: Sim, tmp: Path, args: argparse.Namespace) -> list[str]:
              f"{'TTFT err p50':>12} {'p99':>6} {'arrival err p50':>15} {'p99':>6}"]
     print("\n".join(lines), flush=True)
     ratios = []
-    clients = ["specload", "aiohttp"] + (["baseline"] if args.baseline_src else [])
+    clients = (["specload", "aiohttp"] + (["baseline"] if args.baseline_src else [])
+               + (["floor"] if args.floor else []))
     for users in args.cpu_users:
         costs = {}
         for name in clients:
             run = (run_reference(sim, users, tmp, args) if name == "aiohttp"
                    else run_locust(sim, users, 1, tmp, args,
-                                   args.baseline_src if name == "baseline" else None))
+                                   args.baseline_src if name == "baseline" else None,
+                                   locustfile=FLOOR if name == "floor" else CHAT))
             trace = sim.records()
             chunks, _ = trace_chunks(trace, run.t0, run.t1)
             m = match(run, trace)
@@ -392,7 +399,9 @@ def cpu_part(sim: Sim, tmp: Path, args: argparse.Namespace) -> list[str]:
         lines.append(f"{users:>5} ratio specload/aiohttp = {ratios[-1]:.2f} "
                      f"(goal: {CPU_RATIO_GOAL:.2f})" + (
             f", specload/baseline = {costs['specload'] / costs['baseline']:.2f}"
-            if "baseline" in costs else ""))
+            if "baseline" in costs else "") + (
+            f", floor/aiohttp = {costs['floor'] / costs['aiohttp']:.2f}"
+            if "floor" in costs else ""))
         print(lines[-1], flush=True)
     return lines
 
@@ -517,6 +526,9 @@ def main() -> int:
     ap.add_argument("--baseline-src", type=Path, default=None,
                     help="also measure CPU/chunk with specload imported from this source "
                     "tree (e.g. an older checkout's src/) for before/after ratios")
+    ap.add_argument("--floor", action="store_true",
+                    help="also measure the CPU/chunk floor: Locust's users with every "
+                    "per-chunk step but one stamped read taken out (scripts/loadgen_floor)")
     args = ap.parse_args()
     parts = set(args.parts.split(","))
     out: list[str] = [f"# bench_loadgen: profile {args.profile} spec={args.spec}, "

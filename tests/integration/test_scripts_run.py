@@ -46,3 +46,21 @@ def test_the_data_generators_write_what_the_package_ships(script: str, data: str
 def test_each_shell_script_parses(script: str) -> None:
     res = _run("bash", "-n", str(SCRIPTS / script))
     assert res.returncode == 0, res.stderr
+
+
+def test_the_loadgen_floor_streams_and_records(sim_server, locust_run) -> None:
+    """`bench_loadgen.py --floor`'s locustfile still runs as Locust users: each request
+    streams to its end on a reused connection and leaves a record, its reads as chunks
+    and its `--max-tokens` as its tokens."""
+    sim = sim_server()
+    run = locust_run("../scripts/loadgen_floor/locustfile.py", sim.url, users=4,
+                     run_time="4s", extra=["--max-tokens", "16", "--ignore-eos"])
+    assert run.returncode == 0, run.output[-3000:]
+    done = [r for r in run.requests() if r["interrupted"] == "0"]
+    traced = {t["request_id"]: t for t in sim.read_trace()}
+    assert len(done) >= 8
+    for r in done:
+        assert r["error_kind"] == "" and r["output_tokens"] == "16", r
+        # the usage chunk, `[DONE]` and the body's end may each come in a read of its own
+        assert 1 <= int(r["num_chunks"]) <= len(traced[r["request_id"]]["chunks"]) + 3
+    assert run.summary()[("POST", "/v1/chat/completions")][:2] == (len(done), 0)
