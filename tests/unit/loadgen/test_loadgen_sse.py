@@ -111,3 +111,33 @@ def test_whole_events_as_a_line_reader_hands_them_out() -> None:
                 SSEEvent(b"[DONE]")]
     assert decode(list(stream)) == expected
     assert decode([bytes([b]) for b in b"".join(stream)]) == expected
+
+
+@given(st.lists(st.integers(min_value=0, max_value=len(STREAM)), max_size=6),
+       st.sampled_from([b'data: {"a": 1}\n\n', b"data:[DONE]\n\n", b"data: x\r\n\r\n",
+                        b"data: a\ndata: b\n\n", b"event: e\ndata: x\n\n", b"data: x\n",
+                        b": c\n\n", b"\ndata: x\n\n", b"data: x\n\ndata: y\n\n"]))
+def test_the_one_event_shortcut_is_what_feed_gives(cuts: list[int], piece: bytes) -> None:
+    """`whole_event_data` (users read a server's usual event without `feed`'s list)
+    answers only where `feed` would give exactly one event with no `event` field, and
+    gives its data, whatever the decoder holds from earlier reads."""
+    ends = sorted(cuts)
+    for before in [b"", *(STREAM[:end] for end in ends)]:
+        shortcut, fed = SSEDecoder(), SSEDecoder()
+        shortcut.feed(before)
+        fed.feed(before)
+        events = fed.feed(piece)
+        data = shortcut.whole_event_data(piece)
+        if data is not None:
+            assert events == [SSEEvent(data)], (before, piece)
+
+
+def test_the_one_event_shortcut_answers_for_the_usual_shape_only() -> None:
+    dec = SSEDecoder()
+    assert dec.whole_event_data(b'data: {"a": 1}\n\n') == b'{"a": 1}'
+    assert dec.whole_event_data(b"data:[DONE]\n\n") == b"[DONE]"
+    for other in (b"data: x\r\n\r\n", b"data: a\ndata: b\n\n", b"event: e\ndata: x\n\n",
+                  b"data: x\n", b"data: x\n\ndata: y\n\n"):
+        assert dec.whole_event_data(other) is None, other
+    dec.feed(b"event: e\n")  # an event field waiting for its data
+    assert dec.whole_event_data(b"data: x\n\n") is None
