@@ -2,8 +2,10 @@
 
 Each Python script answers `--help` with its usage (which imports everything it
 imports at the top); the data generators, run for real into a temporary file, write
-exactly the data the package ships; each shell script parses (`bash -n`). Their long
-passes have tests of their own (the soak, the report benchmark, the setup scripts).
+exactly the data the package ships; each shell script parses (`bash -n`); the load
+generator benchmark's floor client (`scripts/loadgen_floor/locustfile.py`, a locustfile,
+not a script) streams from the simulator for a few seconds. Their long passes have tests
+of their own (the soak, the report benchmark, the setup scripts).
 """
 
 from __future__ import annotations
