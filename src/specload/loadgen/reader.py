@@ -54,7 +54,6 @@ from specload.loadgen.tls import CIPHER_BLOCK, TLSStream
 # Not exported by Python's socket module; SO_TIMESTAMPNS(_OLD) in asm-generic/socket.h.
 _SO_TIMESTAMPNS = 35
 _TIMESPEC = struct.Struct("@qq")
-_SOL_SOCKET = socket.SOL_SOCKET
 _KERNEL_STAMPS = sys.platform == "linux" and platform.machine() in {
     "x86_64", "aarch64", "riscv64"}
 _ANC_SIZE = socket.CMSG_SPACE(_TIMESPEC.size) if _KERNEL_STAMPS else 0
@@ -192,7 +191,7 @@ class LineReader:
             except BaseException:
                 raw.release()
                 raise
-            read = self._full if tls is None else self._more_waiting()
+            read = self._more_waiting()
         return True
 
     def _more_waiting(self) -> bool:
@@ -207,7 +206,7 @@ class LineReader:
             data, anc, _flags, _addr = sock.recvmsg(size, _ANC_SIZE)
             self._full = len(data) == size
             for level, kind, payload in anc:
-                if level == _SOL_SOCKET and kind == _SO_TIMESTAMPNS:
+                if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS:
                     sec, nsec = _TIMESPEC.unpack_from(payload)
                     self.last_stamp = sec + nsec * 1e-9 + wall_clock.SHIFT_S
                     return data
