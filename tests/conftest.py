@@ -6,7 +6,10 @@ runs) and `pytest -m real` (real engines; CI runs all three). The real tier meas
 speed, so its modules run one at a time in one process, whatever `-n` says: two real
 engines on two cores at once would each measure the other. In the slow tier the files
 that take minutes (marked `long` with their seconds) are handed to the xdist workers
-first, so no worker is left with one of them at the end.
+first, so no worker is left with one of them at the end. Outside the real tier, each
+test process keeps specload's per-user cache (`SPECLOAD_CACHE`: measured rung tables)
+in a folder of its own, removed at its end; the real tier keeps the user's, where its
+engines are built.
 
 Locust monkey-patches the standard library when it is imported. pytest-xdist's workers
 talk to their controller through threads that a patched `threading` breaks, and no
@@ -16,6 +19,8 @@ again at once: Locust processes that tests start patch as usual.
 """
 
 import os
+import shutil
+import tempfile
 
 os.environ["LOCUST_SKIP_MONKEY_PATCH"] = "1"
 try:
@@ -33,6 +38,10 @@ def pytest_configure(config: pytest.Config) -> None:
     tier = (config.option.markexpr or "").strip()
     if tier.startswith("real"):  # `real`, or a part of it (`real and untimed`: .ci/run)
         config.option.dist, config.option.numprocesses = "no", None
+    else:
+        cache = tempfile.mkdtemp(prefix="specload-test-cache-")
+        os.environ["SPECLOAD_CACHE"] = cache
+        config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
     if tier == "slow":
         # xdist hands out test files in collection order, not by how many tests each
         # holds, so the long ones (`long` below) start first instead of last

@@ -19,7 +19,14 @@ import pandas as pd
 
 from specload import records
 from specload.pools import map_jobs
-from specload.report import client_metrics, clock_align, ground_truth, load_health, server_metrics
+from specload.report import (
+    client_metrics,
+    clock_align,
+    ground_truth,
+    load_health,
+    measure_cache,
+    server_metrics,
+)
 from specload.report.run_files import ArmSource, RepSource, RunSource, read_rep
 from specload.report.rung_columns import (
     SPREAD_STATS,
@@ -43,7 +50,19 @@ class RepJob:
 
 def measure_rep(job: RepJob) -> pd.DataFrame:
     """One row per rung of one repeat with every metric the summary needs."""
-    data = read_rep(job.rep.prefix)
+    return _labelled(job, measure_cache.measured(job.rep.prefix, rung_table, job.rep.done))
+
+
+def _labelled(job: RepJob, table: pd.DataFrame) -> pd.DataFrame:
+    if len(table):
+        table.insert(0, "rep", job.rep.rep)
+        table.insert(0, "arm", job.arm)
+    return table
+
+
+def rung_table(prefix: Path) -> pd.DataFrame:
+    """One row per rung of the repeat whose Locust files share `prefix`."""
+    data = read_rep(prefix)
     windows, source = rung_windows(data.rungs, data.history, data.requests)
     if not windows:
         return pd.DataFrame()
@@ -52,11 +71,9 @@ def measure_rep(job: RepJob) -> pd.DataFrame:
     extra = pd.DataFrame([server_metrics.server_row(server, w)
                           | load_health.client_row(data.client, w)
                           | clock_align.window_row(data.events, data.clock, w) for w in windows])
-    extra["trace_tok_s"] = ground_truth.trace_tok_s(job.rep.prefix, windows)
+    extra["trace_tok_s"] = ground_truth.trace_tok_s(prefix, windows)
     table = pd.concat([table, extra], axis=1)
     table["trace_ratio"] = table["output_tok_s"] / table["trace_tok_s"]
-    table.insert(0, "rep", job.rep.rep)
-    table.insert(0, "arm", job.arm)
     table["window_source"] = source
     return table
 
@@ -64,11 +81,16 @@ def measure_rep(job: RepJob) -> pd.DataFrame:
 def measure_all(run: RunSource, processes: int | None = None) -> pd.DataFrame:
     """Every repeat of every arm measured, concatenated (one row per arm, rep and rung).
 
-    Large runs are measured in parallel processes, one repeat per task.
+    A repeat measured before is read from the cache (`measure_cache`); the others, when
+    their files are large, are measured in parallel processes, one repeat per task.
     """
     jobs = [RepJob(arm.name, rep) for arm in run.arms for rep in arm.reps]
-    size = sum(Path(f"{j.rep.prefix}{records.REQUESTS_SUFFIX}").stat().st_size for j in jobs)
-    parts = map_jobs(measure_rep, jobs, 1 if size < PARALLEL_MIN_BYTES else processes)
+    tables = [measure_cache.kept(j.rep.prefix) for j in jobs]
+    missing = [j for j, t in zip(jobs, tables, strict=True) if t is None]
+    size = sum(Path(f"{j.rep.prefix}{records.REQUESTS_SUFFIX}").stat().st_size for j in missing)
+    fresh = iter(map_jobs(measure_rep, missing, 1 if size < PARALLEL_MIN_BYTES else processes))
+    parts = [next(fresh) if t is None else _labelled(j, t)
+             for j, t in zip(jobs, tables, strict=True)]
     parts = [p for p in parts if len(p)]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 

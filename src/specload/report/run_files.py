@@ -52,6 +52,7 @@ class RepSource:
 
     rep: int
     prefix: Path
+    done: bool = False  # the sweep finished it: its files are written no more
 
 
 @dataclass(slots=True)
@@ -158,7 +159,7 @@ def _from_manifest(run_dir: Path) -> RunSource:
         for rep in entry.reps:
             prefix = run_dir / rep.dir / SWEEP_PREFIX_NAME
             if has_requests(prefix):
-                arm.reps.append(RepSource(rep.rep, prefix))
+                arm.reps.append(RepSource(rep.rep, prefix, done=rep.status == "done"))
                 notes += _incomplete(entry.name, rep, prefix, len(entry.ladder))
             elif not (entry.by_hand and rep.status == "pending"):  # waits for the user
                 why = rep.error or rep.status
