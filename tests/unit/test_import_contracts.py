@@ -91,3 +91,24 @@ def test_report_and_cli_load_no_locust_at_run_time() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120)
     assert json.loads(out.stdout) == []
+
+
+def _loaded_after(imports: str, prefixes: tuple[str, ...]) -> list[str]:
+    code = (f"import json, sys\n{imports}\n"
+            f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {prefixes!r})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120)
+    return json.loads(out.stdout)
+
+
+def test_the_report_draws_its_figures_without_plotly_py() -> None:
+    """Figures are plotly.js data (report/plotjs.py); plotly.py's objects are slow to load."""
+    imports = ("import specload.report.render, specload.report.compare\n"
+               "from specload.report import figures\n"
+               "from tests.support.figure_inputs import summary, pair\n"
+               "figures.all_figures(summary(), [pair()])")
+    assert _loaded_after(imports, ("plotly", "_plotly_utils")) == []
+
+
+def test_where_plotly_js_lies_is_found_without_loading_numbers_or_plotly() -> None:
+    assert _loaded_after("import specload.report.plotjs", ("numpy", "pandas", "plotly")) == []

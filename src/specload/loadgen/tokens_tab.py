@@ -23,8 +23,6 @@ import logging
 import sys
 import time
 from collections.abc import Iterator
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +38,7 @@ from locust.web import WebUI
 from specload.loadgen import health_probe
 from specload.loadgen.live import LiveRungs, is_writer
 from specload.loadgen.options import RunOptions
+from specload.report.plotjs import PLOTLY_JS
 from specload.report.rung_columns import View, headings
 
 log = logging.getLogger(__name__)
@@ -51,7 +50,6 @@ ROWS_PER_LINE = 250
 # plotly.min.js sent at once held the loop ~50 ms.
 PIECE_BYTES = 64 * 1024
 STATIC = Path(__file__).with_name("static")
-PLOTLY_JS = resources.files("plotly") / "package_data" / "plotly.min.js"
 NOT_READY = b'{"ready": false, "state": "ready", "error": ""}'
 NO_RECORDS = "--no-records: users build no request rows, so there are no token figures"
 
@@ -213,7 +211,7 @@ def _pieces(data: bytes) -> Iterator[bytes]:
         gevent.sleep(0)
 
 
-def _file_pieces(path: Traversable) -> Iterator[bytes]:
+def _file_pieces(path: Path) -> Iterator[bytes]:
     with path.open("rb") as fh:
         while piece := fh.read(PIECE_BYTES):
             yield piece

@@ -26,7 +26,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
 from specload.errors import UserError
 from specload.report import figures, html_page
@@ -40,6 +39,7 @@ from specload.report.crossover import (
     rung_decisions,
 )
 from specload.report.html_page import TABLE_CLASS, figures_html
+from specload.report.plotjs import Figure, scatter
 from specload.report.render import Report, build
 from specload.report.run_files import ArmSource
 from specload.report.rung_columns import BY_NAME, View, names, spread_names
@@ -197,14 +197,14 @@ def renamed(run: Run) -> tuple[pd.DataFrame, list[PairResult]]:
     return summary, pairs
 
 
-def change_figure(diffs: pd.DataFrame) -> go.Figure:
+def change_figure(diffs: pd.DataFrame) -> Figure:
     """Each run's tok/s and speedup against the baseline's, in %, with the noise band."""
-    fig = go.Figure()
+    fig = Figure()
     rungs = diffs[diffs["metric"] != "c_star"]
     for i, ((run, metric, subject), part) in enumerate(
             rungs.groupby(["run", "metric", "subject"], sort=False)):
         pct = 100 * (part["ratio"] - 1)
-        fig.add_trace(go.Scatter(
+        fig.add_trace(scatter(
             x=part["concurrency"], y=pct, mode="lines+markers",
             name=f"{run}: {subject} {BY_NAME[metric].heading}",
             line={"color": figures.PALETTE[i % len(figures.PALETTE)],
@@ -215,10 +215,11 @@ def change_figure(diffs: pd.DataFrame) -> go.Figure:
             customdata=part["verdict"],
             hovertemplate="C=%{x}<br>%{y:+.1f}% (%{customdata})<extra></extra>"))
     fig.add_hline(y=0, line={"color": "black", "dash": "dash", "width": 1})
-    fig.update_layout(title="Change against the baseline (bars: noise band)", height=440,
+    fig.update_layout(title={"text": "Change against the baseline (bars: noise band)"},
+                      height=440,
                       legend={"orientation": "h", "y": -0.22}, margin={"t": 60, "b": 40})
-    fig.update_xaxes(title_text=figures.C_AXIS, type="log")
-    return fig.update_yaxes(title_text="change (%)")
+    fig.update_xaxes(title={"text": figures.C_AXIS}, type="log")
+    return fig.update_yaxes(title={"text": "change (%)"})
 
 
 def _table_html(diffs: pd.DataFrame) -> str:

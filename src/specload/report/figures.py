@@ -1,4 +1,5 @@
-"""The report's figures: one function per figure, each returning a plotly Figure.
+"""The report's figures: one function per figure, each returning a plotly.js `Figure`
+(`report/plotjs.py`).
 
 Every figure takes the summary table (one row per arm and concurrency) or the pair
 results, puts concurrency (for open-loop runs, the arrival rate) on a log axis where it
@@ -16,8 +17,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
-from plotly.colors import qualitative
 
 from specload import accept_by_step
 from specload.report.acceptance_map import AcceptanceMap
@@ -25,13 +24,20 @@ from specload.report.categories import CategoryPair
 from specload.report.client_metrics import ACCEPT_HIST_BIN
 from specload.report.crossover import PairResult
 from specload.report.envelope import EFFICIENCY_GOAL, Envelope
+from specload.report.plotjs import Figure, bar, heatmap, scatter, template
 from specload.report.rate_axis import RatePair
 from specload.workload_kinds import LADDER, RATES, USERS, WorkloadKind
 
-PALETTE = qualitative.Plotly
+PALETTE = tuple(template()["layout"]["colorway"])  # plotly's own line colours
 C_AXIS = LADDER.title
 RATE_AXIS = RATES.title
 DASHES = ("solid", "dash", "dot", "dashdot")
+# ColorBrewer's RdBu as plotly.py names it (plotly.colors.diverging.RdBu): red below 1,
+# white at 1, blue above; plotly.js's own "RdBu" runs another way
+RED_BLUE = [[i / 10, c] for i, c in enumerate((
+    "rgb(103,0,31)", "rgb(178,24,43)", "rgb(214,96,77)", "rgb(244,165,130)",
+    "rgb(253,219,199)", "rgb(247,247,247)", "rgb(209,229,240)", "rgb(146,197,222)",
+    "rgb(67,147,195)", "rgb(33,102,172)", "rgb(5,48,97)"))]
 MIN_STEPS = 20  # a step bin of fewer verification steps is left out of its line
 
 
@@ -39,13 +45,13 @@ def _colour(arms: Sequence[str], arm: str) -> str:
     return PALETTE[list(arms).index(arm) % len(PALETTE)]
 
 
-def _layout(fig: go.Figure, title: str, y_title: str, x_title: str = C_AXIS,
-            log_x: bool = True) -> go.Figure:
-    fig.update_layout(title=title, hovermode="closest",
+def _layout(fig: Figure, title: str, y_title: str, x_title: str = C_AXIS,
+            log_x: bool = True) -> Figure:
+    fig.update_layout(title={"text": title}, hovermode="closest",
                       legend={"orientation": "h", "y": -0.22}, margin={"t": 60, "b": 40},
                       height=440)
-    fig.update_xaxes(title_text=x_title, type="log" if log_x else "linear")
-    fig.update_yaxes(title_text=y_title, rangemode="tozero")
+    fig.update_xaxes(title={"text": x_title}, type="log" if log_x else "linear")
+    fig.update_yaxes(title={"text": y_title}, rangemode="tozero")
     if log_x:
         _rung_ticks(fig)
     return fig
@@ -54,7 +60,7 @@ def _layout(fig: go.Figure, title: str, y_title: str, x_title: str = C_AXIS,
 MAX_RUNG_TICKS = 15
 
 
-def _rung_ticks(fig: go.Figure) -> None:
+def _rung_ticks(fig: Figure) -> None:
     """Label a log axis at the rungs the lines' markers sit on (1, 4, 10, 20, 40), not
     with plotly's decade ticks ("8 9 1 2 3 4 5 ... 10 2 3"), while there are few enough.
     A single marker (C*'s cross) is a point between rungs, not a rung."""
@@ -67,7 +73,7 @@ def _rung_ticks(fig: go.Figure) -> None:
         fig.update_xaxes(tickvals=rungs, ticktext=[f"{x:g}" for x in rungs])
 
 
-def _arm_lines(fig: go.Figure, summary: pd.DataFrame, column: str, label: str, unit: str,
+def _arm_lines(fig: Figure, summary: pd.DataFrame, column: str, label: str, unit: str,
                dash: str = "solid", suffix: str = "", x: str = "concurrency") -> None:
     arms = list(dict.fromkeys(summary["arm"]))
     at = "rate" if x == "rate" else "C"
@@ -75,16 +81,16 @@ def _arm_lines(fig: go.Figure, summary: pd.DataFrame, column: str, label: str, u
         part = summary[summary["arm"] == arm].sort_values(x)
         if part[column].notna().sum() == 0:
             continue
-        fig.add_trace(go.Scatter(
+        fig.add_trace(scatter(
             x=part[x], y=part[column], mode="lines+markers",
             name=f"{arm}{suffix}", line={"color": _colour(arms, arm), "dash": dash},
             hovertemplate=f"{arm}<br>{at}=%{{x}}<br>{label}: %{{y:.4g}} {unit}<extra></extra>",
         ))
 
 
-def system_throughput(summary: pd.DataFrame) -> go.Figure:
+def system_throughput(summary: pd.DataFrame) -> Figure:
     """System output tok/s vs C per arm, with the range over repeats as error bars."""
-    fig = go.Figure()
+    fig = Figure()
     _arm_lines(fig, summary, "output_tok_s", "system output", "tok/s")
     if "reps" in summary and (summary["reps"] > 1).any():
         for trace in fig.data:
@@ -96,15 +102,15 @@ def system_throughput(summary: pd.DataFrame) -> go.Figure:
                    "output tokens/s (all users)")
 
 
-def speedup(pairs: Sequence[PairResult]) -> go.Figure:
+def speedup(pairs: Sequence[PairResult]) -> Figure:
     """Speedup spec-on / spec-off vs C per pair with its noise band, the 1.0 line and C*."""
-    fig = go.Figure()
+    fig = Figure()
     for i, pair in enumerate(pairs):
         table = pair.speedup
         name = f"{pair.on.name} / {pair.off.name}"
         colour = PALETTE[i % len(PALETTE)]
         if "band_lo" in table:
-            fig.add_trace(go.Scatter(
+            fig.add_trace(scatter(
                 x=[*table["concurrency"], *table["concurrency"][::-1]],
                 y=[*table["band_hi"], *table["band_lo"][::-1]], fill="toself",
                 fillcolor=colour, opacity=0.15, line={"width": 0},
@@ -115,7 +121,7 @@ def speedup(pairs: Sequence[PairResult]) -> go.Figure:
             error = {"type": "data", "symmetric": False,
                      "array": table["speedup_max"] - table["speedup"],
                      "arrayminus": table["speedup"] - table["speedup_min"]}
-        fig.add_trace(go.Scatter(
+        fig.add_trace(scatter(
             x=table["concurrency"], y=table["speedup"], mode="lines+markers", name=name,
             line={"color": colour}, error_y=error,
             customdata=np.stack([table["output_tok_s_on"], table["output_tok_s_off"]], axis=1),
@@ -129,7 +135,7 @@ def speedup(pairs: Sequence[PairResult]) -> go.Figure:
         if c_star is not None:
             span = (f", {interval.level:.0%} interval {interval.lo:.3g}-{interval.hi:.3g} "
                     "shaded" if shaded else "")
-            fig.add_trace(go.Scatter(
+            fig.add_trace(scatter(
                 x=[c_star], y=[1.0], mode="markers+text",
                 name=f"C* = {c_star:.1f} ({name}{span})",
                 marker={"color": colour, "size": 14, "symbol": "x"},
@@ -142,26 +148,26 @@ def speedup(pairs: Sequence[PairResult]) -> go.Figure:
             fig.add_vrect(x0=interval.lo, x1=interval.hi, fillcolor=colour, opacity=0.08,
                           line={"width": 0})
     fig.add_hline(y=1.0, line={"color": "black", "dash": "dash", "width": 1},
-                  annotation_text="1.0 = break-even", annotation_position="bottom left")
+                  annotation_text="1.0 = break-even")
     return _layout(fig, "Speedup of speculative decoding (spec-on / spec-off system tok/s)",
                    "speedup (×)")
 
 
-def batch_size(summary: pd.DataFrame) -> go.Figure:
+def batch_size(summary: pd.DataFrame) -> Figure:
     """The servers' mean running requests (their batch size) vs C per arm, and batch = C."""
-    fig = go.Figure()
+    fig = Figure()
     _arm_lines(fig, summary, "server_running_mean", "mean running requests", "requests")
     c = sorted(summary["concurrency"].unique())
-    fig.add_trace(go.Scatter(x=c, y=c, mode="lines", name="batch size = C",
+    fig.add_trace(scatter(x=c, y=c, mode="lines", name="batch size = C",
                              line={"color": "grey", "dash": "dot", "width": 1},
                              hovertemplate="batch size = C = %{x}<extra></extra>"))
     return _layout(fig, "Batch size: the servers' mean running requests (below C when "
                    "requests wait)", "mean running requests")
 
 
-def per_user_throughput(summary: pd.DataFrame) -> go.Figure:
+def per_user_throughput(summary: pd.DataFrame) -> Figure:
     """Per-user decode speed (1000 / TPOT p50) and per-request rate incl. TTFT vs C."""
-    fig = go.Figure()
+    fig = Figure()
     _arm_lines(fig, summary, "decode_tok_s_per_user", "decode speed (1/TPOT)", "tok/s",
                suffix=" decode (1/TPOT)")
     if "request_tok_s_p50" in summary:
@@ -171,13 +177,13 @@ def per_user_throughput(summary: pd.DataFrame) -> go.Figure:
                    "rate including its TTFT", "output tokens/s per user")
 
 
-def frontier(summary: pd.DataFrame) -> go.Figure:
+def frontier(summary: pd.DataFrame) -> Figure:
     """Throughput-interactivity frontier: per-user vs system tok/s, points labelled by C."""
-    fig = go.Figure()
+    fig = Figure()
     arms = list(dict.fromkeys(summary["arm"]))
     for arm in arms:
         part = summary[summary["arm"] == arm].sort_values("concurrency")
-        fig.add_trace(go.Scatter(
+        fig.add_trace(scatter(
             x=part["output_tok_s"], y=part["decode_tok_s_per_user"], mode="lines+markers+text",
             name=arm, text=[f"C={c}" for c in part["concurrency"]], textposition="top center",
             line={"color": _colour(arms, arm)}, customdata=part["concurrency"],
@@ -189,18 +195,18 @@ def frontier(summary: pd.DataFrame) -> go.Figure:
                    x_title="system output tokens/s", log_x=False)
 
 
-def ttft(summary: pd.DataFrame) -> go.Figure:
+def ttft(summary: pd.DataFrame) -> Figure:
     """TTFT p50 (solid) and p99 (dashed) vs C per arm."""
-    fig = go.Figure()
+    fig = Figure()
     _arm_lines(fig, summary, "ttft_p50_ms", "TTFT p50", "ms", suffix=" p50")
     _arm_lines(fig, summary, "ttft_p99_ms", "TTFT p99", "ms", dash="dash", suffix=" p99")
     fig = _layout(fig, "Time to first token", "TTFT (ms, log scale)")
     return fig.update_yaxes(type="log", rangemode="normal")
 
 
-def inter_token(summary: pd.DataFrame) -> go.Figure:
+def inter_token(summary: pd.DataFrame) -> Figure:
     """TPOT p50, chunk ITL p50 and token ITL p50 vs C per arm."""
-    fig = go.Figure()
+    fig = Figure()
     for (column, label), dash in zip(
         (("tpot_p50_ms", "TPOT p50"), ("itl_chunk_p50_ms", "chunk ITL p50"),
          ("itl_token_p50_ms", "token ITL p50")), DASHES, strict=False):
@@ -209,9 +215,9 @@ def inter_token(summary: pd.DataFrame) -> go.Figure:
                    "milliseconds")
 
 
-def tokens_per_chunk(summary: pd.DataFrame) -> go.Figure:
+def tokens_per_chunk(summary: pd.DataFrame) -> Figure:
     """Client-seen tokens per chunk (solid) and server mean acceptance length (dashed)."""
-    fig = go.Figure()
+    fig = Figure()
     _arm_lines(fig, summary, "tokens_per_chunk", "tokens per chunk", "tokens",
                suffix=" tokens/chunk")
     if "accept_len_mean" in summary:
@@ -221,17 +227,17 @@ def tokens_per_chunk(summary: pd.DataFrame) -> go.Figure:
                    "tokens per chunk / per step")
 
 
-def failures(summary: pd.DataFrame) -> go.Figure:
+def failures(summary: pd.DataFrame) -> Figure:
     """Failed requests per rung (started in the measure window) vs C per arm."""
-    fig = go.Figure()
+    fig = Figure()
     arms = list(dict.fromkeys(summary["arm"]))
     for arm in arms:
         part = summary[summary["arm"] == arm].sort_values("concurrency")
         kinds = [", ".join(f"{k}: {v}" for k, v in d.items()) or "none"
                  for d in part["failures_by_kind"]]
-        fig.add_trace(go.Bar(
+        fig.add_trace(bar(
             x=part["concurrency"].astype(str), y=part["failures"], name=arm,
-            marker_color=_colour(arms, arm),
+            marker={"color": _colour(arms, arm)},
             customdata=np.stack([100 * part["failure_rate"].fillna(0), kinds], axis=1),
             hovertemplate=f"{arm}<br>C=%{{x}}<br>failures: %{{y}} "
                           "(%{customdata[0]:.2f}%)<br>%{customdata[1]}<extra></extra>",
@@ -245,9 +251,9 @@ def failures(summary: pd.DataFrame) -> go.Figure:
     return fig.update_xaxes(type="category")
 
 
-def token_lengths(summary: pd.DataFrame) -> go.Figure:
+def token_lengths(summary: pd.DataFrame) -> Figure:
     """Prompt and output tokens per request as the server counted them: p50, p10-p90."""
-    fig = go.Figure()
+    fig = Figure()
     arms = list(dict.fromkeys(summary["arm"]))
     for column, label, dash in (("prompt_tokens", "prompt", "solid"),
                                 ("output_tokens", "output", "dash")):
@@ -255,7 +261,7 @@ def token_lengths(summary: pd.DataFrame) -> go.Figure:
             continue
         for arm in arms:
             part = summary[summary["arm"] == arm].sort_values("concurrency")
-            fig.add_trace(go.Scatter(
+            fig.add_trace(scatter(
                 x=part["concurrency"], y=part[f"{column}_p50"], mode="lines+markers",
                 name=f"{arm} {label}", line={"color": _colour(arms, arm), "dash": dash},
                 error_y={"type": "data", "symmetric": False,
@@ -267,17 +273,17 @@ def token_lengths(summary: pd.DataFrame) -> go.Figure:
                    "tokens per request (server's count)")
 
 
-def acceptance_spread(summary: pd.DataFrame) -> go.Figure:
+def acceptance_spread(summary: pd.DataFrame) -> Figure:
     """Each request's own acceptance length (tokens per target step, from what its engine
     told of it): p50 with bars p10-p90 per rung, and the server counters' mean dashed."""
-    fig = go.Figure()
+    fig = Figure()
     arms = list(dict.fromkeys(summary["arm"]))
     for arm in arms:
         part = summary[summary["arm"] == arm].sort_values("concurrency")
         if part["req_accept_len_p50"].isna().all():
             continue
         colour = _colour(arms, arm)
-        fig.add_trace(go.Scatter(
+        fig.add_trace(scatter(
             x=part["concurrency"], y=part["req_accept_len_p50"], mode="lines+markers",
             name=f"{arm} requests", line={"color": colour},
             error_y={"type": "data", "symmetric": False,
@@ -287,7 +293,7 @@ def acceptance_spread(summary: pd.DataFrame) -> go.Figure:
                           "<extra></extra>"))
         server = part.get("accept_len_mean")
         if server is not None and server.notna().any():
-            fig.add_trace(go.Scatter(
+            fig.add_trace(scatter(
                 x=part["concurrency"], y=server, mode="lines", name=f"{arm} server mean",
                 line={"color": colour, "dash": "dash"},
                 hovertemplate=f"{arm} server<br>C=%{{x}}<br>%{{y:.2f}}<extra></extra>"))
@@ -308,15 +314,15 @@ def _rung_lines(summary: pd.DataFrame, column: str
             yield arm, _colour(arms, arm), c, mapping, 0.35 + 0.65 * (j + 1) / len(rungs)
 
 
-def acceptance_histogram(summary: pd.DataFrame) -> go.Figure:
+def acceptance_histogram(summary: pd.DataFrame) -> Figure:
     """Each rung's requests by their own acceptance length (`req_accept_len_hist`), as
     shares of the rung's requests that told it: how wide the acceptance is spread."""
-    fig = go.Figure()
+    fig = Figure()
     width = ACCEPT_HIST_BIN
     for arm, colour, c, hist, alpha in _rung_lines(summary, "req_accept_len_hist"):
         edges = sorted(float(k) for k in hist)
         total = sum(hist.values())
-        fig.add_trace(go.Scatter(
+        fig.add_trace(scatter(
             x=[e + width / 2 for e in edges], y=[hist[f"{e:.2f}"] / total for e in edges],
             mode="lines+markers", line={"color": colour, "shape": "hvh"}, opacity=alpha,
             name=f"{arm} C={c:g}", legendgroup=arm,
@@ -329,17 +335,17 @@ def acceptance_histogram(summary: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def acceptance_by_step(summary: pd.DataFrame) -> go.Figure:
+def acceptance_by_step(summary: pd.DataFrame) -> Figure:
     """Acceptance length along the reply: per bin of the requests' verification steps
     (step 1, 2-3, 4-7, ...), `1 + accepted / steps` over the rung's requests, where the
     engine listed each step (vLLM's `detailed` per-request metrics); bins of fewer than
     `MIN_STEPS` steps are left out."""
-    fig = go.Figure()
+    fig = Figure()
     for arm, colour, c, steps, alpha in _rung_lines(summary, "accept_step_steps"):
         accepted = summary[(summary["arm"] == arm) & (summary["concurrency"] == c)][
             "accept_step_accepted"].iloc[0]
         bins = sorted((int(b) for b, n in steps.items() if n >= MIN_STEPS))
-        fig.add_trace(go.Scatter(
+        fig.add_trace(scatter(
             x=[accept_by_step.label(b) for b in bins],
             y=[1 + accepted.get(str(b), 0) / steps[str(b)] for b in bins],
             mode="lines+markers", line={"color": colour}, opacity=alpha,
@@ -353,9 +359,9 @@ def acceptance_by_step(summary: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def in_flight(summary: pd.DataFrame) -> go.Figure:
+def in_flight(summary: pd.DataFrame) -> Figure:
     """Chat sessions: requests in flight (the batch offered to the server) vs sessions."""
-    fig = go.Figure()
+    fig = Figure()
     _arm_lines(fig, summary, "achieved_concurrency", "requests in flight", "requests")
     if "server_running_mean" in summary:
         _arm_lines(fig, summary, "server_running_mean", "server's running requests",
@@ -365,21 +371,21 @@ def in_flight(summary: pd.DataFrame) -> go.Figure:
                    x_title="concurrent chat sessions (log scale)")
 
 
-def rate_throughput(summary: pd.DataFrame) -> go.Figure:
+def rate_throughput(summary: pd.DataFrame) -> Figure:
     """Open loop: system output tok/s vs arrival rate per arm."""
-    fig = go.Figure()
+    fig = Figure()
     _arm_lines(fig, summary, "output_tok_s", "system output", "tok/s", x="rate")
     return _layout(fig, "System output throughput per arrival rate (equal while both arms "
                    "keep up)", "output tokens/s (all requests)", x_title=RATE_AXIS)
 
 
-def rate_speedup(pairs: Sequence[RatePair]) -> go.Figure:
+def rate_speedup(pairs: Sequence[RatePair]) -> Figure:
     """Open loop: latency speedup (spec-off / spec-on mean E2E) vs rate, and rate*."""
-    fig = go.Figure()
+    fig = Figure()
     for i, pair in enumerate(pairs):
         table, colour = pair.table, PALETTE[i % len(PALETTE)]
         name = f"{pair.on.name} / {pair.off.name}"
-        fig.add_trace(go.Scatter(
+        fig.add_trace(scatter(
             x=table["rate"], y=table["speedup"], mode="lines+markers", name=name,
             line={"color": colour},
             error_y={"type": "data", "symmetric": False,
@@ -388,7 +394,7 @@ def rate_speedup(pairs: Sequence[RatePair]) -> go.Figure:
             hovertemplate=f"{name}<br>rate=%{{x}}/s<br>speedup: %{{y:.3f}}×<extra></extra>"))
         rate = pair.crossover.c_star
         if rate is not None:  # a marker, not an annotation: those misplace on log axes
-            fig.add_trace(go.Scatter(
+            fig.add_trace(scatter(
                 x=[rate], y=[1.0], mode="markers+text", name=f"rate* = {rate:.3g}/s ({name})",
                 marker={"color": colour, "size": 14, "symbol": "x"},
                 text=[f"rate* = {rate:.3g}/s"], textposition="top right",
@@ -399,10 +405,10 @@ def rate_speedup(pairs: Sequence[RatePair]) -> go.Figure:
                    "spec-on mean E2E from the schedule)", "speedup (×)", x_title=RATE_AXIS)
 
 
-def rate_latency(summary: pd.DataFrame) -> go.Figure:
+def rate_latency(summary: pd.DataFrame) -> Figure:
     """Open loop: E2E and TTFT from the schedule (coordinated omission included) and
     TTFT from the send, vs rate."""
-    fig = go.Figure()
+    fig = Figure()
     _arm_lines(fig, summary, "e2e_sched_mean_ms", "mean E2E from schedule", "ms", x="rate",
                suffix=" E2E mean (from schedule)")
     _arm_lines(fig, summary, "ttft_sched_p99_ms", "TTFT p99 from schedule", "ms",
@@ -414,42 +420,42 @@ def rate_latency(summary: pd.DataFrame) -> go.Figure:
     return fig.update_yaxes(type="log", rangemode="normal")
 
 
-def rate_achieved(summary: pd.DataFrame) -> go.Figure:
+def rate_achieved(summary: pd.DataFrame) -> Figure:
     """Open loop: achieved arrival rate and requests in flight vs the target rate."""
-    fig = go.Figure()
+    fig = Figure()
     _arm_lines(fig, summary, "achieved_rate", "achieved rate", "/s", x="rate",
                suffix=" achieved rate")
     _arm_lines(fig, summary, "achieved_concurrency", "requests in flight", "requests",
                dash="dash", x="rate", suffix=" in flight")
     rates = sorted(summary["rate"].dropna().unique())
-    fig.add_trace(go.Scatter(x=rates, y=rates, mode="lines", name="achieved = target",
+    fig.add_trace(scatter(x=rates, y=rates, mode="lines", name="achieved = target",
                              line={"color": "grey", "dash": "dot", "width": 1}))
     return _layout(fig, "Achieved arrival rate (below target: the cap or the client held it "
                    "down) and requests in flight", "per second / requests",
                    x_title=RATE_AXIS)
 
 
-def envelope(found: Sequence[Envelope]) -> go.Figure:
+def envelope(found: Sequence[Envelope]) -> Figure:
     """Each verification arm's tok/s against the envelope max(compared arms), and its
     envelope efficiency on a second axis with the goal line."""
-    fig = go.Figure()
+    fig = Figure()
     for i, env in enumerate(found):
         t = env.table
         colour = PALETTE[i % len(PALETTE)]
-        fig.add_trace(go.Scatter(
+        fig.add_trace(scatter(
             x=t["concurrency"], y=t["envelope_tok_s"], mode="lines+markers",
             name=f"envelope max(compared arms) for {env.arm}",
             line={"color": "grey", "dash": "dash"}, customdata=t["envelope_arm"],
             hovertemplate="C=%{x}<br>envelope %{y:.1f} tok/s (%{customdata})<extra></extra>"))
-        fig.add_trace(go.Scatter(
+        fig.add_trace(scatter(
             x=t["concurrency"], y=t["output_tok_s"], mode="lines+markers", name=env.arm,
             line={"color": colour},
             hovertemplate=f"{env.arm}<br>C=%{{x}}<br>%{{y:.1f}} tok/s<extra></extra>"))
-        fig.add_trace(go.Scatter(
+        fig.add_trace(scatter(
             x=t["concurrency"], y=t["efficiency"], mode="lines+markers", yaxis="y2",
             name=f"{env.arm} envelope efficiency", line={"color": colour, "dash": "dot"},
             hovertemplate="C=%{x}<br>efficiency %{y:.3f}<extra></extra>"))
-    fig.add_trace(go.Scatter(
+    fig.add_trace(scatter(
         x=[min(e.table["concurrency"].min() for e in found),
            max(e.table["concurrency"].max() for e in found)],
         y=[EFFICIENCY_GOAL] * 2, mode="lines", yaxis="y2", name=f"{EFFICIENCY_GOAL} goal",
@@ -464,25 +470,25 @@ def envelope(found: Sequence[Envelope]) -> go.Figure:
     return fig
 
 
-def acceptance_map(maps: Sequence[AcceptanceMap]) -> go.Figure:
+def acceptance_map(maps: Sequence[AcceptanceMap]) -> Figure:
     """The speedup over acceptance length x C as a heat map (1 in white), the break-even
     acceptance per C, and a spec-on arm whose acceptance was not set at what its server
     reported."""
     amap = maps[0]
     table = amap.speedup
     c = [float(x) for x in table.columns]
-    fig = go.Figure(go.Heatmap(
+    fig = Figure(heatmap(
         x=c, y=[float(a) for a in table.index], z=table.to_numpy(), zmid=1.0,
-        colorscale="RdBu", colorbar={"title": "speedup"},
+        colorscale=RED_BLUE, colorbar={"title": {"text": "speedup"}},
         hovertemplate="C=%{x}<br>acceptance length %{y}<br>speedup %{z:.3f}×<extra></extra>"))
     inside = [b for b in amap.break_even if not b.bound]
-    fig.add_trace(go.Scatter(
+    fig.add_trace(scatter(
         x=[b.concurrency for b in inside], y=[b.length for b in inside], mode="lines+markers",
         name="break-even acceptance (speedup 1)", line={"color": "black", "width": 2},
         hovertemplate="C=%{x}<br>breaks even at %{y:.2f}<extra></extra>"))
     if amap.real is not None and amap.real_acceptance is not None:
         real = amap.real_acceptance.dropna()
-        fig.add_trace(go.Scatter(
+        fig.add_trace(scatter(
             x=list(real.index), y=list(real), mode="lines+markers",
             name=f"{amap.real.on.name} (acceptance its server reported)",
             line={"color": "darkgreen", "dash": "dash"}, marker={"symbol": "diamond"},
@@ -493,15 +499,15 @@ def acceptance_map(maps: Sequence[AcceptanceMap]) -> go.Figure:
     return fig.update_yaxes(rangemode="normal")
 
 
-def category_speedup(pairs: Sequence[CategoryPair]) -> go.Figure:
+def category_speedup(pairs: Sequence[CategoryPair]) -> Figure:
     """Per prompt category, the speedup its requests see (TPOT off / on) vs C, the 1.0
     line and each category's C*."""
-    fig = go.Figure()
+    fig = Figure()
     pair = pairs[0]
     for i, (name, part) in enumerate(pair.rows.groupby("category", sort=True)):
         colour = PALETTE[i % len(PALETTE)]
         c_star = pair.crossovers[str(name)].c_star
-        fig.add_trace(go.Scatter(
+        fig.add_trace(scatter(
             x=part["concurrency"], y=part["speedup"], mode="lines+markers",
             name=f"{name}: {pair.reach(str(name))}", line={"color": colour},
             customdata=np.stack([part["accept_len"], part["token_share"]], axis=1),
@@ -524,7 +530,7 @@ def category_speedup(pairs: Sequence[CategoryPair]) -> go.Figure:
 class Registered:
     """One registered figure: what it draws from, and when it has something to show."""
 
-    draw: Callable[[Any], go.Figure]
+    draw: Callable[[Any], Figure]
     # or "pairs", "rate_pairs", "envelopes", "acceptance_maps", "categories"
     source: str = "summary"
     needs: str | None = None  # a summary column it is drawn only where measured
@@ -567,7 +573,7 @@ def all_figures(summary: pd.DataFrame, pairs: Sequence[PairResult],
                 rate_pairs: Sequence[RatePair] = (), envelopes: Sequence[Envelope] = (),
                 kind: WorkloadKind = USERS,
                 acceptance_map: AcceptanceMap | None = None,
-                categories: Sequence[CategoryPair] = ()) -> list[go.Figure]:
+                categories: Sequence[CategoryPair] = ()) -> list[Figure]:
     """Every figure the kind shows, in its order (envelopes: those with rungs)."""
     sources = {"summary": summary, "pairs": list(pairs), "rate_pairs": list(rate_pairs),
                "envelopes": [e for e in envelopes if len(e.table)],

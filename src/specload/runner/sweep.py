@@ -210,7 +210,7 @@ def _search(sweep: Sweep, arms: list[ArmEntry]) -> tuple[Report | None, list[Arm
 
 def _build_report(run_dir: Path) -> int:
     """`specload report RUN_DIR` on the finished (or interrupted) run; 1 if it fails."""
-    from specload.report import render  # only now: pandas and plotly load slowly
+    from specload.report import render  # only now: pandas loads slowly
 
     try:
         return render.main(argparse.Namespace(run_dir=str(run_dir), processes=None))

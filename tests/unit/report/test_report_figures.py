@@ -2,43 +2,29 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import orjson
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
 from specload.report import figures
 from specload.report.acceptance_map import AcceptanceMap, BreakEven
-from specload.report.crossover import CROSSES, Crossover, PairResult
+from specload.report.categories import CategoryPair
+from specload.report.crossover import ALWAYS, CROSSES, Crossover
+from specload.report.envelope import envelopes
+from specload.report.rate_axis import RatePair
 from specload.report.run_files import ArmSource
-
-
-def _summary() -> pd.DataFrame:
-    rows = []
-    for arm, scale in (("on", 1.5), ("off", 1.0)):
-        for c in (1, 10, 100):
-            rows.append({"arm": arm, "concurrency": c, "output_tok_s": 10.0 * c * scale,
-                         "output_tok_s_min": 9.0 * c, "output_tok_s_max": 11.0 * c * scale,
-                         "reps": 2, "decode_tok_s_per_user": 50 / scale, "ttft_p50_ms": 40.0,
-                         "ttft_p99_ms": 90.0, "tpot_p50_ms": 20.0, "itl_chunk_p50_ms": 30.0,
-                         "itl_token_p50_ms": 12.0, "tokens_per_chunk": 2.5 if scale > 1 else 1,
-                         "accept_len_mean": float("nan"), "failures": 1,
-                         "failures_by_kind": {"http_error": 1}, "failure_rate": 0.01})
-    return pd.DataFrame(rows)
-
-
-def _pair() -> PairResult:
-    table = pd.DataFrame({"concurrency": [1, 10, 100], "output_tok_s_on": [15, 150, 900],
-                          "output_tok_s_off": [10, 100, 1000], "speedup": [1.5, 1.5, 0.9],
-                          "speedup_min": [1.4, 1.4, 0.8], "speedup_max": [1.6, 1.6, 1.0]})
-    return PairResult(ArmSource("on", "spec_on"), ArmSource("off", "spec_off"), table,
-                      Crossover(CROSSES, 50.0, 10, 100))
+from tests.support.figure_inputs import pair as _pair
+from tests.support.figure_inputs import summary as _summary
 
 
 def test_all_figures_have_axis_titles_and_hover_numbers() -> None:
     figs = figures.all_figures(_summary(), [_pair()])
     assert len(figs) == 8
     for fig in figs:
-        assert isinstance(fig, go.Figure)
+        go.Figure(orjson.loads(fig.to_json()))  # plotly.py validates every property
         assert fig.layout.xaxis.title.text and fig.layout.yaxis.title.text
         assert fig.data and all(t.hovertemplate and "%{" in t.hovertemplate for t in fig.data)
 
@@ -106,7 +92,7 @@ def test_envelope_figure_draws_the_verify_arm_against_the_envelope() -> None:
     assert names[:3] == ["envelope max(compared arms) for verify", "verify",
                          "verify envelope efficiency"]
     assert list(fig.data[2].y) == [1.0, 140 / 150, 0.99] and fig.data[2].yaxis == "y2"
-    assert fig.layout.yaxis2.range == (0.8, 1.1)  # down to the worst rung's 0.93 and below
+    assert fig.layout.yaxis2.range == [0.8, 1.1]  # down to the worst rung's 0.93 and below
     assert all(f.layout.title.text for f in figures.all_figures(summary, [], (), found))
 
 
@@ -140,3 +126,50 @@ def test_log_c_axes_are_labelled_at_the_rungs_with_a_heat_map_among_the_traces()
     speedup = figures.speedup([_pair()])
     assert list(speedup.layout.xaxis.tickvals) == [1, 10, 100]
     assert list(speedup.layout.xaxis.ticktext) == ["1", "10", "100"]
+
+
+def _every_source() -> dict[str, Any]:
+    """Something to draw for every registered figure."""
+    s = _summary().assign(
+        server_running_mean=[1.0, 9.0, 40.0, 1.0, 10.0, 60.0],
+        prompt_tokens_p10=100.0, prompt_tokens_p50=200.0, prompt_tokens_p90=300.0,
+        output_tokens_p10=50.0, output_tokens_p50=64.0, output_tokens_p90=64.0,
+        req_accept_len_p10=2.0, req_accept_len_p50=2.5, req_accept_len_p90=3.0,
+        accept_len_mean=2.6, achieved_concurrency=[1.0, 9.5, 95.0] * 2,
+        rate=[0.5, 5.0, 50.0] * 2, achieved_rate=[0.5, 5.0, 40.0] * 2,
+        e2e_sched_mean_ms=[900.0, 1000.0, 5000.0] * 2, ttft_sched_p99_ms=[50.0, 80.0, 900.0] * 2)
+    s["req_accept_len_hist"] = [{"2.00": 3, "2.50": 5}, {"2.25": 4}, {}, {}, {}, {}]
+    s["accept_step_steps"] = [{"0": 40, "1": 30}, {"0": 25}, {}, {}, {}, {}]
+    s["accept_step_accepted"] = [{"0": 60, "1": 33}, {"0": 20}, {}, {}, {}, {}]
+    on, off = ArmSource("on", "spec_on"), ArmSource("off", "spec_off")
+    rates = pd.DataFrame({"rate": [0.5, 5.0, 50.0], "speedup": [1.4, 1.1, 0.8],
+                          "band_lo": [1.3, 1.0, 0.7], "band_hi": [1.5, 1.2, 0.9]})
+    verify = s[s["arm"] == "off"].assign(arm="verify", output_tok_s=[15.0, 140.0, 1485.0])
+    with_verify = pd.concat([s, verify], ignore_index=True)
+    speedups = pd.DataFrame([[1.4, 1.1, 0.9], [1.6, 1.3, 1.05]], index=[2.0, 3.0],
+                            columns=[1, 10, 100])
+    categories = pd.DataFrame({"category": ["chat"] * 3 + ["code"] * 3,
+                               "concurrency": [1, 10, 100] * 2,
+                               "speedup": [1.2, 1.0, 0.8, 1.6, 1.3, 1.1],
+                               "accept_len": [2.0] * 3 + [3.0] * 3, "token_share": 0.5})
+    return {"summary": s, "pairs": [_pair()],
+            "rate_pairs": [RatePair(on, off, rates, Crossover(CROSSES, 8.0, 5.0, 50.0))],
+            "envelopes": envelopes(with_verify, [on, off, ArmSource("verify", "verify")], {}),
+            "acceptance_maps": [AcceptanceMap("off", speedups, [BreakEven(10, 2.6)],
+                                              speedups, {})],
+            "categories": [CategoryPair("on", "off", categories,
+                                        {"chat": Crossover(CROSSES, 20.0, 10, 100),
+                                         "code": Crossover(ALWAYS, None, None, None)},
+                                        {"chat": 0.5, "code": 0.5}, {})]}
+
+
+@pytest.mark.parametrize("name", sorted(figures.FIGURES))
+def test_every_figure_is_valid_plotly_with_titled_axes(name: str) -> None:
+    """plotly.py's own validation of each figure's plotly.js data (report/plotjs.py)."""
+    registered = figures.FIGURES[name]
+    sources = _every_source()
+    assert registered.shown(sources)
+    fig = registered.draw(sources[registered.source])
+    checked = go.Figure(orjson.loads(fig.to_json()))  # raises on any unknown property
+    assert checked.layout.title.text and checked.layout.xaxis.title.text
+    assert checked.data and checked.layout.yaxis.title.text
