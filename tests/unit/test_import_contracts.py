@@ -112,3 +112,9 @@ def test_the_report_draws_its_figures_without_plotly_py() -> None:
 
 def test_where_plotly_js_lies_is_found_without_loading_numbers_or_plotly() -> None:
     assert _loaded_after("import specload.report.plotjs", ("numpy", "pandas", "plotly")) == []
+
+
+def test_the_report_loads_the_simulator_only_for_a_sim_arm() -> None:
+    """A run on real engines is reported without the simulator's profiles (or YAML)."""
+    loaded = _loaded_after("import specload.cli, specload.report.render", ("specload", "yaml"))
+    assert [m for m in loaded if m.startswith("specload.sim") or m == "yaml"] == []

@@ -29,8 +29,6 @@ from specload.report.crossover import SLO_UNMET, UNKNOWN, Crossover, PairResult
 from specload.report.run_files import ArmSource
 from specload.report.slo import SloTarget
 from specload.report.spec_command import SpecSettings, parse_command
-from specload.sim import SimConfigError
-from specload.sim.profile import load_profile
 
 RECOMMENDED_DIR = "recommended"
 README_FILE = "README.md"
@@ -124,6 +122,10 @@ def arm_setup(arm: ArmSource) -> ArmSetup:
     from this process's environment, which ran it at sweep time), else its sim profile."""
     spec = parse_command(arm.command, os.environ)
     if arm.kind == "sim" and arm.profile and not spec.method:
+        # only here: a run on real engines never loads the simulator (or YAML)
+        from specload.sim import SimConfigError
+        from specload.sim.profile import load_profile
+
         try:
             drafter = load_profile(arm.profile).speculative
         except SimConfigError:
