@@ -209,11 +209,15 @@ def phases(out: Path, repeats: int = 2) -> dict[str, float]:
     return spent
 
 
-def _report(cmd: list[str], cache: Path) -> float:
-    """Wall seconds of one `specload report` keeping measured tables in `cache`."""
+def _report(out: Path, cache: Path, src: Path | None = None) -> float:
+    """Wall seconds of one `specload report` keeping measured tables in `cache`, with
+    specload imported from `src` if given."""
+    env = os.environ | {"SPECLOAD_CACHE": str(cache)}
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
     t = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL,
-                   env=os.environ | {"SPECLOAD_CACHE": str(cache)})
+    subprocess.run([sys.executable, "-m", "specload.cli", "report", str(out)], check=True,
+                   stdout=subprocess.DEVNULL, env=env)
     return time.perf_counter() - t
 
 
@@ -231,6 +235,9 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the generated folder")
     parser.add_argument("--limit", type=float, default=5.0,
                         help="seconds `specload report` may take at best (0: no limit)")
+    parser.add_argument("--baseline-src", type=Path, default=None,
+                        help="also time `specload report` imported from this source tree "
+                        "(e.g. an older checkout's src/) for before/after ratios")
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="specload-bench-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -247,24 +254,25 @@ def main() -> int:
         f"{k} {v:.2f} s" for k, v in spent.items()))
     print(f"read+parse old/new: {spent['old read+parse']:.2f} / {new:.2f} s = "
           f"{spent['old read+parse'] / new:.1f}x (same arrays)")
-    exe = Path(sys.executable).with_name("specload")
-    cmd = [str(exe) if exe.exists() else "specload", "report", str(out)]
     caches = Path(tempfile.mkdtemp(prefix="specload-bench-cache-"))
-    first = [_report(cmd, caches / f"empty-{i}") for i in range(args.runs)]
+    first = [_report(out, caches / f"empty-{i}") for i in range(args.runs)]
     _settled(out)
-    _report(cmd, caches / "kept")  # as the sweep's own analysis of its run leaves it
+    _report(out, caches / "kept")  # as the sweep's own analysis of its run leaves it
     if not list((caches / "kept").rglob("*.pkl")):
         raise SystemExit("the report kept no measured table")
-    again = [_report(cmd, caches / "kept") for _ in range(args.runs)]
+    again = [_report(out, caches / "kept") for _ in range(args.runs)]
+    base = [_report(out, caches / f"base-{i}", args.baseline_src)
+            for i in range(args.runs if args.baseline_src else 0)]
     shutil.rmtree(caches)
-    print(f"specload report, first on these files (measures every repeat): "
-          f"{' '.join(f'{x:.2f}' for x in first)} s (best {min(first):.2f} s, "
-          f"limit {args.limit:g} s)")
-    print(f"specload report, again (the run's sweep or an earlier report measured it): "
-          f"{' '.join(f'{x:.2f}' for x in again)} s (best {min(again):.2f} s)")
     read = spent["read"]
+    for label, times in (("first on these files (measures every repeat)", first),
+                         ("again (the run's sweep or an earlier report measured it)", again),
+                         (f"from {args.baseline_src}", base)):
+        if times:
+            print(f"specload report, {label}: {' '.join(f'{x:.2f}' for x in times)} s "
+                  f"(best {min(times):.2f} s = {min(times) / read:.1f}x the read)")
     print(f"end to end / read ({read:.2f} s): first {min(first) / read:.1f}x, "
-          f"again {min(again) / read:.1f}x (goal: 3x)")
+          f"again {min(again) / read:.1f}x (goal: 3x; limit {args.limit:g} s on the first)")
     if not args.keep and args.out is None:
         shutil.rmtree(out)
     return 0 if not args.limit or min(first) < args.limit else 1
