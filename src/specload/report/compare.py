@@ -219,6 +219,7 @@ def change_figure(diffs: pd.DataFrame) -> Figure:
                       height=440,
                       legend={"orientation": "h", "y": -0.22}, margin={"t": 60, "b": 40})
     fig.update_xaxes(title={"text": figures.C_AXIS}, type="log")
+    figures.rung_ticks(fig)  # the rungs, not plotly's decade ticks
     return fig.update_yaxes(title={"text": "change (%)"})
 
 

@@ -53,14 +53,14 @@ def _layout(fig: Figure, title: str, y_title: str, x_title: str = C_AXIS,
     fig.update_xaxes(title={"text": x_title}, type="log" if log_x else "linear")
     fig.update_yaxes(title={"text": y_title}, rangemode="tozero")
     if log_x:
-        _rung_ticks(fig)
+        rung_ticks(fig)
     return fig
 
 
 MAX_RUNG_TICKS = 15
 
 
-def _rung_ticks(fig: Figure) -> None:
+def rung_ticks(fig: Figure) -> None:
     """Label a log axis at the rungs the lines' markers sit on (1, 4, 10, 20, 40), not
     with plotly's decade ticks ("8 9 1 2 3 4 5 ... 10 2 3"), while there are few enough.
     A single marker (C*'s cross) is a point between rungs, not a rung."""

@@ -60,6 +60,8 @@ def test_differences_with_the_reports_band(tmp_path: Path) -> None:
     same = _row(diffs, "output_tok_s", "off", 4)
     assert same.ratio == pytest.approx(1.0) and same.verdict == "within noise"
     speedup = _row(diffs, "speedup", "on / off", 4)
+    # the change figure's log C axis is labelled at the rungs (1, 4), not in decades
+    assert list(compare.change_figure(diffs).layout.xaxis.tickvals) == [1.0, 4.0]
     assert (speedup.baseline_value, speedup.value) == pytest.approx((0.75, 1.0))
     assert speedup.verdict == "up"
     assert _row(diffs, "speedup", "on / off", 1).verdict == "within noise"
