@@ -67,12 +67,13 @@ class Pair:
 
 
 def server_command(port: int, slots: int, spec: str, key_env: str | None = None,
-                   slot_context: int = 1024) -> str:
+                   slot_context: int = 1024, threads: int = 2) -> str:
     """The shell line that starts one llama-server on 127.0.0.1:`port`, each of its
-    `slots` with a context of `slot_context` tokens."""
+    `slots` with a context of `slot_context` tokens, computing on `threads` threads."""
     key = f'LLAMA_API_KEY="${key_env}" ' if key_env else ""
     return (f'{key}exec "{binary()}" -m "{model()}" --host 127.0.0.1 --port {port} '
-            f"-np {slots} -c {slots * slot_context} -t 2 --metrics --no-ui {spec}").strip()
+            f"-np {slots} -c {slots * slot_context} -t {threads} --metrics --no-ui "
+            f"{spec}").strip()
 
 
 def spec_flags(draft_n_max: int, synth_len: float, drafter: str = "ngram") -> str:
@@ -109,12 +110,13 @@ def pair_scenario(folder: Path, name: str = "llamacpp-real", slots: int = 8,
     return Pair(path, slots, synth_len, draft_n_max, max_tokens, drafter)
 
 
-def command_arm(name: str, slots: int, spec: str = "", key_env: str | None = None) -> dict:
+def command_arm(name: str, slots: int, spec: str = "", key_env: str | None = None,
+                threads: int = 2) -> dict:
     """A scenario arm that starts one llama-server (`spec`: its speculation flags, "" for
     none) on a free loopback port."""
     port = free_port()
     return {"name": name, "spec": "on" if spec else "off", "engine": "llamacpp",
-            "command": {"start": server_command(port, slots, spec, key_env),
+            "command": {"start": server_command(port, slots, spec, key_env, threads=threads),
                         "base_url": f"http://127.0.0.1:{port}", "ready_timeout_s": 120}}
 
 

@@ -44,10 +44,13 @@ MAX_TOKENS = 48
 def draft_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("llamacpp-draft")
     spec = llama_server.spec_flags(DRAFT_N_MAX, SYNTH_LEN, "draft-model")
+    # Beside the slow tier, at nice 19: one thread (two wait for each other at every
+    # layer, so one busy core stalled both), and a window lasts until a batch of the
+    # requests that started in it completed (a 10 s window at C = 8 ended before any did)
     scenario = {"name": "llamacpp-draft", "ladder": list(LADDER), "warmup_s": 3,
-                "measure_s": 10, "min_requests": 0, "drain_s": 0,
+                "measure_s": 10, "min_requests": SLOTS, "max_measure_s": 60, "drain_s": 0,
                 "request": llama_server.request(max_tokens=MAX_TOKENS),
-                "arms": [llama_server.command_arm("spec-on", SLOTS, spec)]}
+                "arms": [llama_server.command_arm("spec-on", SLOTS, spec, threads=1)]}
     done = run_sweep(folder, str(write_scenario(folder, scenario)), timeout=SWEEP_TIMEOUT_S)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return folder / run_dir_of(done.stdout)
