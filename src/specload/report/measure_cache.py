@@ -48,7 +48,8 @@ def code_digest(package: Path = _PACKAGE) -> bytes:
     """Digest of every source file under `package` and the libraries' versions."""
     h = hashlib.blake2b(digest_size=16)
     for path in sorted(package.rglob("*.py")):
-        h.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+        source = path.read_bytes()
+        h.update(f"{path.relative_to(package).as_posix()}\0{len(source)}\0".encode() + source)
     h.update("\0".join((sys.version, np.__version__, pd.__version__, pa.__version__)).encode())
     return h.digest()
 
