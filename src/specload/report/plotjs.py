@@ -23,7 +23,8 @@ from typing import Any
 
 import orjson
 
-_PACKAGE_DATA = Path(find_spec("plotly").submodule_search_locations[0]) / "package_data"  # type: ignore[union-attr, index]
+# found without importing plotly, whose package loads slowly
+_PACKAGE_DATA = Path(str(find_spec("plotly").origin)).parent / "package_data"  # type: ignore[union-attr]
 PLOTLY_JS = _PACKAGE_DATA / "plotly.min.js"
 TEMPLATE = _PACKAGE_DATA / "templates" / "plotly.json"
 
