@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from specload.user_cache import cache_root
+
 ARCH = "gemma3"
 # Gemma 3's hyperparameters the narrow draft sets; every other key is the target's
 SHAPE_KEYS = ("embedding_length", "block_count", "feed_forward_length",
@@ -102,8 +104,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"llamacpp_draft: {exc.name} is missing; pip install -e '.[dev]' first",
               file=sys.stderr)
         return 1
-    from vllm_model import cache_root  # the cache the other engine script keeps (scripts/)
-
     out = args.out or cache_root() / f"gemma3-draft-{args.layers}x{args.hidden}-f{args.ffn}.gguf"
     if not out.is_file():
         out.parent.mkdir(parents=True, exist_ok=True)

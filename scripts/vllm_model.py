@@ -31,9 +31,13 @@ SPECIALS = ["<|pad|>", "<|bos|>", "<|eos|>", "<|end|>", "<|system|>", "<|user|>"
 
 
 def cache_root() -> Path:
-    """specload's per-user cache, where the engine scripts keep what they make once."""
-    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(root) / "specload"
+    """specload's per-user cache, where the engine scripts keep what they make once: the
+    rule of specload/user_cache.py, written out here because this script runs in the
+    vLLM venv, where specload is not installed."""
+    given = os.environ.get("SPECLOAD_CACHE")
+    if given:
+        return Path(given)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "specload"
 
 
 def build_tokenizer(folder: Path, vocab: int) -> None:

@@ -1,0 +1,33 @@
+"""One cache folder rule: specload's, and the copy the vLLM venv's script keeps."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from specload.user_cache import cache_root
+from tests.support import REPO
+
+
+def _vllm_model() -> Any:
+    spec = importlib.util.spec_from_file_location("vllm_model", REPO / "scripts" / "vllm_model.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+@pytest.mark.parametrize(("env", "expected"), [
+    ({"SPECLOAD_CACHE": "/c/own", "XDG_CACHE_HOME": "/c/xdg"}, "/c/own"),
+    ({"XDG_CACHE_HOME": "/c/xdg"}, "/c/xdg/specload"),
+    ({"HOME": "/c/home"}, "/c/home/.cache/specload"),
+])
+def test_the_cache_folder_rule_and_its_copy_agree(env: dict[str, str], expected: str,
+                                                  monkeypatch: Any) -> None:
+    for name in ("SPECLOAD_CACHE", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert cache_root() == _vllm_model().cache_root() == Path(expected)
