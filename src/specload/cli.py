@@ -3,18 +3,21 @@
 Each subcommand's work lives in its own module and is imported only when that
 subcommand runs, so `specload --help` stays fast and `specload report` never imports
 Locust. Errors that are the user's (bad scenario, unreachable server, missing folder)
-surface as one line on stderr and a non-zero exit status, never as a traceback.
+surface as one line on stderr and a non-zero exit status, never as a traceback. Output
+piped into a reader that stops early (`specload report RUN | head`) ends the command
+quietly with the status a shell gives a process killed by SIGPIPE.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from specload import __version__, engines
+from specload import __version__, engines, stdout_pipe
 from specload.errors import UserError
 from specload.ladder import DEFAULT_LADDER, LadderError, parse_ladder, validate_ladder
 from specload.settings import Simulator, add_options, problems
@@ -250,13 +253,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # here, not at exit, so that a reader gone away is caught below
+        return status
     except UserError as exc:
         print(f"specload: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("specload: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        if not stdout_pipe.reader_gone():
+            raise  # a server's connection, say: not the reader of our output
+        stdout_pipe.discard_rest()
+        return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":

@@ -1,11 +1,14 @@
 """The command line: subcommands listed, user errors as one line, no traceback."""
 
+import os
+import signal
 import subprocess
 import sys
 
 import pytest
 
 from specload.cli import build_parser, main
+from specload.report import render
 
 
 def test_help_lists_every_subcommand() -> None:
@@ -32,3 +35,26 @@ def test_user_error_is_one_line(tmp_path, capsys: pytest.CaptureFixture[str]) ->
     assert len(err) == 1
     assert err[0].startswith("specload: error: ")
     assert "Traceback" not in err[0]
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly() -> None:
+    """`specload report RUN | head`: once the pipe's reader has gone, the command ends
+    with SIGPIPE's shell status (141) and no traceback or "Exception ignored" line."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has gone before the first line is written
+    try:
+        done = subprocess.run([sys.executable, "-m", "specload.cli", "sim-curve",
+                               "--ladder", "1,2"], stdout=write_end, stderr=subprocess.PIPE,
+                              text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (128 + signal.SIGPIPE, "")
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_not_hidden(monkeypatch) -> None:
+    def fails(_args: object) -> int:
+        raise BrokenPipeError(32, "Broken pipe")  # a server's socket, say
+
+    monkeypatch.setattr(render, "main", fails)
+    with pytest.raises(BrokenPipeError):
+        main(["report", "run"])

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from specload import stdout_pipe
 from specload.engines import resolve_engine
 from specload.errors import UserError
 from specload.manifest import ArmEntry, Manifest, RepEntry, write_manifest
@@ -76,7 +77,15 @@ class ServerExited(RepFailed):
 
 
 def say(msg: str) -> None:
-    print(msg, flush=True)
+    """One line of the sweep's progress. A reader of it that has gone (`specload sweep
+    ... | head`) stops the sweep as Ctrl-C does: finished rungs kept, resumable."""
+    try:
+        print(msg, flush=True)
+    except BrokenPipeError:
+        if not stdout_pipe.reader_gone():
+            raise
+        stdout_pipe.discard_rest()
+        raise KeyboardInterrupt from None
 
 
 @dataclass

@@ -96,3 +96,32 @@ def test_ctrl_c_then_resume_runs_only_the_missing_rungs(tmp_path: Path, run_swee
     starts = [float(r["start"]) for r in read_csv(run_dir / "a" / "locust_requests.csv")]
     assert min(starts) < resumed_start - 5 < resumed_start <= max(starts)
     assert not (run_dir / "b" / "part-2").exists()
+
+
+def test_a_reader_that_stops_early_stops_the_sweep_as_ctrl_c_does(tmp_path: Path) -> None:
+    """`specload sweep ... | head -1`: the sweep's next progress line finds the pipe
+    closed; the sweep stops as after Ctrl-C (status 130, manifest interrupted, servers
+    and Locust stopped), with no traceback."""
+    scenario = {
+        "name": "piped", "ladder": [1, 2], "warmup_s": 1, "measure_s": 2,
+        "request": {"max_tokens": 24, "ignore_eos": True}, "verify": False,
+        "arms": [{"name": "a", "sim": {"profile": PROFILE, "spec": "on"}}],
+    }
+    path = tmp_path / "piped.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    proc = subprocess.Popen(sweep_cmd(str(path), "--out", "out"), cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        first = proc.stdout.readline()  # like `head -1`: one line, then the reader goes
+        proc.stdout.close()
+        assert proc.wait(timeout=120) == 130
+        err = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    run_dir = tmp_path / run_dir_of(first)
+    m = read_manifest(run_dir)
+    assert (m["status"], [a["status"] for a in m["arms"]]) == ("interrupted", ["interrupted"])
+    wait_for(lambda: not processes_mentioning(str(run_dir)), 15, "children to exit")
