@@ -7,10 +7,15 @@ chunks/s) with `--trace`, the ground truth. Three parts, one run:
 
 1. CPU per streamed chunk: one headless Locust process (`locustfiles/chat.py`, --csv so
    records are written) and a minimal asyncio + aiohttp client written here the way
-   vLLM's and SGLang's benchmark scripts are (iterate `response.content`, `json.loads`
-   every `data:` line, record timestamps), same users, server and duration. Process CPU
-   (psutil, user + system, children included) in a steady window / content chunks the
-   sim emitted in that window. Prints the ratio specload / aiohttp. `--floor` adds the
+   vLLM's and SGLang's benchmark scripts are, same users, server and duration, in two
+   reading styles: `aiohttp` iterates `response.content` line by line and `json.loads`
+   every `data:` line (SGLang's `bench_serving.py`, and vLLM's before its
+   `StreamedResponseHandler`); `aiohttp-any` takes whatever has arrived
+   (`iter_any`), decodes it incrementally and splits SSE messages at blank lines
+   (vLLM's `vllm bench serve` now: vllm/benchmarks/lib/endpoint_request_func.py). Process
+   CPU (psutil, user + system, children included) in a steady window / content chunks
+   the sim emitted in that window. Prints the ratio specload / aiohttp (the reference the
+   goal is set against) and specload / aiohttp-any. `--floor` adds the
    same Locust users with every per-chunk step but one stamped read taken out
    (`scripts/loadgen_floor/locustfile.py`): how low a gevent client with one read per
    chunk can go, with the same request path.
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import codecs
 import csv
 import json
 import os
@@ -42,6 +48,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psutil
@@ -184,10 +191,11 @@ def run_locust(sim: Sim, users: int, processes: int, tmp: Path,
     return run_client(cmd, sim, users, processes, args, prefix, src)
 
 
-def run_reference(sim: Sim, users: int, tmp: Path, args: argparse.Namespace) -> Run:
+def run_reference(sim: Sim, users: int, tmp: Path, args: argparse.Namespace,
+                  style: str = "lines") -> Run:
     out = tmp / f"reference-u{users}-{time.monotonic_ns()}.jsonl"
     cmd = [sys.executable, __file__, "--reference", sim.url, str(users), str(args.seconds),
-           str(args.max_tokens), str(out)]
+           str(args.max_tokens), str(out), style]
     run = run_client(cmd, sim, users, 1, args, None)
     run.extra["outputs"] = out
     return run
@@ -206,10 +214,88 @@ def trace_chunks(trace: dict[str, dict], t0: float, t1: float) -> tuple[int, int
 
 # --- the aiohttp reference client ------------------------------------------------------
 
-def reference_main(url: str, users: int, seconds: float, max_tokens: int, out: str) -> None:
-    """A vLLM/SGLang-benchmark-style client: aiohttp, json per data line, timestamps."""
+class RefOutput:
+    """One request as the reference client records it (vLLM's `RequestFuncOutput`)."""
+
+    def __init__(self, request_id: str, st: float, wall: float) -> None:
+        self.request_id, self.st, self.wall = request_id, st, wall
+        self.ttft, self.itl, self.text, self.output_len = 0.0, [], "", 0
+        self.recent = st
+
+    def on_message(self, chunk: str) -> None:
+        """One `data:` payload, "data: " taken off."""
+        if chunk == "[DONE]":
+            return
+        data = json.loads(chunk)
+        if choices := data.get("choices"):
+            content = choices[0]["delta"].get("content")
+            if not content:  # vLLM's script also times the role-only chunk
+                return
+            timestamp = time.perf_counter()
+            if self.ttft == 0.0:
+                self.ttft = timestamp - self.st
+            else:
+                self.itl.append(timestamp - self.recent)
+            self.recent = timestamp
+            self.text += content or ""
+        elif usage := data.get("usage"):
+            self.output_len = usage.get("completion_tokens")
+
+    def row(self) -> dict:
+        return {"request_id": self.request_id, "start": self.wall, "ttft": self.ttft,
+                "itl": self.itl, "latency": self.recent - self.st,
+                "output_len": self.output_len}
+
+
+async def read_lines(response: Any, out: RefOutput) -> None:
+    """Line by line (SGLang's bench_serving.py; vLLM's before its message buffer)."""
+    async for chunk_bytes in response.content:
+        chunk_bytes = chunk_bytes.strip()
+        if chunk_bytes:
+            out.on_message(chunk_bytes.decode("utf-8").removeprefix("data: "))
+
+
+async def read_any(response: Any, out: RefOutput) -> None:
+    """Whatever has arrived, decoded incrementally and cut into messages at blank lines;
+    a trailing `data:` message whose JSON parses counts as whole (vLLM's
+    `StreamedResponseHandler`, vllm/benchmarks/lib/endpoint_request_func.py)."""
+    decoder, buffer = codecs.getincrementaldecoder("utf-8")(), ""
+    async for chunk_bytes in response.content.iter_any():
+        chunk_bytes = chunk_bytes.strip()
+        if not chunk_bytes:
+            continue
+        buffer += decoder.decode(chunk_bytes)
+        messages = []
+        while "\n\n" in buffer:
+            message, buffer = buffer.split("\n\n", 1)
+            if message := message.strip():
+                messages.append(message)
+        if buffer.startswith("data: "):
+            rest = buffer.removeprefix("data: ").strip()
+            try:
+                if rest != "[DONE]":
+                    json.loads(rest)
+                messages.append(buffer.strip())
+                buffer = ""
+            except json.JSONDecodeError:
+                pass  # the message's JSON is not all here yet
+        for message in messages:
+            if not message.startswith(":"):
+                out.on_message(message.removeprefix("data: "))
+
+
+REFERENCE_READERS = {"lines": read_lines, "any": read_any}  # `reference_main`'s styles
+# the reference clients of the CPU part's table, by name: their reading style
+REFERENCE_CLIENTS = {"aiohttp": "lines", "aiohttp-any": "any"}
+
+
+def reference_main(url: str, users: int, seconds: float, max_tokens: int, out: str,
+                   style: str = "lines") -> None:
+    """A vLLM/SGLang-benchmark-style client: aiohttp, json per `data:` message, timestamps,
+    reading each body in one of `REFERENCE_READERS`' styles."""
     import aiohttp  # only the reference subprocess needs it
 
+    read = REFERENCE_READERS[style]
     prompts = [json.loads(line) for line in PROMPTS.read_text().splitlines() if line.strip()]
     bodies = [{"model": "", "stream": True, "max_tokens": max_tokens, "ignore_eos": True,
                "stream_options": {"include_usage": True, "continuous_usage_stats": True},
@@ -224,35 +310,11 @@ def reference_main(url: str, users: int, seconds: float, max_tokens: int, out: s
             body = {**bodies[i % len(bodies)], "model": model}
             request_id = f"ref-{os.getpid()}-{index}-{i}"
             i += users
-            st, wall = time.perf_counter(), time.time()
-            most_recent = st
-            ttft, itl, text, output_len = 0.0, [], "", 0
+            got = RefOutput(request_id, time.perf_counter(), time.time())
             async with session.post(api, json=body,
                                     headers={"X-Request-Id": request_id}) as response:
-                async for chunk_bytes in response.content:
-                    chunk_bytes = chunk_bytes.strip()
-                    if not chunk_bytes:
-                        continue
-                    chunk = chunk_bytes.decode("utf-8").removeprefix("data: ")
-                    if chunk == "[DONE]":
-                        continue
-                    data = json.loads(chunk)
-                    if choices := data.get("choices"):
-                        content = choices[0]["delta"].get("content")
-                        if not content:  # vLLM's script also times the role-only chunk
-                            continue
-                        timestamp = time.perf_counter()
-                        if ttft == 0.0:
-                            ttft = timestamp - st
-                        else:
-                            itl.append(timestamp - most_recent)
-                        most_recent = timestamp
-                        text += content or ""
-                    elif usage := data.get("usage"):
-                        output_len = usage.get("completion_tokens")
-            outputs.append({"request_id": request_id, "start": wall, "ttft": ttft, "itl": itl,
-                            "latency": most_recent - st, "output_len": output_len,
-                            "text": text})
+                await read(response, got)
+            outputs.append(got.row())
 
     async def main() -> None:
         timeout = aiohttp.ClientTimeout(total=6 * 60 * 60)
@@ -270,8 +332,7 @@ def reference_main(url: str, users: int, seconds: float, max_tokens: int, out: s
 
     asyncio.run(main())
     with open(out, "w") as fh:
-        fh.writelines(json.dumps({k: v for k, v in o.items() if k != "text"}) + "\n"
-                      for o in outputs)
+        fh.writelines(json.dumps(o) + "\n" for o in outputs)
 
 
 def reference_rows(path: Path) -> list[dict[str, str]]:
@@ -372,16 +433,17 @@ CPU_RATIO_GOAL = 0.50  # #26: a load process at half the aiohttp reference's CPU
 
 def cpu_part(sim: Sim, tmp: Path, args: argparse.Namespace) -> list[str]:
     lines = ["## CPU per streamed chunk (one load process, user + records)",
-             f"{'C':>5} {'client':>9} {'chunks/s':>9} {'CPU %':>6} {'us/chunk':>9} "
+             f"{'C':>5} {'client':>11} {'chunks/s':>9} {'CPU %':>6} {'us/chunk':>9} "
              f"{'TTFT err p50':>12} {'p99':>6} {'arrival err p50':>15} {'p99':>6}"]
     print("\n".join(lines), flush=True)
     ratios = []
-    clients = (["specload", "aiohttp"] + (["baseline"] if args.baseline_src else [])
+    clients = (["specload", *REFERENCE_CLIENTS] + (["baseline"] if args.baseline_src else [])
                + (["floor"] if args.floor else []))
     for users in args.cpu_users:
         costs = {}
         for name in clients:
-            run = (run_reference(sim, users, tmp, args) if name == "aiohttp"
+            run = (run_reference(sim, users, tmp, args, REFERENCE_CLIENTS[name])
+                   if name in REFERENCE_CLIENTS
                    else run_locust(sim, users, 1, tmp, args,
                                    args.baseline_src if name == "baseline" else None,
                                    locustfile=FLOOR if name == "floor" else CHAT))
@@ -390,14 +452,15 @@ def cpu_part(sim: Sim, tmp: Path, args: argparse.Namespace) -> list[str]:
             m = match(run, trace)
             span = run.t1 - run.t0
             costs[name] = run.cpu_s * 1e6 / max(chunks, 1)
-            lines.append(f"{users:>5} {name:>9} {chunks / span:>9.0f} "
+            lines.append(f"{users:>5} {name:>11} {chunks / span:>9.0f} "
                          f"{100 * run.cpu_s / span:>6.1f} {costs[name]:>9.1f} "
                          f"{pct(m.ttft_err_ms, 50):>12.2f} {pct(m.ttft_err_ms, 99):>6.2f} "
                          f"{pct(m.arrival_err_ms, 50):>15.2f} {pct(m.arrival_err_ms, 99):>6.2f}")
             print(lines[-1], flush=True)
         ratios.append(costs["specload"] / costs["aiohttp"])
         lines.append(f"{users:>5} ratio specload/aiohttp = {ratios[-1]:.2f} "
-                     f"(goal: {CPU_RATIO_GOAL:.2f})" + (
+                     f"(goal: {CPU_RATIO_GOAL:.2f}), specload/aiohttp-any = "
+                     f"{costs['specload'] / costs['aiohttp-any']:.2f}" + (
             f", specload/baseline = {costs['specload'] / costs['baseline']:.2f}"
             if "baseline" in costs else "") + (
             f", floor/aiohttp = {costs['floor'] / costs['aiohttp']:.2f}"
@@ -502,8 +565,8 @@ def ints(text: str) -> list[int]:
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--reference":
-        url, users, seconds, max_tokens, out = sys.argv[2:7]
-        reference_main(url, int(users), float(seconds), int(max_tokens), out)
+        url, users, seconds, max_tokens, out, style = sys.argv[2:8]
+        reference_main(url, int(users), float(seconds), int(max_tokens), out, style)
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default="bench-20ms")

@@ -10,6 +10,7 @@ of their own (the soak, the report benchmark, the setup scripts).
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -66,3 +67,23 @@ def test_the_loadgen_floor_streams_and_records(sim_server, locust_run) -> None:
         # the usage chunk, `[DONE]` and the body's end may each come in a read of its own
         assert 1 <= int(r["num_chunks"]) <= len(traced[r["request_id"]]["chunks"]) + 3
     assert run.summary()[("POST", "/v1/chat/completions")][:2] == (len(done), 0)
+
+
+@pytest.mark.parametrize("style", ["lines", "any"])
+def test_the_aiohttp_reference_reads_every_token(style: str, sim_server, tmp_path: Path
+                                                 ) -> None:
+    """`bench_loadgen.py`'s reference client, in each reading style, times every chunk
+    of every request it finishes, as the simulator's trace has them: a first chunk and
+    one gap per chunk after it."""
+    sim = sim_server()
+    out = tmp_path / "reference.jsonl"
+    res = _run(sys.executable, str(SCRIPTS / "bench_loadgen.py"), "--reference", sim.url,
+               "4", "3", "16", str(out), style)
+    assert res.returncode == 0, res.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) >= 4
+    traced = {t["request_id"]: t["chunks"] for t in sim.read_trace()}
+    for r in rows:
+        chunks = traced[r["request_id"]]
+        assert sum(n for _, n in chunks) == r["output_len"] == 16
+        assert (1 + len(r["itl"]), r["ttft"] > 0) == (len(chunks), True), r
