@@ -21,7 +21,8 @@ SIGINT or SIGTERM stops it: SIGINT goes to the whole Locust process group, becau
 "quit" to the master. Locust's shutdown chatter is not shown; one line says it stopped.
 After a grace period (or a second signal) whatever is left is killed. The exit status is
 130 after SIGINT, like the other subcommands, and 0 after SIGTERM, which is how
-Kubernetes, Docker and systemd stop a service.
+Kubernetes, Docker and systemd stop a service. Output piped into a reader that goes
+away (`specload worker ... | head`) stops it the same way, with status 141 (SIGPIPE's).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import IO
 
+from specload import stdout_pipe
 from specload.errors import UserError
 from specload.pools import usable_cores
 from specload.runner.processes import stop_process_group
@@ -136,9 +138,12 @@ class StopRequest:
 
 
 class LocustWorkers:
-    """One `locust --worker --processes N` in its own process group, output passed through."""
+    """One `locust --worker --processes N` in its own process group, output passed through.
 
-    def __init__(self, cmd: list[str], out: IO[str]) -> None:
+    When standard output is the `out` and its reader has gone, the rest of the output is
+    dropped and `request` gets a SIGPIPE: the workers stop as after Ctrl-C."""
+
+    def __init__(self, cmd: list[str], out: IO[str], request: StopRequest) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="specload-worker-")
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -146,15 +151,23 @@ class LocustWorkers:
             start_new_session=True, text=True, errors="replace",
         )
         self.quiet = False
-        self._pump = threading.Thread(target=self._copy, args=(out,), daemon=True)
+        self._pump = threading.Thread(target=self._copy, args=(out, request), daemon=True)
         self._pump.start()
 
-    def _copy(self, out: IO[str]) -> None:
+    def _copy(self, out: IO[str], request: StopRequest) -> None:
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if not self.quiet:
+        for line in self.proc.stdout:  # read to the end, so that Locust never blocks
+            if self.quiet:
+                continue
+            try:
                 out.write(line)
                 out.flush()
+            except BrokenPipeError:
+                if out is not sys.stdout or not stdout_pipe.reader_gone():
+                    raise
+                stdout_pipe.discard_rest()
+                self.quiet = True
+                request(signal.SIGPIPE, None)
 
     def poll(self) -> int | None:
         return self.proc.poll()
@@ -188,7 +201,7 @@ def serve(settings: WorkerSettings, out: IO[str] | None = None, tell: Say = say)
             suffix = " (Ctrl-C to stop)" if starts == 1 else previous
             tell(f"start {starts}: {settings.describe()}{suffix}")
             began = time.monotonic()
-            workers = LocustWorkers(settings.locust_command(), out or sys.stdout)
+            workers = LocustWorkers(settings.locust_command(), out or sys.stdout, request)
             while workers.poll() is None and not request.requested:
                 time.sleep(POLL_S)
             if request.requested:
@@ -201,9 +214,10 @@ def serve(settings: WorkerSettings, out: IO[str] | None = None, tell: Say = say)
             if delay > RESTART_DELAY_S:
                 tell(f"Locust exited with status {status} after {ran_s:.1f} s; "
                      f"next start in {delay:.0f} s")
-    name = signal.Signals(request.signals[0]).name
-    tell(f"stopped by {name} after {starts} start(s); no worker left running")
-    return 130 if request.signals[0] == signal.SIGINT else 0
+    first = request.signals[0]
+    tell(f"stopped by {signal.Signals(first).name} after {starts} start(s); "
+         "no worker left running")
+    return 0 if first == signal.SIGTERM else 128 + first  # SIGINT 130, SIGPIPE 141
 
 
 def main(args: argparse.Namespace) -> int:

@@ -1,6 +1,11 @@
-"""`specload worker`'s pure parts: its options, the Locust command, the restart delays."""
+"""`specload worker`'s pure parts: its options, the Locust command, the restart delays;
+and how it stops when the reader of its output goes away."""
 
 from __future__ import annotations
+
+import os
+import signal
+import sys
 
 import pytest
 
@@ -11,6 +16,7 @@ from specload.runner.worker import (
     RESTART_DELAY_S,
     WorkerSettings,
     next_delay,
+    serve,
 )
 
 
@@ -52,3 +58,18 @@ def test_every_problem_is_reported_at_once(capsys: pytest.CaptureFixture[str]) -
 ])
 def test_restart_delay(status: int, ran_s: float, last: float, expected: float) -> None:
     assert next_delay(status, ran_s, last) == expected
+
+
+def test_a_reader_that_goes_away_stops_the_workers_as_ctrl_c_does(monkeypatch) -> None:
+    """`specload worker ... | head`: the first line Locust prints after the pipe's reader
+    has gone stops its processes as Ctrl-C would, and the status is SIGPIPE's."""
+    chatty = [sys.executable, "-c",
+              "import time\nprint('Starting Locust', flush=True)\ntime.sleep(60)"]
+    monkeypatch.setattr(WorkerSettings, "locust_command", lambda self: chatty)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    told: list[str] = []
+    with os.fdopen(write_end, "w") as out:
+        monkeypatch.setattr(sys, "stdout", out)
+        assert serve(WorkerSettings("127.0.0.1"), tell=told.append) == 128 + signal.SIGPIPE
+    assert told[-1] == "stopped by SIGPIPE after 1 start(s); no worker left running"
