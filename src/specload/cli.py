@@ -263,9 +263,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("specload: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        if not stdout_pipe.reader_gone():
+        if not stdout_pipe.discard_if_gone():
             raise  # a server's connection, say: not the reader of our output
-        stdout_pipe.discard_rest()
         return 128 + signal.SIGPIPE
 
 

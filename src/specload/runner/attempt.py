@@ -82,9 +82,8 @@ def say(msg: str) -> None:
     try:
         print(msg, flush=True)
     except BrokenPipeError:
-        if not stdout_pipe.reader_gone():
+        if not stdout_pipe.discard_if_gone():
             raise
-        stdout_pipe.discard_rest()
         raise KeyboardInterrupt from None
 
 

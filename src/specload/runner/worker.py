@@ -163,9 +163,8 @@ class LocustWorkers:
                 out.write(line)
                 out.flush()
             except BrokenPipeError:
-                if out is not sys.stdout or not stdout_pipe.reader_gone():
+                if out is not sys.stdout or not stdout_pipe.discard_if_gone():
                     raise
-                stdout_pipe.discard_rest()
                 self.quiet = True
                 request(signal.SIGPIPE, None)
 
