@@ -192,10 +192,10 @@ def run_locust(sim: Sim, users: int, processes: int, tmp: Path,
 
 
 def run_reference(sim: Sim, users: int, tmp: Path, args: argparse.Namespace,
-                  style: str = "lines") -> Run:
+                  client: str = "aiohttp") -> Run:
     out = tmp / f"reference-u{users}-{time.monotonic_ns()}.jsonl"
     cmd = [sys.executable, __file__, "--reference", sim.url, str(users), str(args.seconds),
-           str(args.max_tokens), str(out), style]
+           str(args.max_tokens), str(out), client]
     run = run_client(cmd, sim, users, 1, args, None)
     run.extra["outputs"] = out
     return run
@@ -237,7 +237,7 @@ class RefOutput:
             else:
                 self.itl.append(timestamp - self.recent)
             self.recent = timestamp
-            self.text += content or ""
+            self.text += content or ""  # kept as vLLM's client keeps it (a cost), not written
         elif usage := data.get("usage"):
             self.output_len = usage.get("completion_tokens")
 
@@ -284,18 +284,17 @@ async def read_any(response: Any, out: RefOutput) -> None:
                 out.on_message(message.removeprefix("data: "))
 
 
-REFERENCE_READERS = {"lines": read_lines, "any": read_any}  # `reference_main`'s styles
-# the reference clients of the CPU part's table, by name: their reading style
-REFERENCE_CLIENTS = {"aiohttp": "lines", "aiohttp-any": "any"}
+# the reference clients of the CPU part's table, by name: how each reads a body
+REFERENCE_CLIENTS = {"aiohttp": read_lines, "aiohttp-any": read_any}
 
 
 def reference_main(url: str, users: int, seconds: float, max_tokens: int, out: str,
-                   style: str = "lines") -> None:
+                   client: str = "aiohttp") -> None:
     """A vLLM/SGLang-benchmark-style client: aiohttp, json per `data:` message, timestamps,
-    reading each body in one of `REFERENCE_READERS`' styles."""
+    reading each body as `REFERENCE_CLIENTS[client]` does."""
     import aiohttp  # only the reference subprocess needs it
 
-    read = REFERENCE_READERS[style]
+    read = REFERENCE_CLIENTS[client]
     prompts = [json.loads(line) for line in PROMPTS.read_text().splitlines() if line.strip()]
     bodies = [{"model": "", "stream": True, "max_tokens": max_tokens, "ignore_eos": True,
                "stream_options": {"include_usage": True, "continuous_usage_stats": True},
@@ -442,8 +441,7 @@ def cpu_part(sim: Sim, tmp: Path, args: argparse.Namespace) -> list[str]:
     for users in args.cpu_users:
         costs = {}
         for name in clients:
-            run = (run_reference(sim, users, tmp, args, REFERENCE_CLIENTS[name])
-                   if name in REFERENCE_CLIENTS
+            run = (run_reference(sim, users, tmp, args, name) if name in REFERENCE_CLIENTS
                    else run_locust(sim, users, 1, tmp, args,
                                    args.baseline_src if name == "baseline" else None,
                                    locustfile=FLOOR if name == "floor" else CHAT))
@@ -565,8 +563,8 @@ def ints(text: str) -> list[int]:
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--reference":
-        url, users, seconds, max_tokens, out, style = sys.argv[2:8]
-        reference_main(url, int(users), float(seconds), int(max_tokens), out, style)
+        url, users, seconds, max_tokens, out, client = sys.argv[2:8]
+        reference_main(url, int(users), float(seconds), int(max_tokens), out, client)
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default="bench-20ms")

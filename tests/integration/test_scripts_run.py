@@ -69,16 +69,16 @@ def test_the_loadgen_floor_streams_and_records(sim_server, locust_run) -> None:
     assert run.summary()[("POST", "/v1/chat/completions")][:2] == (len(done), 0)
 
 
-@pytest.mark.parametrize("style", ["lines", "any"])
-def test_the_aiohttp_reference_reads_every_token(style: str, sim_server, tmp_path: Path
+@pytest.mark.parametrize("client", ["aiohttp", "aiohttp-any"])
+def test_the_aiohttp_reference_reads_every_token(client: str, sim_server, tmp_path: Path
                                                  ) -> None:
-    """`bench_loadgen.py`'s reference client, in each reading style, times every chunk
+    """`bench_loadgen.py`'s reference clients, each reading its own way, time every chunk
     of every request it finishes, as the simulator's trace has them: a first chunk and
     one gap per chunk after it."""
     sim = sim_server()
     out = tmp_path / "reference.jsonl"
     res = _run(sys.executable, str(SCRIPTS / "bench_loadgen.py"), "--reference", sim.url,
-               "4", "3", "16", str(out), style)
+               "4", "3", "16", str(out), client)
     assert res.returncode == 0, res.stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) >= 4

@@ -8,22 +8,18 @@ holds each tensor a Gemma 3 block needs at that width (llama.cpp loads it as a
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import gguf
 import numpy as np
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "llamacpp_draft.py"
+from tests.support import script_module
+
 VOCAB = 320
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("llamacpp_draft", SCRIPT)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module("llamacpp_draft")
 
 
 def _target(path: Path) -> Path:

@@ -8,18 +8,13 @@ series below is such a sawtooth over a flat floor. A heap that really grows stil
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Callable
 
 import psutil
 
-from tests.support import REPO
+from tests.support import script_module
 
-_spec = importlib.util.spec_from_file_location("soak", REPO / "scripts" / "soak.py")
-soak = importlib.util.module_from_spec(_spec)
-sys.modules["soak"] = soak  # dataclasses look their module up while the class is made
-_spec.loader.exec_module(soak)
+soak = script_module("soak")
 
 MIB = 1024 * 1024
 PERIOD = soak.TRIM_PERIOD_S

@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from specload.user_cache import cache_root
-from tests.support import REPO
-
-
-def _vllm_model() -> Any:
-    spec = importlib.util.spec_from_file_location("vllm_model", REPO / "scripts" / "vllm_model.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+from tests.support import script_module
 
 
 @pytest.mark.parametrize(("env", "expected"), [
@@ -30,4 +22,4 @@ def test_the_cache_folder_rule_and_its_copy_agree(env: dict[str, str], expected:
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    assert cache_root() == _vllm_model().cache_root() == Path(expected)
+    assert cache_root() == script_module("vllm_model").cache_root() == Path(expected)
