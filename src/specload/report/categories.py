@@ -38,6 +38,9 @@ import pandas as pd
 from specload.report.c_star_interval import Interval, c_star_interval
 from specload.report.crossover import ALWAYS, CROSSES, NEVER, Crossover, PairResult, find_crossover
 
+# how the verdict line names the categories of one verdict without a C*, together
+GROUPS = {ALWAYS: "pays at every C measured", NEVER: "never pays"}
+UNCLEAR = "no clear crossover (within the noise)"
 BAND_SE = 2.0  # a category's speedup band: this many standard errors either way
 COLUMNS = ("category", "concurrency", "token_share", "accept_len", "tok_s_on", "tok_s_off",
            "tpot_on_ms", "tpot_off_ms", "speedup", "band_lo", "band_hi")
@@ -68,6 +71,18 @@ class CategoryPair:
             return "never pays"
         return "has no clear crossover (within its noise)"
 
+    def _grouped(self, by_reach: list[str]) -> list[str]:
+        """Each crossing category with its C*; those of one verdict without a C* (always,
+        never, unclear) named together after it, so a mix of many reads in one line."""
+        named: dict[str, list[str]] = {}  # a crossing category's phrase, or a group's
+        for category in by_reach:
+            found = self.crossovers[category]
+            if found.verdict == CROSSES and found.c_star is not None:
+                named[f"{category} {self.reach(category)}"] = []
+            else:
+                named.setdefault(GROUPS.get(found.verdict, UNCLEAR), []).append(category)
+        return [f"{key}: {', '.join(names)}" if names else key for key, names in named.items()]
+
     def disagree(self) -> bool:
         """Two categories' C* intervals do not overlap."""
         spans = list(self.intervals.values())
@@ -80,7 +95,7 @@ class CategoryPair:
     def lines(self) -> list[str]:
         by_reach = sorted(self.crossovers, key=lambda c: -_order(self.crossovers[c]))
         out = [f"{self.on} vs {self.off} by prompt category: "
-               + "; ".join(f"{c} {self.reach(c)}" for c in by_reach)]
+               + "; ".join(self._grouped(by_reach))]
         if self.disagree():
             first, last = by_reach[0], by_reach[-1]
             least = self.reach(last)

@@ -7,7 +7,15 @@ import pandas as pd
 import pytest
 
 from specload.report import categories
-from specload.report.crossover import analyse_pair
+from specload.report.crossover import (
+    ALWAYS,
+    CROSSES,
+    INCONCLUSIVE,
+    NEVER,
+    UNKNOWN,
+    Crossover,
+    analyse_pair,
+)
 from specload.report.run_files import ArmSource
 
 LADDER = [1, 4, 16, 64]
@@ -84,3 +92,19 @@ def test_one_category_or_none_gives_no_study() -> None:
     per_rep = _per_rep()
     per_rep["by_category"] = [{} for _ in range(len(per_rep))]
     assert categories.analyse([_pair(per_rep)], per_rep) == []
+
+
+def test_categories_of_one_verdict_without_a_c_star_are_named_together() -> None:
+    """A mix of many categories reads in one line: each crossing category with its C*,
+    the rest grouped by verdict (the quickstart's nine once said "has no clear crossover
+    (within its noise)" seven times)."""
+    found = {"rag": Crossover(CROSSES, c_star=25.8), "chat": Crossover(INCONCLUSIVE),
+             "code": Crossover(NEVER), "json": Crossover(UNKNOWN),
+             "math": Crossover(ALWAYS), "sql": Crossover(ALWAYS),
+             "reasoning": Crossover(CROSSES, c_star=20.2)}
+    pair = categories.CategoryPair("on", "off", pd.DataFrame(), found,
+                                   dict.fromkeys(found, 1 / len(found)), {})
+    assert pair.lines() == [
+        "on vs off by prompt category: pays at every C measured: math, sql; "
+        "rag pays up to C = 25.8; reasoning pays up to C = 20.2; "
+        "no clear crossover (within the noise): chat, json; never pays: code"]
