@@ -435,36 +435,58 @@ def cpu_part(sim: Sim, tmp: Path, args: argparse.Namespace) -> list[str]:
              f"{'C':>5} {'client':>11} {'chunks/s':>9} {'CPU %':>6} {'us/chunk':>9} "
              f"{'TTFT err p50':>12} {'p99':>6} {'arrival err p50':>15} {'p99':>6}"]
     print("\n".join(lines), flush=True)
-    ratios = []
     clients = (["specload", *REFERENCE_CLIENTS] + (["baseline"] if args.baseline_src else [])
                + (["floor"] if args.floor else []))
     for users in args.cpu_users:
-        costs = {}
-        for name in clients:
-            run = (run_reference(sim, users, tmp, args, name) if name in REFERENCE_CLIENTS
-                   else run_locust(sim, users, 1, tmp, args,
-                                   args.baseline_src if name == "baseline" else None,
-                                   locustfile=FLOOR if name == "floor" else CHAT))
-            trace = sim.records()
-            chunks, _ = trace_chunks(trace, run.t0, run.t1)
-            m = match(run, trace)
-            span = run.t1 - run.t0
-            costs[name] = run.cpu_s * 1e6 / max(chunks, 1)
-            lines.append(f"{users:>5} {name:>11} {chunks / span:>9.0f} "
-                         f"{100 * run.cpu_s / span:>6.1f} {costs[name]:>9.1f} "
-                         f"{pct(m.ttft_err_ms, 50):>12.2f} {pct(m.ttft_err_ms, 99):>6.2f} "
-                         f"{pct(m.arrival_err_ms, 50):>15.2f} {pct(m.arrival_err_ms, 99):>6.2f}")
-            print(lines[-1], flush=True)
-        ratios.append(costs["specload"] / costs["aiohttp"])
-        lines.append(f"{users:>5} ratio specload/aiohttp = {ratios[-1]:.2f} "
-                     f"(goal: {CPU_RATIO_GOAL:.2f}), specload/aiohttp-any = "
-                     f"{costs['specload'] / costs['aiohttp-any']:.2f}" + (
-            f", specload/baseline = {costs['specload'] / costs['baseline']:.2f}"
-            if "baseline" in costs else "") + (
-            f", floor/aiohttp = {costs['floor'] / costs['aiohttp']:.2f}"
-            if "floor" in costs else ""))
+        rounds: list[dict[str, float]] = []
+        for r in range(args.rounds):
+            costs = {}
+            # each round starts one client later: no client always runs first or last
+            for name in clients[r % len(clients):] + clients[:r % len(clients)]:
+                costs[name] = _cpu_run(sim, tmp, args, users, name, lines)
+            rounds.append(costs)
+        lines.append(_ratio_line(users, rounds))
         print(lines[-1], flush=True)
     return lines
+
+
+def _cpu_run(sim: Sim, tmp: Path, args: argparse.Namespace, users: int, name: str,
+             lines: list[str]) -> float:
+    """One client's run at `users`: its row appended to `lines`; its CPU us per chunk."""
+    run = (run_reference(sim, users, tmp, args, name) if name in REFERENCE_CLIENTS
+           else run_locust(sim, users, 1, tmp, args,
+                           args.baseline_src if name == "baseline" else None,
+                           locustfile=FLOOR if name == "floor" else CHAT))
+    trace = sim.records()
+    chunks, _ = trace_chunks(trace, run.t0, run.t1)
+    m = match(run, trace)
+    span = run.t1 - run.t0
+    cost = run.cpu_s * 1e6 / max(chunks, 1)
+    lines.append(f"{users:>5} {name:>11} {chunks / span:>9.0f} "
+                 f"{100 * run.cpu_s / span:>6.1f} {cost:>9.1f} "
+                 f"{pct(m.ttft_err_ms, 50):>12.2f} {pct(m.ttft_err_ms, 99):>6.2f} "
+                 f"{pct(m.arrival_err_ms, 50):>15.2f} {pct(m.arrival_err_ms, 99):>6.2f}")
+    print(lines[-1], flush=True)
+    return cost
+
+
+def _ratio_line(users: int, rounds: list[dict[str, float]]) -> str:
+    """The ratios of CPU per chunk, each the median over the rounds of one round's ratio
+    (its runs back to back), with their range when there were several rounds."""
+    def ratio(num: str, den: str) -> str:
+        each = [costs[num] / costs[den] for costs in rounds]
+        spread = f" ({min(each):.2f}-{max(each):.2f})" if len(each) > 1 else ""
+        return f"{num}/{den} = {float(np.median(each)):.2f}{spread}"
+
+    names = rounds[0]
+    parts = [ratio("specload", "aiohttp") + f" (goal: {CPU_RATIO_GOAL:.2f})",
+             ratio("specload", "aiohttp-any")]
+    if "baseline" in names:
+        parts.append(ratio("specload", "baseline"))
+    if "floor" in names:
+        parts.append(ratio("floor", "aiohttp"))
+    median = f"median of {len(rounds)} rounds: " if len(rounds) > 1 else ""
+    return f"{users:>5} ratio {median}" + ", ".join(parts)
 
 
 def capacity_part(sim: Sim, tmp: Path, args: argparse.Namespace,
@@ -587,6 +609,9 @@ def main() -> int:
     ap.add_argument("--baseline-src", type=Path, default=None,
                     help="also measure CPU/chunk with specload imported from this source "
                     "tree (e.g. an older checkout's src/) for before/after ratios")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="CPU part: run every client this many times, each round in a "
+                    "rotated order, and give each ratio as the median of the rounds' own")
     ap.add_argument("--floor", action="store_true",
                     help="also measure the CPU/chunk floor: Locust's users with every "
                     "per-chunk step but one stamped read taken out (scripts/loadgen_floor)")
