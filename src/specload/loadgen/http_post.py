@@ -26,6 +26,19 @@ from specload.loadgen.reader import read_timer, wait_readable
 from specload.loadgen.tls import TLSStream
 
 
+class HeadKeepingResponse(HTTPSocketPoolResponse):
+    """geventhttpclient's pooled response, keeping the bytes its head came in with: the
+    reader needs them to know where a chunked body's framing stands when it takes over
+    (`chunked.head_ends_between_chunks`)."""
+
+    head_bytes = b""
+
+    def feed(self, data: bytes) -> None:
+        if not self.headers_complete:
+            self.head_bytes += data
+        super().feed(data)
+
+
 class StreamPost:
     """POSTs of one user to one URL; `send(body, extra)` returns the response head read."""
 
@@ -55,7 +68,7 @@ class StreamPost:
         # the head here, and the between-chunks timeout of the reader it hands it to
         self.timer: Any = None
 
-    def send(self, body: bytes, extra: dict[str, str] | None = None) -> HTTPSocketPoolResponse:
+    def send(self, body: bytes, extra: dict[str, str] | None = None) -> HeadKeepingResponse:
         """Send one request (with `extra` header fields) and read its response head.
 
         Raises what connecting, sending or reading the head raised.
@@ -76,8 +89,8 @@ class StreamPost:
             # was in: its response is worth more than the broken pipe, if there is one
         else:
             self._await_head(sock, pool)
-        return HTTPSocketPoolResponse(sock, pool, block_size=self._block_size, method="POST",
-                                      headers_type=self._headers_type)
+        return HeadKeepingResponse(sock, pool, block_size=self._block_size, method="POST",
+                              headers_type=self._headers_type)
 
     def _await_head(self, sock: Any, pool: Any) -> None:
         """Wait for the response's first bytes the cheap way (gevent's `recv` would fail,

@@ -27,7 +27,11 @@ timeout): a gevent `Timeout` or timer stopped and started again keeps its first 
 (gevent 26.9's libev loop), which made the timeout count from the first wait of the
 response, not from the last chunk. Lines are handed out as every complete line already
 buffered in one piece (an SSE event and its blank line), so the decoder sees one call
-per event, not two.
+per event, not two. A chunked body whose reads each hold whole chunks of whole lines (one
+SSE event per chunk, as servers write them) skips the HTTP parser: each chunk's payload
+is handed on as it is (`chunked.whole_chunks`), while the parser, which saw the head and
+stands between two chunks, waits for the first read that holds anything else, and then
+reads the rest of the response.
 
 Over HTTPS the connection is a `tls.TLSStream`: the reader reads its ciphertext from the
 TCP socket the same way (stamped) and takes the plaintext from the in-memory TLS
@@ -49,6 +53,7 @@ from geventhttpclient._parser import HTTPResponseParser
 from geventhttpclient.response import HTTPConnectionClosed
 
 from specload.loadgen import wall_clock
+from specload.loadgen.chunked import head_ends_between_chunks, whole_chunks
 from specload.loadgen.tls import CIPHER_BLOCK, TLSStream
 
 # Not exported by Python's socket module; SO_TIMESTAMPNS(_OLD) in asm-generic/socket.h.
@@ -148,6 +153,14 @@ class LineReader:
                 if not lines or on_lines(lines, stamp):
                     return
         _Pump(self, on_lines, self._socket()).run()
+
+    def _between_chunks(self) -> bool:
+        """Whether reads of whole chunks may skip the HTTP parser (`_Pump._read_whole`): a
+        chunked body over plain TCP whose parser stands between two chunks, no line begun."""
+        raw = self.raw
+        return (self._tls is None and not raw._body_buffer and not raw.message_complete
+                and head_ends_between_chunks(getattr(raw, "head_bytes", b""),
+                                             raw.get("transfer-encoding")))
 
     def _socket(self) -> Any:
         """The TCP socket the body comes in on (under TLS, the one under it)."""
@@ -276,7 +289,10 @@ class _Pump:
     def run(self) -> None:
         self._step(read=False)  # lines that came in with the headers
         if not self._ended:
-            self._watcher.start(self._step, True)
+            if self._reader._between_chunks():
+                self._watcher.start(self._read_whole)
+            else:
+                self._watcher.start(self._step, True)
             if self._timer is not None:
                 self._timer.again(self._time_out)
         try:
@@ -304,6 +320,47 @@ class _Pump:
         if got is None:
             self._end(None)
         elif read and self._timer is not None:
+            self._timer.again(self._time_out)
+
+    def _read_whole(self) -> None:
+        """One read while the body's reads have held whole chunks (`chunked.whole_chunks`):
+        their payloads go to `on_lines` as they are, without the HTTP parser. Anything
+        else (a chunk cut between reads, the body's end, a read that filled its buffer)
+        goes to the parser as `_step` reads, and so does the rest of the response."""
+        reader = self._reader
+        raw = reader.raw
+        try:
+            data = reader._take(reader._tcp, raw.block_size)
+        except BlockingIOError:
+            return
+        except BaseException as exc:
+            raw.release()
+            self._end(exc)
+            return
+        payloads = None if reader._full else whole_chunks(data)
+        if payloads is None:
+            self._watcher.stop()
+            self._watcher.start(self._step, True)
+            try:
+                _feed(raw, data)
+            except BaseException as exc:
+                raw.release()
+                self._end(exc)
+                return
+            self._step(read=False)
+            if not self._ended and self._timer is not None:
+                self._timer.again(self._time_out)
+            return
+        stamp, on_lines = reader.last_stamp, self._on_lines
+        try:
+            for payload in payloads:
+                if on_lines(payload, stamp):
+                    self._end(None)
+                    return
+        except BaseException as exc:
+            self._end(exc)
+            return
+        if self._timer is not None:
             self._timer.again(self._time_out)
 
     def _time_out(self) -> None:

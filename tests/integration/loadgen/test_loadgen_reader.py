@@ -230,3 +230,72 @@ def test_a_killed_pump_leaves_no_watcher_behind() -> None:
         server.sendall(chunk(b"data: after\n\n"))
         gevent.sleep(0.4)  # past the timeout, too
         assert got == [] and pumping.dead and not client._read_event.active
+
+
+def _counting_whole_chunks(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The reads the pump tried as whole chunks, in order."""
+    from specload.loadgen import reader as reader_module
+
+    tried: list[bytes] = []
+    whole = reader_module.whole_chunks
+    monkeypatch.setattr(reader_module, "whole_chunks",
+                        lambda data: tried.append(data) or whole(data))
+    return tried
+
+
+def _send_apart(server: socket.socket, parts: list[bytes]) -> object:
+    """A greenlet sending each part 0.05 s after the one before: one read each."""
+    import gevent
+
+    server.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def stream() -> None:
+        for part in parts:
+            gevent.sleep(0.05)
+            server.sendall(part)
+
+    return gevent.spawn(stream)
+
+
+def test_whole_chunks_skip_the_parser_until_a_read_holds_something_else(monkeypatch) -> None:
+    """A response whose head came with whole chunks has each later read of whole chunks
+    handed on without the HTTP parser, one call per chunk; from the first read that holds
+    anything else (here half a chunk) the parser reads the rest: a chunk extension and
+    the body's end. Every line arrives once, in order, and the body ends complete."""
+    from specload.loadgen.http_post import HeadKeepingResponse
+
+    tried = _counting_whole_chunks(monkeypatch)
+    client, server, _ = _gevent_conn(1.0)
+    with client, server:
+        server.sendall(HEAD + chunk(b"data: head\n\n"))
+        parts = [chunk(b"data: 0\n\n"), chunk(b"data: 1\n\n") + chunk(b"data: 2\n\n"),
+                 chunk(b"data: 3\n\n")[:5], chunk(b"data: 3\n\n")[5:],
+                 b"9;x=y\r\ndata: 4\n\n\r\n", chunk(b"data: 5\n\n") + b"0\r\n\r\n"]
+        sender = _send_apart(server, parts)
+        raw = HeadKeepingResponse(client, None)  # no pool: the test closes the socket
+        got: list[bytes] = []
+        LineReader(raw).pump(lambda lines, _: got.append(lines) or False)
+        sender.join()
+        assert got == [b"data: head\n\n", *(b"data: %d\n\n" % i for i in range(6))]
+        assert tried == parts[:3] and raw.message_complete
+
+
+def test_a_head_that_came_with_part_of_a_chunk_leaves_the_body_to_the_parser(
+        monkeypatch) -> None:
+    """The head's read ended after a chunk's size line: the parser stands mid-chunk, so
+    no read skips it, even one that would pass for a whole chunk (this chunk's payload
+    is shaped like one), and the lines come out as the server sent them."""
+    from specload.loadgen.http_post import HeadKeepingResponse
+
+    tried = _counting_whole_chunks(monkeypatch)
+    client, server, _ = _gevent_conn(1.0)
+    with client, server:
+        server.sendall(HEAD + b"c\r\n")
+        sender = _send_apart(server, [b"7\r\nhello\n\n\r\n", b"\r\n" + chunk(b"data: b\n\n"),
+                                      b"0\r\n\r\n"])
+        raw = HeadKeepingResponse(client, None)
+        got: list[bytes] = []
+        LineReader(raw).pump(lambda lines, _: got.append(lines) or False)
+        sender.join()
+        assert got == [b"7\r\nhello\n\n\r\n", b"data: b\n\n"] and tried == []
+        assert raw.message_complete
