@@ -87,3 +87,16 @@ def test_the_aiohttp_reference_reads_every_token(client: str, sim_server, tmp_pa
         chunks = traced[r["request_id"]]
         assert sum(n for _, n in chunks) == r["output_len"] == 16
         assert (1 + len(r["itl"]), r["ttft"] > 0) == (len(chunks), True), r
+
+
+def test_the_reader_benchmark_reads_both_ways() -> None:
+    """`bench_reader.py` streams its blocks both ways and prints their costs and ratio."""
+    res = _run(sys.executable, str(SCRIPTS / "bench_reader.py"), "--blocks", "2",
+               "--chunks", "50")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("# bench_reader: 2 blocks each way of 50 chunks")
+    assert [line.split(":")[0] for line in lines[1:]] == [
+        "whole chunks past the parser", "every read through the parser",
+        "ratio (median of the blocks' pairs)"]
+    assert all(float(line.split(": ")[1].split()[0]) > 0 for line in lines[1:])
