@@ -90,7 +90,7 @@ class StreamPost:
         else:
             self._await_head(sock, pool)
         return HeadKeepingResponse(sock, pool, block_size=self._block_size, method="POST",
-                              headers_type=self._headers_type)
+                                   headers_type=self._headers_type)
 
     def _await_head(self, sock: Any, pool: Any) -> None:
         """Wait for the response's first bytes the cheap way (gevent's `recv` would fail,

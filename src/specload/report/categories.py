@@ -38,7 +38,7 @@ import pandas as pd
 from specload.report.c_star_interval import Interval, c_star_interval
 from specload.report.crossover import ALWAYS, CROSSES, NEVER, Crossover, PairResult, find_crossover
 
-# how the verdict line names the categories of one verdict without a C*, together
+# what a verdict without a C* says of a category, or of several named together
 GROUPS = {ALWAYS: "pays at every C measured", NEVER: "never pays"}
 UNCLEAR = "no clear crossover (within the noise)"
 BAND_SE = 2.0  # a category's speedup band: this many standard errors either way
@@ -65,15 +65,11 @@ class CategoryPair:
             inside = span is not None and not (span.below or span.above)
             return f"pays up to C = {found.c_star:.3g}" + (
                 f" ({span.level:.0%}: {span.lo:.3g}-{span.hi:.3g})" if inside else "")
-        if found.verdict == ALWAYS:
-            return "pays at every C measured"
-        if found.verdict == NEVER:
-            return "never pays"
-        return "has no clear crossover (within its noise)"
+        return GROUPS.get(found.verdict, "has no clear crossover (within its noise)")
 
     def _grouped(self, by_reach: list[str]) -> list[str]:
-        """Each crossing category with its C*; those of one verdict without a C* (always,
-        never, unclear) named together after it, so a mix of many reads in one line."""
+        """Each crossing category with its C*, and the categories of each verdict without
+        one (always, never, unclear) named together: a mix of many reads in one line."""
         named: dict[str, list[str]] = {}  # a crossing category's phrase, or a group's
         for category in by_reach:
             found = self.crossovers[category]
