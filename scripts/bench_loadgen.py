@@ -616,6 +616,8 @@ def main() -> int:
                     help="also measure the CPU/chunk floor: Locust's users with every "
                     "per-chunk step but one stamped read taken out (scripts/loadgen_floor)")
     args = ap.parse_args()
+    if args.rounds < 1:
+        ap.error("--rounds must be at least 1")
     parts = set(args.parts.split(","))
     out: list[str] = [f"# bench_loadgen: profile {args.profile} spec={args.spec}, "
                       f"max_tokens {args.max_tokens}, runs of {args.seconds} s "

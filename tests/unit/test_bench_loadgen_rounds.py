@@ -22,3 +22,13 @@ def test_one_round_gives_its_ratios_alone() -> None:
     assert bench._ratio_line(150, rounds) == (
         "  150 ratio specload/aiohttp = 0.50 (goal: 0.50), specload/aiohttp-any = 0.40, "
         "floor/aiohttp = 0.40")
+
+
+def test_no_rounds_is_refused_in_one_line() -> None:
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, bench.__file__, "--rounds", "0"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2
+    assert res.stderr.splitlines()[-1].endswith("error: --rounds must be at least 1")
