@@ -56,3 +56,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
     items.sort(key=lambda item: -seconds(item))
 
+
+
+@pytest.fixture(autouse=True)
+def _gevent_clock_read_now() -> None:
+    """Each test starts with the gevent loop's clock read now. The loop reads the clock
+    once per pass, and a timer counts from that reading (gevent.sleep alone reads it
+    again): a worker that ran tests without the loop for longer than a later test's
+    timeout (plain sockets, subprocesses) left a reading so old that the test's
+    `joinall(timeout=30)` returned at once, before its 2 ms sleeps had run."""
+    import gevent
+
+    gevent.get_hub().loop.update_now()
