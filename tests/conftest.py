@@ -15,7 +15,9 @@ Locust monkey-patches the standard library when it is imported. pytest-xdist's w
 talk to their controller through threads that a patched `threading` breaks, and no
 in-process test needs the patch (they use gevent's own sockets and hub), so Locust is
 imported here unpatched, before any test module imports it. The variable is removed
-again at once: Locust processes that tests start patch as usual.
+again at once: Locust processes that tests start patch as usual. Every test starts with
+the gevent loop's clock read now, so no timer it starts counts from a reading that tests
+before it, run without the loop, left behind.
 """
 
 import os
