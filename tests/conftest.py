@@ -59,7 +59,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: -seconds(item))
 
 
-
 @pytest.fixture(autouse=True)
 def _gevent_clock_read_now() -> None:
     """Each test starts with the gevent loop's clock read now. The loop reads the clock
