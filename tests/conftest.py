@@ -30,6 +30,7 @@ try:
 finally:
     del os.environ["LOCUST_SKIP_MONKEY_PATCH"]
 
+import gevent
 import pytest
 
 pytest_plugins = ("tests.support.fixtures",)
@@ -66,6 +67,4 @@ def _gevent_clock_read_now() -> None:
     again): a worker that ran tests without the loop for longer than a later test's
     timeout (plain sockets, subprocesses) left a reading so old that the test's
     `joinall(timeout=30)` returned at once, before its 2 ms sleeps had run."""
-    import gevent
-
     gevent.get_hub().loop.update_now()

@@ -43,6 +43,7 @@ DRAFT_N_MAX = 3
 LADDER = [1, 4]
 TARGET_PCT = 3.0
 MIN_REQUESTS = 6  # about 390 drafts a window: 3% is more than three standard errors
+MAX_MEASURE_S = 120  # room for 6 requests when the slow tier beside it leaves little CPU
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +52,8 @@ def map_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     on = llama_server.command_arm("spec-on", 4, llama_server.spec_flags(DRAFT_N_MAX,
                                                                          ACCEPTANCE))
     scenario = {"name": "llamacpp-map", "ladder": LADDER, "warmup_s": 3, "measure_s": 15,
-                "min_requests": MIN_REQUESTS, "max_measure_s": 120, "drain_s": 0, "verify": False,
+                "min_requests": MIN_REQUESTS, "max_measure_s": MAX_MEASURE_S, "drain_s": 0,
+                "verify": False,
                 "request": llama_server.request(max_tokens=256),
                 "arms": [on | {"acceptance": LENGTHS},
                          llama_server.command_arm("spec-off", 4)]}
