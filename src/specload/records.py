@@ -82,6 +82,9 @@ EVENT_KINDS = (
 WRITE_FAILED_EXIT = 28
 # Open loop: a request sent more than this after its scheduled time is a late start.
 LATE_LIMIT_MS = CLIENT_LAG_LIMIT_MS
+# A rung of users whose achieved concurrency is more than this share under its C is
+# short of C (the console line, the report's warning and its crossover section).
+CONCURRENCY_SHORTFALL = 0.10
 
 # Error kinds recorded in `error_kind`; "" means the request succeeded.
 ERROR_KINDS = (

@@ -39,7 +39,7 @@ from pydantic import (
     model_validator,
 )
 
-from specload import engines
+from specload import cpu_sets, engines
 from specload.arrival_plan import validate_rates
 from specload.category_mix import CategoryMix
 from specload.conversations import load_conversations
@@ -86,6 +86,13 @@ Role = Literal["spec_on", "spec_off", "verify", "other"]
 # The placeholder of a command arm's start line in a multi-k study (those of
 # `command.verify_command` are the registered load switches', `engines.verify_placeholders`).
 K_PLACEHOLDER = "{k}"
+# `placement: apart`: servers and load on CPUs of their own (`cpu_sets.split_apart`)
+APART = "apart"
+
+
+def _cpu_list(value: str | None) -> str | None:
+    """A CPU list as the kernel writes it (`0,2-3`), or None."""
+    return None if value is None else cpu_sets.words(cpu_sets.parse(value))
 
 
 def _registered(value: str | None, known: tuple[str, ...]) -> str | None:
@@ -344,6 +351,10 @@ class CommandArm(_Strict):
     # the start line of the verification arm: `start` with the recommended settings in
     # the engines' placeholders (docs/measurement.md: the verification arm)
     verify_command: str | None = None
+    # the CPUs this server runs on (a Linux CPU list, `0` or `0-3`), over the scenario's
+    # `placement`; {cpus} and {ncpus} in the start lines become the set and its size
+    cpus: str | None = None
+    _cpus = field_validator("cpus")(lambda v: _cpu_list(v))
 
     @field_validator("verify_command")
     @classmethod
@@ -500,6 +511,33 @@ class Slo(_Strict):
         return self
 
 
+class Placement(_Strict):
+    """Which CPUs of this machine the servers it starts and the load processes run on
+    (Linux CPU lists); `placement: apart` splits the usable CPUs between them
+    (`runner/placement.py`)."""
+
+    apart: bool = False
+    servers: str | None = None
+    load: str | None = None
+    _cpus = field_validator("servers", "load")(lambda v: _cpu_list(v))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apart(cls, v: Any) -> Any:
+        if v == APART:
+            return {"apart": True}
+        if isinstance(v, str):
+            raise ValueError(f"expected {APART} or {{servers: CPU list, load: CPU list}}, "
+                             f"got {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _one_way(self) -> Placement:
+        if self.apart and (self.servers or self.load):
+            raise ValueError("placement: give apart or CPU lists, not both")
+        return self
+
+
 class Distributed(_Strict):
     """Locust master/worker mode: the runner starts a master, workers connect to it."""
 
@@ -590,6 +628,8 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
     interleave: bool = False
     processes: int | None = None
     distributed: Distributed | None = None
+    # the CPUs of servers started here and of the load processes (`Placement`)
+    placement: Placement | None = None
     request: RequestSettings = Field(default_factory=RequestSettings)
     workload: Workload = Field(default_factory=Workload)
     slo: Slo | None = None

@@ -17,16 +17,18 @@ from pathlib import Path
 
 import pytest
 
-from specload.runner import health_checks
+from specload.runner import health_checks, placement
 
 
 @contextmanager
 def running(line: str, url: str, log: Path, what: str, ready_timeout_s: float = 300,
-            health_path: str = "/health") -> Iterator[str]:
-    """The server `line` starts, ready at `url`; yields `url`."""
+            health_path: str = "/health", cpus: frozenset[int] | None = None
+            ) -> Iterator[str]:
+    """The server `line` starts (on the CPUs `cpus`, None: anywhere), ready at `url`;
+    yields `url`."""
     with log.open("wb") as out:
         proc = subprocess.Popen(["bash", "-c", line], stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=placement.pinned(cpus))
     try:
         deadline = time.monotonic() + ready_timeout_s
         while not health_checks.probe(url + health_path, 2).ok:

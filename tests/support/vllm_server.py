@@ -30,6 +30,7 @@ from pathlib import Path
 
 import yaml
 
+from specload import cpu_sets
 from specload.runner.processes import free_port
 from tests.support import engine_process
 from tests.support.setup_scripts import printed_path
@@ -94,16 +95,22 @@ class Pair:
 
 
 def server_command(folder: Path, port: int, max_num_seqs: int, max_model_len: int,
-                   spec_config: str | None = None, per_request: str | None = None) -> str:
+                   spec_config: str | None = None, per_request: str | None = None,
+                   omp_cpus: str | None = None, prefix_caching: bool = True) -> str:
     """The shell line that starts one vLLM OpenAI server on 127.0.0.1:`port`; a
     `spec_config` is put in single quotes as given (a placeholder stays a placeholder);
     `per_request`: its `--per-request-spec-decode-metrics` level (config/observability.py:
-    none, summary or detailed)."""
-    line = (f"{ENV} exec {shlex.quote(str(python()))} -m vllm.entrypoints.openai.api_server "
+    none, summary or detailed); `omp_cpus`: the CPUs of its OpenMP threads
+    (`VLLM_CPU_OMP_THREADS_BIND`, a CPU list; by default vLLM keeps one CPU of those it
+    may use for its API server and engine core, utils/ompmultiprocessing.py);
+    `prefix_caching` off: every prompt computed in full, however often it was sent."""
+    bind = f"VLLM_CPU_OMP_THREADS_BIND={omp_cpus} " if omp_cpus else ""
+    line = (f"{ENV} {bind}exec {shlex.quote(str(python()))} -m vllm.entrypoints.openai.api_server "
             f"--model {shlex.quote(str(folder))} --host 127.0.0.1 --port {port} "
             f"--max-model-len {max_model_len} --max-num-seqs {max_num_seqs} --enforce-eager "
             f"--distributed-executor-backend uni --dtype {DTYPE}")
     line += f" --speculative-config '{spec_config}'" if spec_config else ""
+    line += "" if prefix_caching else " --no-enable-prefix-caching"
     return line + (f" --per-request-spec-decode-metrics {per_request}" if per_request else "")
 
 
@@ -165,10 +172,13 @@ def pair_scenario(folder: Path, size: ModelSize, name: str = "vllm-real", k: int
 
 def running(log: Path, size: ModelSize, spec_config: str | None = None,
             max_num_seqs: int = 4, ready_timeout_s: float = 300,
-            max_model_len: int = 1024) -> AbstractContextManager[str]:
-    """One vLLM server on a free loopback port, stopped (its process group) on leaving;
-    yields its base URL."""
+            max_model_len: int = 1024, cpus: frozenset[int] | None = None,
+            prefix_caching: bool = True) -> AbstractContextManager[str]:
+    """One vLLM server on a free loopback port (every process and OpenMP thread of it on
+    `cpus`, if given), stopped (its process group) on leaving; yields its base URL."""
     port = free_port()
-    line = server_command(model(size), port, max_num_seqs, max_model_len, spec_config)
+    line = server_command(model(size), port, max_num_seqs, max_model_len, spec_config,
+                          omp_cpus=cpu_sets.words(cpus) if cpus else None,
+                          prefix_caching=prefix_caching)
     return engine_process.running(line, f"http://127.0.0.1:{port}", log, "vLLM",
-                                  ready_timeout_s)
+                                  ready_timeout_s, cpus=cpus)

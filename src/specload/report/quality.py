@@ -32,11 +32,10 @@ import numpy as np
 import pandas as pd
 
 from specload.manifest import Manifest
-from specload.records import CLIENT_LAG_LIMIT_MS
+from specload.records import CLIENT_LAG_LIMIT_MS, CONCURRENCY_SHORTFALL
 from specload.report.crossover import PairResult
 from specload.workload_kinds import USERS, WorkloadKind
 
-CONCURRENCY_SHORTFALL = 0.10
 RATE_SHORTFALL = 0.02
 CLIENT_CPU_LIMIT = 90.0
 CLIENT_LAG_LATE_SHARE = 0.01  # more than 1% of wake-ups late: the rung's lag p99 is over
@@ -375,6 +374,32 @@ _DIGEST_TITLES = {
     "worker_lost": "a load process was lost mid-rung (its last rows and users missing)",
     "clock": "a worker's clock offset was uncertain or jumped",
 }
+
+
+STARVED = ("client_starved", "client_saturated")
+
+
+def shortfall_words(warnings: Sequence[dict[str, Any]], arms: Sequence[str]) -> str | None:
+    """Which rungs of `arms` fell short of C, what that does to the crossover and what to
+    do (None: none did)."""
+    def at(w: dict[str, Any]) -> str:
+        return f"{w['arm']} C={w['concurrency']}" + (f" rep {w['rep']}" if w["rep"] != 1
+                                                      else "")
+    short = [w for w in warnings if w["kind"] == "concurrency_shortfall" and w["arm"] in arms]
+    if not short:
+        return None
+    starved = {at(w) for w in warnings if w["kind"] in STARVED}
+    cpu = [at(w) for w in short if at(w) in starved]
+    text = (f"short of C at {', '.join(at(w) for w in short)}: the load held fewer than "
+            f"C requests in flight there (more than {CONCURRENCY_SHORTFALL:.0%} under), so "
+            "those rungs measured a lighter load than their C and the crossover leans on "
+            "them")
+    if cpu:
+        return text + (f"; the load generator was short of CPU at {', '.join(cpu)}: give it "
+                       "CPUs of its own (`placement: apart`, docs/real-engines.md) or run "
+                       "it on another machine, then run those rungs again")
+    return text + ("; its users waited between requests: see the data-quality warnings "
+                   "(failures and backoff, the load processes' CPU)")
 
 
 def digest(warnings: Sequence[dict[str, Any]]) -> list[str]:

@@ -323,6 +323,9 @@ def _crossover_lines(report: Report, with_advice: bool = True) -> list[str]:
         if pair.interval is not None:
             head += f"; {pair.interval.words()}"
         lines.append(head)
+        short = quality.shortfall_words(report.warnings, (pair.on.name, pair.off.name))
+        if short:
+            lines.append(f"  {short}")
         agreed = pair.agreement()
         if agreed is not None:
             lines.append(f"  {agreed.words()}")

@@ -39,6 +39,7 @@ from specload.runner import context_check, health_checks
 from specload.runner.locust_proc import LoadMode, LocustProcess, locust_command, worker_command
 from specload.runner.manifest import worker_clocks, worker_events
 from specload.runner.metrics_scrape import MetricsSampler
+from specload.runner.placement import CpuPlan, usable
 from specload.runner.progress import (
     WorkerEvents,
     arm_failure,
@@ -101,6 +102,7 @@ class Sweep:
     started: float = field(default_factory=time.monotonic)
     interrupts: int = 0
     adding: str | None = None  # why the runs under way add rungs ("search round 1")
+    cpus: CpuPlan = field(default_factory=lambda: CpuPlan(usable()))  # servers' and load's
 
     @property
     def rung_s(self) -> float:
@@ -252,7 +254,8 @@ def _watch(
             rungs.append(rung_figures(run_prefix, line))
             say(progress_line(label, rungs[-1], sweep.scenario.levels,
                               time.monotonic() - sweep.started, sweep.remaining_s(),
-                              sweep.scenario.max_window_s))
+                              sweep.scenario.max_window_s,
+                              "concurrency" in sweep.scenario.workload_kind.checks))
         if code is not None:
             if code != 0 and (code == WRITE_FAILED_EXIT or out_of_space(run_prefix.parent)):
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(run_prefix.parent))
@@ -307,7 +310,8 @@ def serving(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> Iterator[Servin
         _fresh_start(rep_dir)
         session_dir = rep_dir
     # The trace is this server's own (the simulator truncates it when it starts).
-    server = server_for(arm, session_dir / SERVER_TRACE_NAME, sweep.api_key, sweep.tls)
+    server = server_for(arm, session_dir / SERVER_TRACE_NAME, sweep.api_key, sweep.tls,
+                        sweep.cpus.for_arm(arm))
     sampler: MetricsSampler | None = None
     try:
         url = _start_server(sweep, server, arm_entry, rep, label)
@@ -346,7 +350,8 @@ def run_levels(sweep: Sweep, live: Serving, levels: list[float], announce: bool 
                 f"{worker_command(sweep.mode)}")
     cmd = locust_command(sweep.scenario, live.url, run_prefix, levels, sweep.mode,
                          sweep.manifest.prompt_fit)
-    locust = LocustProcess(cmd, run_prefix.parent / "locust.log", arm=live.label)
+    locust = LocustProcess(cmd, run_prefix.parent / "locust.log", arm=live.label,
+                           cpus=sweep.cpus.load)
     try:
         _watch(sweep, live.label, locust, live.server, run_prefix, levels)
     finally:

@@ -142,9 +142,10 @@ def worker_command(mode: LoadMode) -> str:
 class LocustProcess:
     """One running `locust` with its log file."""
 
-    def __init__(self, cmd: list[str], log_path: Path, arm: str | None = None) -> None:
+    def __init__(self, cmd: list[str], log_path: Path, arm: str | None = None,
+                 cpus: frozenset[int] | None = None) -> None:
         self.proc = spawn_group(cmd, log_path, what="Locust", arm=arm,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, cpus=cpus)
         self.log_path = log_path
 
     def poll(self) -> int | None:

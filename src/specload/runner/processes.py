@@ -24,6 +24,8 @@ from typing import Any
 
 import psutil
 
+from specload.runner import placement
+
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port that was free on `host` a moment ago."""
@@ -72,16 +74,19 @@ CHILDREN = Children()
 
 def spawn_group(args: Sequence[str] | str, log_path: Path, *, what: str | None,
                 arm: str | None = None, shell: bool = False,
-                env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+                env: Mapping[str, str] | None = None,
+                cpus: frozenset[int] | None = None) -> subprocess.Popen[bytes]:
     """Start a child in its own session (a Ctrl-C in the terminal reaches only the runner,
-    which then stops its children in order), its output appended to `log_path`, and put
-    it on record as `what` until `stop_process_group` stops it (`what` None: a short-lived
-    helper the caller waits for, not put on record)."""
+    which then stops its children in order), its output appended to `log_path`, on the
+    CPUs `cpus` (None: wherever this process may run), and put it on record as `what`
+    until `stop_process_group` stops it (`what` None: a short-lived helper the caller
+    waits for, not put on record)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
         proc = subprocess.Popen(
             args, shell=shell, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True, env=None if env is None else dict(env))
+            start_new_session=True, env=None if env is None else dict(env),
+            preexec_fn=placement.pinned(cpus))
     if what is not None:
         try:
             CHILDREN.started(proc, what, arm)

@@ -21,7 +21,12 @@ from typing import Any
 
 import orjson
 
-from specload.records import EVENTS_SUFFIX, LIVE_SUFFIX, LOCUST_FAILURES_SUFFIX
+from specload.records import (
+    CONCURRENCY_SHORTFALL,
+    EVENTS_SUFFIX,
+    LIVE_SUFFIX,
+    LOCUST_FAILURES_SUFFIX,
+)
 from specload.report.rung_columns import View, names
 from specload.report.table import NONE_SENT
 
@@ -124,10 +129,11 @@ def failure_text(failures: int, total: int, reason: str) -> str:
 
 
 def progress_line(label: str, line: dict[str, Any], levels: Sequence[float],
-                  elapsed_s: float, remaining_s: float, max_window_s: float = math.inf
-                  ) -> str:
+                  elapsed_s: float, remaining_s: float, max_window_s: float = math.inf,
+                  holds_c: bool = False) -> str:
     """One finished rung, as a person reading the console wants it; a window that ran
-    past `max_window_s` (its requests were long: `ladder.window_cap`) says so."""
+    past `max_window_s` (its requests were long: `ladder.window_cap`) says so, and so
+    does a rung of users (`holds_c`) whose achieved concurrency fell short of C."""
     rate = line.get("rate")
     level = rate if rate is not None else int(line["users"])
     rung = list(levels).index(level) + 1
@@ -144,11 +150,21 @@ def progress_line(label: str, line: dict[str, Any], levels: Sequence[float],
         figures = (f"{tok_s:.1f} tok/s, TTFT p50 {ttft}, "
                    f"{int(line.get('requests') or 0)} requests, "
                    f"{failure_text(failures, total, str(line.get('top_failure') or ''))}")
+        figures += short_of_c(line) if holds_c and rate is None else ""
     window = float(line.get("measure_end", 0.0)) - float(line.get("measure_start", 0.0))
     if window > max_window_s + STRETCH_NOTICE_S:
         figures += (f", window stretched to {fmt_s(window)} (max {fmt_s(max_window_s)}): its "
                     "requests are long, and every user's had to end and a new one start")
     return f"{head} | {figures} | elapsed {fmt_s(elapsed_s)}, ETA ~{fmt_s(remaining_s)}"
+
+
+def short_of_c(line: dict[str, Any]) -> str:
+    """`, SHORT OF C: achieved 2.7 of 4` where the rung's users held less than
+    `CONCURRENCY_SHORTFALL` under C in flight, else ""."""
+    achieved, users = _number(line.get("achieved_concurrency")), int(line["users"])
+    if achieved is None or achieved >= (1 - CONCURRENCY_SHORTFALL) * users:
+        return ""
+    return f", SHORT OF C: achieved {achieved:.1f} of {users}"
 
 
 def top_failure(prefix: Path) -> str:

@@ -22,7 +22,7 @@ import time
 from abc import ABC, abstractmethod
 from pathlib import Path
 
-from specload.runner import health_checks
+from specload.runner import health_checks, placement
 from specload.runner.processes import log_tail, spawn_group, stop_process_group
 from specload.runner.sim_launcher import LaunchError, SimOptions, SimProcess, launch
 from specload.scenario import Arm
@@ -112,13 +112,14 @@ class ArmServer(ABC):
 class SimServer(ArmServer):
     """The built-in simulated server, `specload sim --port 0` in a subprocess."""
 
-    def __init__(self, arm: Arm, trace_path: Path | None = None) -> None:
+    def __init__(self, arm: Arm, trace_path: Path | None = None,
+                 cpus: frozenset[int] | None = None) -> None:
         super().__init__(arm)
         sim = arm.sim
         assert sim is not None
         self.options = SimOptions(profile=sim.profile, spec=sim.spec, k=sim.k, seed=sim.seed,
                                   faults=tuple(sim.faults), trace_path=trace_path,
-                                  extra_args=tuple(sim.extra_args()))
+                                  extra_args=tuple(sim.extra_args()), cpus=cpus)
         self.process: SimProcess | None = None
         self.draft_k: int | None = None
 
@@ -152,10 +153,12 @@ class CommandServer(ArmServer):
     """A server started and stopped by the user's shell commands."""
 
     def __init__(self, arm: Arm, api_key: str | None = None,
-                 tls: ssl.SSLContext | None = None) -> None:
+                 tls: ssl.SSLContext | None = None, cpus: frozenset[int] | None = None
+                 ) -> None:
         super().__init__(arm, api_key, tls)
         assert arm.command is not None
         self.spec = arm.command
+        self.cpus = cpus
         self.base_url = self.spec.base_url
         self.proc: subprocess.Popen | None = None
         self.log_path: Path | None = None
@@ -166,8 +169,9 @@ class CommandServer(ArmServer):
 
     def start(self, log_path: Path) -> str:
         self.log_path = log_path
-        self.proc = spawn_group(self.spec.start, log_path, shell=True,
-                                what="server (start command)", arm=self.arm.name)
+        self.proc = spawn_group(placement.fill(self.spec.start, self.cpus), log_path,
+                                shell=True, what="server (start command)", arm=self.arm.name,
+                                cpus=self.cpus)
         deadline = time.monotonic() + self.spec.ready_timeout_s
         while time.monotonic() < deadline:
             if self.check_ready():
@@ -193,7 +197,8 @@ class CommandServer(ArmServer):
     def stop(self) -> None:
         if self.spec.stop:
             log = self.log_path or Path(os.devnull)
-            stopper = spawn_group(self.spec.stop, log, shell=True, what=None)
+            stopper = spawn_group(placement.fill(self.spec.stop, self.cpus), log, shell=True,
+                                  what=None)
             try:
                 stopper.wait(timeout=self.spec.stop_timeout_s)
             except subprocess.TimeoutExpired:
@@ -220,10 +225,11 @@ class UrlServer(ArmServer):
 
 
 def server_for(arm: Arm, trace_path: Path | None, api_key: str | None,
-               tls: ssl.SSLContext | None = None) -> ArmServer:
-    """The `ArmServer` for an arm's kind."""
+               tls: ssl.SSLContext | None = None, cpus: frozenset[int] | None = None
+               ) -> ArmServer:
+    """The `ArmServer` for an arm's kind, started on `cpus` if it is started here."""
     if arm.sim is not None:
-        return SimServer(arm, trace_path if arm.sim.trace else None)
+        return SimServer(arm, trace_path if arm.sim.trace else None, cpus)
     if arm.command is not None:
-        return CommandServer(arm, api_key, tls)
+        return CommandServer(arm, api_key, tls, cpus)
     return UrlServer(arm, api_key, tls)

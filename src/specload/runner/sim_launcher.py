@@ -49,6 +49,7 @@ class SimOptions:
     extra_args: Sequence[str] = field(default_factory=tuple)
     # what runs the command, e.g. `ip netns exec NS` for a server on another test host
     wrapper: Sequence[str] = field(default_factory=tuple)
+    cpus: frozenset[int] | None = None  # where it runs (None: wherever the caller may)
 
     def command(self) -> list[str]:
         cmd = [*self.wrapper, sys.executable, "-m", "specload.cli", "sim",
@@ -109,7 +110,8 @@ def launch(options: SimOptions, log_path: Path, *, ready_timeout_s: float = READ
     """Start a simulated server and wait for its ready line; LaunchError if it fails."""
     offset = log_path.stat().st_size if log_path.exists() else 0
     proc = spawn_group(options.command(), log_path, what="simulated server", arm=arm,
-                       env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
+                       env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+                       cpus=options.cpus)
     deadline = time.monotonic() + ready_timeout_s
     while time.monotonic() < deadline:
         with log_path.open("rb") as fh:

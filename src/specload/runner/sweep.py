@@ -33,7 +33,7 @@ from specload.manifest import (
     Manifest,
     read_manifest,
 )
-from specload.runner import health_checks
+from specload.runner import health_checks, placement
 from specload.runner.attempt import Sweep, say
 from specload.runner.locust_proc import (
     LoadMode,
@@ -117,7 +117,8 @@ def _api_key(scenario: Scenario) -> str | None:
     return key
 
 
-def print_plan(scenario: Scenario, mode: LoadMode, out: Path) -> None:
+def print_plan(scenario: Scenario, mode: LoadMode, cpus: placement.CpuPlan, out: Path
+               ) -> None:
     per_rep = len(scenario.levels) * (scenario.warmup_s + scenario.measure_s)
     total = per_rep * scenario.repeats * len(scenario.arms)
     steps = scenario.workload_kind.axis.plan_words
@@ -144,6 +145,8 @@ def print_plan(scenario: Scenario, mode: LoadMode, out: Path) -> None:
     load = (f"master + {mode.workers} workers ({worker_command(mode)})" if mode.workers
             else f"{mode.processes or 1} load process(es)")
     say(f"load: {load}")
+    for line in cpus.lines:
+        say(line)
     say(f"planned load time {fmt_s(total)} (+ server start-up); output under "
         f"{out / scenario.name}/<UTC timestamp>/")
     levels = scenario.levels[:1] if scenario.interleave else scenario.levels
@@ -263,8 +266,9 @@ def main(args: argparse.Namespace) -> int:
     if manifest is None:
         scenario = _overrides(scenario, args, selected)
     mode = LoadMode.from_scenario(scenario, args.processes)
+    cpus = placement.plan(scenario, mode.processes)
     if args.dry_run:
-        print_plan(scenario, mode, where)
+        print_plan(scenario, mode, cpus, where)
         return 0
     if manifest is None:
         run_dir = _new_run_dir(where, scenario)
@@ -274,8 +278,10 @@ def main(args: argparse.Namespace) -> int:
     req = scenario.request
     if req.insecure:
         say("warning: request.insecure: HTTPS certificates are not verified")
+    for line in cpus.lines:
+        say(line)
     sweep = Sweep(scenario, run_dir, manifest, mode, selected, _api_key(scenario),
-                  health_checks.tls_context(req.ca_bundle, req.insecure))
+                  health_checks.tls_context(req.ca_bundle, req.insecure), cpus=cpus)
     try:
         with owning(run_dir) as orphans:
             for line in orphans:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
-from specload.runner.metrics_scrape import parse_metrics, wanted
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from specload.runner.metrics_scrape import combine, parse_metrics, wanted
 
 EXPOSITION = """\
 # HELP vllm:generation_tokens_total Generated tokens.
@@ -82,3 +85,23 @@ def test_wanted_drops_buckets_created_and_unrelated_series() -> None:
 
 def test_empty_exposition_is_fine() -> None:
     assert parse_metrics("") == {}
+
+
+VLLM_METRICS = Path(__file__).resolve().parents[2] / "data" / "vllm-cpu-metrics.txt"
+
+
+def _reference(text: str) -> dict[str, float]:
+    """parse_metrics without the line filter: every family through the reference parser."""
+    return combine(text_string_to_metric_families(text))
+
+
+@pytest.mark.parametrize("text", [
+    EXPOSITION, DATA_PARALLEL,
+    # labels with spaces and braces in their values, a timestamp, no trailing newline
+    '# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{path="/v1 {x}"} 3 '
+    '1700000000\nvllm:num_requests_running_other 9\nvllm:num_requests_running 2',
+    VLLM_METRICS.read_text()])
+def test_the_line_filter_keeps_what_the_reference_parser_keeps(text: str) -> None:
+    """A real vLLM CPU server's /metrics (0.32.0, under load) among them."""
+    assert parse_metrics(text) == _reference(text)
+    assert parse_metrics(text)
