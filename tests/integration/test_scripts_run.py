@@ -100,3 +100,15 @@ def test_the_reader_benchmark_reads_both_ways() -> None:
         "whole chunks past the parser", "every read through the parser",
         "ratio (median of the blocks' pairs)"]
     assert all(float(line.split(": ")[1].split()[0]) > 0 for line in lines[1:])
+
+
+def test_the_metrics_parse_benchmark_times_both_ways() -> None:
+    """`bench_metrics_parse.py` parses the recorded vLLM /metrics both ways, alike."""
+    res = _run(sys.executable, str(SCRIPTS / "bench_metrics_parse.py"), "--rounds", "2",
+               "--samples", "2")
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith("# bench_metrics_parse: 2 rounds each way of 2 samples")
+    assert [line.split(":")[0] for line in lines[1:]] == [
+        "kept lines only", "every family", "ratio (median of the rounds' pairs)"]
+    assert all(float(line.split(": ")[1].split()[0].rstrip("x")) > 0 for line in lines[1:])

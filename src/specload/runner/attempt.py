@@ -103,11 +103,18 @@ class Sweep:
     interrupts: int = 0
     adding: str | None = None  # why the runs under way add rungs ("search round 1")
     cpus: CpuPlan = field(default_factory=lambda: CpuPlan(usable()))  # servers' and load's
+    # when the first rung began and how many rungs have ended since, for the pace
+    load_started: float | None = None
+    rungs_done: int = 0
 
     @property
     def rung_s(self) -> float:
-        """A rung's nominal length (its windows may run longer, up to `rung_bound_s`)."""
-        return self.scenario.warmup_s + self.scenario.measure_s
+        """A rung's length: its nominal one, or the pace of the rungs so far where their
+        windows ran longer (waiting for `min_requests`, up to `rung_bound_s`)."""
+        nominal = self.scenario.warmup_s + self.scenario.measure_s
+        if self.load_started is None or not self.rungs_done:
+            return nominal
+        return max(nominal, (time.monotonic() - self.load_started) / self.rungs_done)
 
     def save(self) -> None:
         self.manifest.refresh_status(self.selected)
@@ -252,6 +259,7 @@ def _watch(
             say(line)
         for line in live_lines(run_prefix)[len(rungs):]:
             rungs.append(rung_figures(run_prefix, line))
+            sweep.rungs_done += 1
             say(progress_line(label, rungs[-1], sweep.scenario.levels,
                               time.monotonic() - sweep.started, sweep.remaining_s(),
                               sweep.scenario.max_window_s,
@@ -352,6 +360,8 @@ def run_levels(sweep: Sweep, live: Serving, levels: list[float], announce: bool 
                          sweep.manifest.prompt_fit)
     locust = LocustProcess(cmd, run_prefix.parent / "locust.log", arm=live.label,
                            cpus=sweep.cpus.load)
+    if sweep.load_started is None:
+        sweep.load_started = time.monotonic()
     try:
         _watch(sweep, live.label, locust, live.server, run_prefix, levels)
     finally:

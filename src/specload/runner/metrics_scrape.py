@@ -51,31 +51,39 @@ def wanted(sample_name: str) -> bool:
 
 
 Labels = tuple[tuple[str, str], ...]
+_SUFFIXES = ("_total", "_sum", "_count", "")
 
 
-def _kept_lines(text: str, table: dict[str, Series], parts: frozenset[str]) -> str:
-    """The exposition's sample lines of kept series only. An engine's /metrics is mostly
-    series we do not keep (histogram buckets, process figures); the reference parser
-    costs about as much per line whatever it holds, and the sampler runs beside the load
-    every second. A sample's name is all before its labels or value, and comments only
-    type the families, which the kept sample names already say."""
+def _kept_lines(text: str, wanted: frozenset[str]) -> str:
+    """The exposition's lines of kept series only, their families' type lines with them.
+    An engine's /metrics is mostly series we do not keep (histogram buckets, process
+    figures); the reference parser costs about as much per line whatever it holds, and
+    the sampler runs beside the load every second. A sample's name is all before its
+    labels or value; a counter's samples may lack the `_total` its kept name has (the
+    parser adds it from the family's type line)."""
+    families = {w.removesuffix(end) for w in wanted for end in _SUFFIXES}
     kept = []
     for line in text.splitlines():
-        if line and line[0] != "#":
-            end = len(line)
-            for mark in "{ ":
-                at = line.find(mark)
-                if at != -1:
-                    end = min(end, at)
-            if line[:end] in table or line[:end] in parts:
+        if line.startswith("#"):
+            words = line.split(None, 3)
+            if len(words) > 2 and words[1] in ("TYPE", "HELP") and words[2] in families:
                 kept.append(line)
+            continue
+        end = len(line)
+        for mark in "{ ":
+            at = line.find(mark)
+            if at != -1:
+                end = min(end, at)
+        if line[:end] in wanted or f"{line[:end]}_total" in wanted:
+            kept.append(line)
     return "\n".join(kept) + "\n"
 
 
 def parse_metrics(text: str) -> dict[str, float]:
     """Kept samples of a Prometheus text exposition, label sets combined per their entry."""
     table, parts = _kept()
-    return combine(text_string_to_metric_families(_kept_lines(text, table, parts)))
+    text = _kept_lines(text, frozenset(table) | parts)
+    return combine(text_string_to_metric_families(text))
 
 
 def combine(families: Iterable[Metric]) -> dict[str, float]:

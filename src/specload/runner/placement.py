@@ -97,11 +97,13 @@ def plan(scenario: Scenario, processes: int | None = None, have: Cpus | None = N
 
 
 def describe(cpu_plan: CpuPlan, local: Iterable[Arm]) -> list[str]:
-    """Where each runs, and a warning for each server that shares CPUs with the load."""
+    """Where each runs, and a warning for each server that shares CPUs with the load; with
+    no placement, a note where the sweep starts servers of the user's (an engine's
+    threads may spin; the simulator's do not)."""
     local = list(local)
     placed = {a.name: cpu_plan.for_arm(a) for a in local}
     if cpu_plan.load is None and not any(placed.values()):
-        if local and len(cpu_plan.usable) >= 2:
+        if any(a.command for a in local) and len(cpu_plan.usable) >= 2:
             return [f"note: servers started here and the load share every CPU; "
                     f"`placement: apart` keeps them apart ({GUIDE})"]
         return []

@@ -278,8 +278,6 @@ def main(args: argparse.Namespace) -> int:
     req = scenario.request
     if req.insecure:
         say("warning: request.insecure: HTTPS certificates are not verified")
-    for line in cpus.lines:
-        say(line)
     sweep = Sweep(scenario, run_dir, manifest, mode, selected, _api_key(scenario),
                   health_checks.tls_context(req.ca_bundle, req.insecure), cpus=cpus)
     try:
@@ -302,6 +300,8 @@ def _run(sweep: Sweep, args: argparse.Namespace) -> int:
     run_dir, manifest = sweep.run_dir, sweep.manifest
     sweep.save()
     say(f"run folder: {run_dir} (planned {fmt_s(sweep.remaining_s())})")
+    for line in sweep.cpus.lines:
+        say(line)
     try:
         with _interrupts(sweep):
             arms = [a for a in manifest.arms if a.name in sweep.selected]

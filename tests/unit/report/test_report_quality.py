@@ -160,3 +160,24 @@ def test_the_requests_rate_carries_its_standard_error() -> None:
     expected = np.sqrt((residual ** 2).sum() / (4 * 3)) / drafted.mean()
     assert client_metrics._ratio_se(accepted, drafted, rate) == pytest.approx(expected)
     assert np.isnan(client_metrics._ratio_se(accepted[:1], drafted[:1], rate))
+
+
+def _w(kind: str, arm: str, c: int, rep: int = 1) -> dict:
+    return {"kind": kind, "arm": arm, "concurrency": c, "rep": rep, "message": "m"}
+
+
+def test_the_crossover_names_the_rungs_short_of_c_and_what_to_do() -> None:
+    warnings = [_w("concurrency_shortfall", "on", 4), _w("client_starved", "on", 4),
+                _w("concurrency_shortfall", "off", 8, rep=2), _w("failures", "on", 1),
+                _w("concurrency_shortfall", "other", 4)]
+    said = quality.shortfall_words(warnings, ("on", "off"))
+    assert said is not None
+    assert said.startswith("short of C at on C=4, off C=8 rep 2: the load held fewer than "
+                           "C requests in flight there (more than 10% under)")
+    assert said.endswith("; the load generator was short of CPU at on C=4: give it CPUs of "
+                         "its own (`placement: apart`, docs/real-engines.md) or run it on "
+                         "another machine, then run those rungs again")
+    waited = quality.shortfall_words(warnings[2:], ("on", "off"))
+    assert waited is not None and waited.endswith("(failures and backoff, the load "
+                                                  "processes' CPU)")
+    assert quality.shortfall_words(warnings[1:2], ("on", "off")) is None

@@ -100,6 +100,9 @@ def _reference(text: str) -> dict[str, float]:
     # labels with spaces and braces in their values, a timestamp, no trailing newline
     '# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{path="/v1 {x}"} 3 '
     '1700000000\nvllm:num_requests_running_other 9\nvllm:num_requests_running 2',
+    # a counter without `_total` on its sample (TGI's exporter), typed by its family
+    "# HELP tgi_request_success Successful requests\n# TYPE tgi_request_success counter\n"
+    "tgi_request_success 6.0\n",
     VLLM_METRICS.read_text()])
 def test_the_line_filter_keeps_what_the_reference_parser_keeps(text: str) -> None:
     """A real vLLM CPU server's /metrics (0.32.0, under load) among them."""

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import orjson
 
+from specload.runner.attempt import Sweep
+from specload.runner.locust_proc import LoadMode
+from specload.runner.manifest import new_manifest
 from specload.runner.progress import (
     WorkerEvents,
     arm_failure,
@@ -15,6 +19,7 @@ from specload.runner.progress import (
     progress_line,
     rung_figures,
 )
+from specload.scenario import parse_scenario
 from tests.support import run_files as make
 
 LINE = {"rung": 2, "users": 10, "measure_start": 0.0, "measure_end": 10.0,
@@ -113,3 +118,26 @@ def test_progress_line_says_when_the_window_was_stretched() -> None:
     assert ("40 requests, no failures, window stretched to 1m50s (max 45s): its requests "
             "are long, and every user's had to end and a new one start |") in stretched
     assert "stretched" not in progress_line("a", LINE, [10], 1, 0, 10.0)
+
+
+def test_a_rung_of_users_short_of_c_says_so() -> None:
+    """Achieved concurrency more than 10% under C is said on the rung's line; a sessions
+    rung (`holds_c` False) and one within 10% say nothing of it."""
+    short = {**LINE, "users": 4, "achieved_concurrency": 2.7}
+    assert ("40 requests, no failures, SHORT OF C: achieved 2.7 of 4 |"
+            in progress_line("a", short, [4], 1, 0, holds_c=True))
+    assert "SHORT" not in progress_line("a", short, [4], 1, 0, holds_c=False)
+    held = {**short, "achieved_concurrency": 3.7}
+    assert "SHORT" not in progress_line("a", held, [4], 1, 0, holds_c=True)
+
+
+def test_the_time_left_follows_the_pace_of_rungs_that_ran_long() -> None:
+    """Rungs whose windows waited for `min_requests` make the rungs left count as long."""
+    scenario = parse_scenario({"name": "t", "warmup_s": 2, "measure_s": 8, "arms": [
+        {"name": "a", "sim": {"profile": "seed-glm", "spec": "on"}}]}, Path("."))
+    sweep = Sweep(scenario, Path("."), new_manifest(scenario), LoadMode(), ["a"])
+    assert sweep.rung_s == 10
+    sweep.load_started, sweep.rungs_done = time.monotonic() - 100, 4
+    assert 25 <= sweep.rung_s < 26
+    sweep.load_started = time.monotonic() - 20
+    assert sweep.rung_s == 10
