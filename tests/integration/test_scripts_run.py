@@ -89,26 +89,26 @@ def test_the_aiohttp_reference_reads_every_token(client: str, sim_server, tmp_pa
         assert (1 + len(r["itl"]), r["ttft"] > 0) == (len(chunks), True), r
 
 
-def test_the_reader_benchmark_reads_both_ways() -> None:
-    """`bench_reader.py` streams its blocks both ways and prints their costs and ratio."""
-    res = _run(sys.executable, str(SCRIPTS / "bench_reader.py"), "--blocks", "2",
-               "--chunks", "50")
+def _prints_both_ways(script: str, args: list[str], head: str, labels: list[str]) -> None:
+    """A two-way benchmark prints its head line, then a positive figure for each label."""
+    res = _run(sys.executable, str(SCRIPTS / script), *args)
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
-    assert lines[0].startswith("# bench_reader: 2 blocks each way of 50 chunks")
-    assert [line.split(":")[0] for line in lines[1:]] == [
-        "whole chunks past the parser", "every read through the parser",
-        "ratio (median of the blocks' pairs)"]
-    assert all(float(line.split(": ")[1].split()[0]) > 0 for line in lines[1:])
+    assert lines[0].startswith(head)
+    assert [line.split(":")[0] for line in lines[1:]] == labels
+    assert all(float(line.split(": ")[1].split()[0].rstrip("x")) > 0 for line in lines[1:])
+
+
+def test_the_reader_benchmark_reads_both_ways() -> None:
+    """`bench_reader.py` streams its blocks both ways and prints their costs and ratio."""
+    _prints_both_ways("bench_reader.py", ["--blocks", "2", "--chunks", "50"],
+                      "# bench_reader: 2 blocks each way of 50 chunks",
+                      ["whole chunks past the parser", "every read through the parser",
+                       "ratio (median of the blocks' pairs)"])
 
 
 def test_the_metrics_parse_benchmark_times_both_ways() -> None:
     """`bench_metrics_parse.py` parses the recorded vLLM /metrics both ways, alike."""
-    res = _run(sys.executable, str(SCRIPTS / "bench_metrics_parse.py"), "--rounds", "2",
-               "--samples", "2")
-    assert res.returncode == 0, res.stderr
-    lines = res.stdout.splitlines()
-    assert lines[0].startswith("# bench_metrics_parse: 2 rounds each way of 2 samples")
-    assert [line.split(":")[0] for line in lines[1:]] == [
-        "kept lines only", "every family", "ratio (median of the rounds' pairs)"]
-    assert all(float(line.split(": ")[1].split()[0].rstrip("x")) > 0 for line in lines[1:])
+    _prints_both_ways("bench_metrics_parse.py", ["--rounds", "2", "--samples", "2"],
+                      "# bench_metrics_parse: 2 rounds each way of 2 samples",
+                      ["kept lines only", "every family", "ratio (median of the rounds' pairs)"])

@@ -66,10 +66,15 @@ class Pair:
     drafter: str = "ngram"
 
 
+# a scenario's servers compute on one thread per CPU `placement: apart` gives them
+PLACED_THREADS = "{ncpus}"
+
+
 def server_command(port: int, slots: int, spec: str, key_env: str | None = None,
-                   slot_context: int = 1024, threads: int = 2) -> str:
+                   slot_context: int = 1024, threads: int | str = 2) -> str:
     """The shell line that starts one llama-server on 127.0.0.1:`port`, each of its
-    `slots` with a context of `slot_context` tokens, computing on `threads` threads."""
+    `slots` with a context of `slot_context` tokens, computing on `threads` threads (in
+    a scenario, `{ncpus}`: one per CPU the placement gives it)."""
     key = f'LLAMA_API_KEY="${key_env}" ' if key_env else ""
     return (f'{key}exec "{binary()}" -m "{model()}" --host 127.0.0.1 --port {port} '
             f"-np {slots} -c {slots * slot_context} -t {threads} --metrics --no-ui "
@@ -96,14 +101,15 @@ def pair_scenario(folder: Path, name: str = "llamacpp-real", slots: int = 8,
                   prompt_tokens: int = 32, repeats: int = 1, tiebreak: int = 0,
                   interleave: bool = False, min_requests: int = 0,
                   drafter: str = "ngram") -> Pair:
-    """A scenario file for a spec-on / spec-off llama-server pair on free ports; with
-    `key_env` the servers require the key that variable holds (the scenario names none)."""
+    """A scenario file for a spec-on / spec-off llama-server pair on free ports, the
+    servers and the load apart (`placement: apart`); with `key_env` the servers require
+    the key that variable holds (the scenario names none)."""
     spec = spec_flags(draft_n_max, synth_len, drafter)
     arms = [command_arm("spec-on", slots, spec, key_env),
             command_arm("spec-off", slots, "", key_env)]
     scenario = {"name": name, "ladder": list(ladder), "warmup_s": warmup_s,
                 "measure_s": measure_s, "min_requests": min_requests, "repeats": repeats,
-                "tiebreak_repeats": tiebreak, "interleave": interleave,
+                "tiebreak_repeats": tiebreak, "interleave": interleave, "placement": "apart",
                 "request": request(max_tokens, prompt_tokens), "arms": arms}
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(scenario, sort_keys=False), encoding="utf-8")
@@ -111,9 +117,9 @@ def pair_scenario(folder: Path, name: str = "llamacpp-real", slots: int = 8,
 
 
 def command_arm(name: str, slots: int, spec: str = "", key_env: str | None = None,
-                threads: int = 2) -> dict:
+                threads: int | str = PLACED_THREADS) -> dict:
     """A scenario arm that starts one llama-server (`spec`: its speculation flags, "" for
-    none) on a free loopback port."""
+    none) on a free loopback port, by default one thread per CPU its placement gives it."""
     port = free_port()
     return {"name": name, "spec": "on" if spec else "off", "engine": "llamacpp",
             "command": {"start": server_command(port, slots, spec, key_env, threads=threads),

@@ -130,6 +130,11 @@ def draft_config(k: int) -> str:
             f'"num_speculative_tokens": {k}}}')
 
 
+# a scenario's servers bind their OpenMP threads to the CPUs `placement: apart` gives
+# them, all of them (vLLM's own choice would keep one back, and with one CPU leave none)
+PLACED_CPUS = "{cpus}"
+
+
 def pair_scenario(folder: Path, size: ModelSize, name: str = "vllm-real", k: int = 3,
                   max_num_seqs: int = 8, ladder: tuple[int, ...] = (1, 4, 16),
                   spec_config: str | None = None, verify: bool = False,
@@ -140,7 +145,9 @@ def pair_scenario(folder: Path, size: ModelSize, name: str = "vllm-real", k: int
     spec-off vLLM pair; with `verify` the spec-on arm's `verify_command` restarts it with
     the `--speculative-config` the sweep recommends (the verification arm); with
     `key_env` every server requires the key that variable holds (`VLLM_API_KEY`, so no
-    command line carries it) and the scenario names none. A speculating server tells
+    command line carries it) and the scenario names none. The servers and the load are
+    apart (`placement: apart`), the servers' OpenMP threads on their CPUs. A speculating
+    server tells
     each request's drafts, step by step (`--per-request-spec-decode-metrics detailed`).
     The sweep is to run with `VLLM_MODEL` set to `Pair.model`."""
     where = model(size)
@@ -152,19 +159,21 @@ def pair_scenario(folder: Path, size: ModelSize, name: str = "vllm-real", k: int
                        "command": {
                            "start": key + server_command(where, port, max_num_seqs,
                                                          max_model_len, config,
-                                                         "detailed" if config else None),
+                                                         "detailed" if config else None,
+                                                         omp_cpus=PLACED_CPUS),
                            "base_url": f"http://127.0.0.1:{port}", "ready_timeout_s": 300}}
         if config:
             entry["k"] = k
         if config and verify:
             entry["command"]["verify_command"] = key + server_command(
                 where, port, max_num_seqs, max_model_len, "{vllm_speculative_config}",
-                "detailed")
+                "detailed", omp_cpus=PLACED_CPUS)
         arms.append(entry)
     request = {"max_tokens": max_tokens, "ignore_eos": True, "temperature": temperature,
                "prompt_tokens": str(prompt_tokens), "request_timeout_s": 120}
     scenario = {"name": name, "ladder": list(ladder), "warmup_s": warmup_s,
-                "measure_s": measure_s, "verify": verify, "request": request, "arms": arms}
+                "measure_s": measure_s, "verify": verify, "placement": "apart",
+                "request": request, "arms": arms}
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(scenario, sort_keys=False), encoding="utf-8")
     return Pair(path, max_num_seqs, k, max_tokens, where)

@@ -28,12 +28,12 @@ import psutil
 import pytest
 import yaml
 
+from specload.runner.progress import live_lines
 from tests.support import llama_server
 from tests.support.sweeps import (
     BackgroundSweep,
     read_csv,
     read_manifest,
-    steps_done,
     sweep_cmd,
     wait_for,
 )
@@ -59,10 +59,11 @@ def _break_in_the_second_rung(background_sweep, scenario: Path, sig: signal.Sign
     sweep, its run folder and the server's pid."""
     sweep = background_sweep(str(scenario), "--out", "out")
     run_dir = sweep.run_dir()
-    wait_for(lambda: steps_done(run_dir / "server") >= 1, 120, "the first rung")
-    # the first rung's last requests end (48 tokens at C = 1: about a second), and the
-    # second rung's warmup (1 s) passes
-    time.sleep(2.5)
+    # the first rung complete: every request that could count for it has ended (a sleep
+    # of 2.5 s after its window once left one in flight on a cold first server: a failure
+    # at C = 1), and the second rung under way
+    wait_for(lambda: live_lines(run_dir / "server" / "locust"), 120, "the first rung")
+    time.sleep(0.5)
     children = json.loads((run_dir / ".specload-children.json").read_text())
     (pid,) = [int(p) for p, child in children.items() if child["what"].startswith("server")]
     psutil.Process(pid).send_signal(sig)
