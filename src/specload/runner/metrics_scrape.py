@@ -83,12 +83,15 @@ def parse_metrics(text: str) -> dict[str, float]:
     """Kept samples of a Prometheus text exposition, label sets combined per their entry."""
     table, parts = _kept()
     text = _kept_lines(text, frozenset(table) | parts)
-    return combine(text_string_to_metric_families(text))
+    return combine(text_string_to_metric_families(text), table, parts)
 
 
-def combine(families: Iterable[Metric]) -> dict[str, float]:
-    """The kept samples of parsed families, label sets combined per their entry."""
-    table, parts = _kept()
+def combine(families: Iterable[Metric], table: dict[str, Series] | None = None,
+            parts: frozenset[str] | None = None) -> dict[str, float]:
+    """The kept samples of parsed families, label sets combined per their entry (`table`
+    and `parts`: `_kept()`, read now when not given)."""
+    if table is None or parts is None:
+        table, parts = _kept()
     by_name: dict[str, dict[Labels, float]] = defaultdict(dict)
     for family in families:
         for sample in family.samples:

@@ -63,10 +63,11 @@ def _checked(cpus: Cpus, what: str, have: Cpus) -> Cpus:
     return cpus
 
 
-def _load_share(scenario: Scenario, processes: int | None) -> int:
-    """How many CPUs `apart` gives the load: one per local load process."""
+def _load_share(scenario: Scenario, processes: int | None, have: Cpus) -> int:
+    """How many CPUs `apart` gives the load: one per local load process (`-1`, one per
+    core: half of them)."""
     n = processes if processes is not None else scenario.processes
-    return 1 if n in (None, 1) else max(1, len(usable()) // 2) if n == -1 else int(n)
+    return 1 if n in (None, 1) else max(1, len(have) // 2) if n == -1 else int(n)
 
 
 def plan(scenario: Scenario, processes: int | None = None, have: Cpus | None = None
@@ -82,7 +83,7 @@ def plan(scenario: Scenario, processes: int | None = None, have: Cpus | None = N
             lines.append(f"note: placement apart: this process may use only CPU "
                          f"{cpu_sets.words(have)}, so servers and load share it")
         else:
-            servers, load = cpu_sets.split_apart(have, _load_share(scenario, processes))
+            servers, load = cpu_sets.split_apart(have, _load_share(scenario, processes, have))
     elif placed is not None:
         servers = _checked(cpu_sets.parse(placed.servers), "placement.servers", have) \
             if placed.servers else None
