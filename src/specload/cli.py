@@ -207,6 +207,14 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run_compare)
 
 
+def _add_engines(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "engines",
+        help="list the engines this installation knows: built in, and those installed "
+        "packages add (the `specload.engines` entry point group)")
+    p.set_defaults(func=_run_engines)
+
+
 def _entry(module: str) -> Callable[[argparse.Namespace], int]:
     """A subcommand that imports `module` only when it runs and calls its `main(args)`."""
 
@@ -230,6 +238,7 @@ _run_sweep = _entry("specload.runner.sweep")
 _run_report = _entry("specload.report.render")
 _run_compare = _entry("specload.report.compare")
 _run_worker = _entry("specload.runner.worker")
+_run_engines = _entry("specload.engines.listing")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -241,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"specload {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for add in (_add_sweep, _add_worker, _add_report, _add_compare, _add_sim, _add_sim_curve,
-                _add_sim_fit):
+                _add_sim_fit, _add_engines):
         add(sub)
     return parser
 

@@ -10,6 +10,8 @@ speculative decoding) every `--step-ms`, with per-chunk usage when asked. With
 server does, headers saying keep-alive) and `--connection-close` says so in a header. With
 `--record-bodies` every reply is different words and the trace also holds each
 request's `messages` and the reply `text` it streamed (for the chat-session tests).
+`--final-fields JSON` adds that object's keys at the top of every reply's last chunk (a
+made-up engine's own per-request fields).
 Run: python fake_stream_server.py --port 0 [--trace F] [--fault cut:0.5]
 """
 
@@ -48,6 +50,7 @@ class Server:
         self.close_after_stream = args.close_after_stream
         self.connection_close = args.connection_close
         self.record_bodies = args.record_bodies
+        self.final_fields: dict = args.final_fields
         key = os.environ[args.api_key_env] if args.api_key_env else None
         self.auth = f"Bearer {key}" if key else None
 
@@ -99,7 +102,7 @@ class Server:
         try:
             finished = await stream.run(resp, int(body.get("max_tokens", 16)), self.step)
             if finished:
-                await stream.finish(resp, self.usage)
+                await stream.finish(resp, self.usage, self.final_fields)
         except ConnectionResetError:
             stream.rec["end"] = time.time()
             self.write_trace(stream.rec)
@@ -186,13 +189,13 @@ class _Stream:
             self.rec["output_tokens"] = self.done
         return True
 
-    async def finish(self, resp: web.StreamResponse, usage: bool) -> None:
+    async def finish(self, resp: web.StreamResponse, usage: bool, extra: dict) -> None:
         await resp.write(self.chunk("", "length") if not self.chat else
                          b'data: {"choices": [{"index": 0, "delta": {}, '
                          b'"finish_reason": "length"}]}\n\n')
-        if usage:
-            await resp.write(b"data: " + json.dumps({"choices": [], "usage": self.usage()}).encode()
-                             + b"\n\n")
+        last = {"choices": [], **({"usage": self.usage()} if usage else {}), **extra}
+        if usage or extra:
+            await resp.write(b"data: " + json.dumps(last).encode() + b"\n\n")
         await resp.write(b"data: [DONE]\n\n")
         self.rec["finish_reason"] = "length"
 
@@ -214,6 +217,8 @@ def main() -> None:
                    help="send Connection: close with every streamed response")
     p.add_argument("--record-bodies", action="store_true",
                    help="trace each request's messages and the text streamed back")
+    p.add_argument("--final-fields", type=json.loads, default={},
+                   help="a JSON object whose keys go at the top of each reply's last chunk")
     p.add_argument("--api-key-env", default=None,
                    help="require `Authorization: Bearer <value of this variable>`")
     args = p.parse_args()

@@ -125,7 +125,7 @@ def draft_config(k: int) -> str:
     """vLLM's `draft_model` drafter on the model's own draft (`vllm_model.py
     --draft-layers`), named through `$VLLM_MODEL` as a user's scenario names it: the
     text goes inside single quotes, so the variable is closed out of them for the shell,
-    and the report fills it from the sweep's environment (report/spec_command.py)."""
+    and the report fills it from the sweep's environment (engines/spec_command.py)."""
     return ('{"method": "draft_model", "model": "\'"$VLLM_MODEL"\'/draft", '
             f'"num_speculative_tokens": {k}}}')
 

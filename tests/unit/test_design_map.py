@@ -38,8 +38,9 @@ def mapped() -> set[str]:
 
 
 def modules() -> set[str]:
+    """Every module, a package's `__init__.py` only when it holds code of its own."""
     return {str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
-            if p.name != "__init__.py"}
+            if p.name != "__init__.py" or re.search(r"^(def|class) ", p.read_text(), re.M)}
 
 
 def test_every_module_is_in_the_map() -> None:

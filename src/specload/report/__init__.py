@@ -7,8 +7,9 @@ of one repeat from its request records, `server_metrics` the server's from its /
 on the master's clock; `aggregate` combines arms and repeats; `crossover` gives the
 speedup with its noise band, every crossing and C* (on SLO goodput too, with `slo`);
 `recommend` turns it into a batch-size policy (a decision, as data), which
-`recommend_text` words and `engine_settings` writes in each engine's syntax with the
-method and draft model `spec_command` reads from the arm's command; `quality` collects
+`recommend_text` words and each engine's `Writer` (`specload.engines`) writes in its
+syntax, with the method and draft model `engines.spec_command` reads from the arm's
+command; `quality` collects
 data-quality warnings; `figures` draws them and `render` writes summary.csv,
 summary.json, report.html and the recommended settings' files. The package reads files
 only: it never imports Locust, the load generator or the runner.

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from specload.report import engine_settings as es
+from specload.engines import schedule as es
 from specload.report.crossover import NOISE_BAND, log_crossing
 from specload.report.recommend import RECOMMENDED_DIR, arm_setup, batch_at, study_decision
 from specload.report.recommend_text import Recommendation, study_recommendation
@@ -97,7 +97,7 @@ class KStudy:
     def as_dict(self) -> dict[str, object]:
         return {"spec_off": self.off.name, "arms": {k: a.name for k, a in self.arms.items()},
                 "rungs": self.table.to_dict(orient="records"), "axis": self.axis,
-                "schedule": es.vllm_ranges(self.tiers),
+                "schedule": es.ranges(self.tiers),
                 "recommendation": self.recommendation.as_dict(MULTI_K_FOLDER)}
 
     def lines(self) -> list[str]:

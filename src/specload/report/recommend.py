@@ -24,11 +24,11 @@ import numpy as np
 import pandas as pd
 
 from specload import engines
-from specload.report import engine_settings as es
+from specload.engines import schedule as es
+from specload.engines.spec_command import SpecSettings, parse_command
 from specload.report.crossover import SLO_UNMET, UNKNOWN, Crossover, PairResult
 from specload.report.run_files import ArmSource
 from specload.report.slo import SloTarget
-from specload.report.spec_command import SpecSettings, parse_command
 
 RECOMMENDED_DIR = "recommended"
 README_FILE = "README.md"
@@ -114,7 +114,7 @@ class Schedule:
 
     def ranges(self) -> list[list[es.Draft]]:
         """vLLM's inclusive [start, end, k] ranges, the simulator's and manifest's form."""
-        return es.vllm_ranges(self.tiers)
+        return es.ranges(self.tiers)
 
 
 def arm_setup(arm: ArmSource) -> ArmSetup:

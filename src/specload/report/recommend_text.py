@@ -3,9 +3,9 @@
 `recommendation` words a pair's decision: the verdict summary, one line per engine that
 applies it, the notes (how the bound was read, what the run does not tell, each load
 switch's caveats from the registry) and the files of its folder: each switch's setting
-as its writer writes it (`engine_settings`), and a README.md. `study_recommendation`
-does the same for a multi-k study's schedule. The text never says "always" or "never"
-while a rung sits inside the noise band.
+as its engine's `Writer` (`specload.engines`) writes it, and a README.md.
+`study_recommendation` does the same for a multi-k study's schedule. The text never says
+"always" or "never" while a rung sits inside the noise band.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specload import engine_metrics, engines
-from specload.report import engine_settings as es
+from specload.engines import schedule as es
 from specload.report.crossover import ALWAYS, CROSSES, INCONCLUSIVE, NEVER, SLO_UNMET, Crossover
 from specload.report.recommend import README_FILE, RECOMMENDED_DIR, Bound, Decision
 

@@ -2,7 +2,7 @@
 
 The context length is read from the server's `/v1/models` entry (or the route its engine
 lists it on) and prompts are counted by the engine's own tokenizer route, both where the
-engine's `ContextWindow` says (engines.py); an engine that also limits a prompt alone has
+engine's `ContextWindow` says (`specload.engines`); an engine that also limits a prompt alone has
 that limit folded into each prompt's output budget. `prompt_fit.plan` then decides by
 `request.over_context`. The sweep's
 first server decides for the whole sweep: the manifest keeps the fit, so every arm,

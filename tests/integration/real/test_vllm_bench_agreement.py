@@ -1,26 +1,29 @@
-"""specload and vLLM's own benchmark client agree on the same real server, server and
-loads kept apart.
+"""specload and vLLM's own benchmark client agree, side by side on the same real server,
+server and loads kept apart.
 
-One vLLM CPU server (no speculation, prefix caching off so that no run is faster for
-the prompts an earlier one sent) runs on CPUs of its own, its OpenMP threads bound to
-them; vLLM's `vllm bench serve` client and a specload sweep take turns on the other
-CPU, at the same concurrency and request shape (chat, the same prompts of about 120
-tokens from one file, 128 tokens out with `ignore_eos`): bench, specload, bench,
-specload, bench. specload's
-steady measure window against the client's whole-run average (its ramp-up and its
-tail, half a wave in a run of many): output tok/s and TTFT and TPOT p50 within
-10%, specload's figures against the mean of the client's runs around them (the
-server's own speed drifts a few percent from minute to minute on a shared machine).
-docs/real-engines.md gives the figures of a run beside the unpinned ones.
+One vLLM CPU server (no speculation, prefix caching off, 8 sequences) runs on CPUs of
+its own, its OpenMP threads bound to them. vLLM's `vllm bench serve` client and a
+specload sweep share the other CPU and run at the same time, each at C = 4 with the same
+request shape (chat, prompts of about 120 tokens from one file, 128 tokens out with
+`ignore_eos`): the server's 8 sequences are theirs, and continuous batching gives every
+sequence one token a step, so each client should see half the server's tokens and the
+same TTFT and TPOT. Taking turns instead measures the server's drift as much as the
+clients (a shared machine's server moves its pace between runs by more than 5%); side
+by side both see the same server at every instant. Both are read on specload's steady
+measure window: specload's own figures, and the client's from its saved per-request
+record (the chunks that arrived in the window; the requests sent in it). What must hold:
+specload held C to 5%; output tok/s within 5%; TTFT and TPOT p50 within 10%.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import re
 import statistics
+import time
+import urllib.request
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -34,8 +37,10 @@ PROMPTS = Path(__file__).resolve().parents[3] / "src" / "specload" / "data" / "p
 SIZE = vllm_server.ModelSize(layers=4, hidden=256)
 C, OUTPUT_LEN = 4, 128
 PROMPT_WORDS = 80  # about 120 of the tier's tokens, chat template included
-BENCH_PROMPTS = 120  # about 30 waves of C: the client's tail is a small part of its run
-ROUNDS = 2  # specload runs, each between two of the client's
+# enough for the client to outlast specload's start, warm-up and window at the fastest
+# pace this server has run (about 3 of its requests a second while sharing the server)
+BENCH_PROMPTS = 200
+WARMUP_S, MEASURE_S = 5, 20
 
 
 def _prompts(path: Path, n: int) -> Path:
@@ -48,68 +53,77 @@ def _prompts(path: Path, n: int) -> Path:
     return path
 
 
+def _running(url: str) -> float:
+    """The server's `vllm:num_requests_running` gauge."""
+    with urllib.request.urlopen(url + "/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    found = re.search(r"^vllm:num_requests_running\{[^}]*\} (\S+)$", text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def _await_load(url: str, bench: vllm_bench.Run, timeout_s: float = 180) -> None:
+    """Returns once the client holds its C on the server."""
+    deadline = time.monotonic() + timeout_s
+    while _running(url) < C:
+        if bench.proc.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"vLLM's client never held {C} requests on the server")
+        time.sleep(0.5)
+
+
 def _specload(url: str, load: frozenset[int], prompts: Path, folder: Path
-              ) -> dict[str, float]:
-    folder.mkdir()
+              ) -> tuple[dict[str, str], dict[str, str]]:
+    """One sweep of one rung at C; its summary row and its window's row."""
     scenario = write_scenario(folder, {
-        "name": "agree", "ladder": [C], "warmup_s": 3, "measure_s": 25,
+        "name": "agree", "ladder": [C], "warmup_s": WARMUP_S, "measure_s": MEASURE_S,
         "placement": {"load": cpu_sets.words(load)},
         "request": {"max_tokens": OUTPUT_LEN, "ignore_eos": True, "temperature": 0,
                     "prompts": str(prompts), "request_timeout_s": 120},
         "arms": [{"name": "plain", "spec": "off", "engine": "vllm", "url": url}]})
     done = run_sweep(folder, str(scenario), "--out", str(folder / "reports"), timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
-    (row,) = read_csv(run_dir_of(done.stdout) / "summary.csv")
-    return {k: float(row[k]) for k in ("output_tok_s", "ttft_p50_ms", "tpot_p50_ms",
-                                       "achieved_concurrency")}
+    run = run_dir_of(done.stdout)
+    (row,) = read_csv(run / "summary.csv")
+    (window,) = read_csv(run / "plain" / "locust_rungs.csv")
+    return row, window
 
 
 @pytest.fixture(scope="module")
-def measured(tmp_path_factory: pytest.TempPathFactory
-             ) -> tuple[list[dict[str, Any]], list[dict[str, float]]]:
+def measured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, float]]:
     have = placement.usable()
     if len(have) < 2:
         pytest.skip("one usable CPU: nothing to keep the server and the loads apart on")
     servers, load = cpu_sets.split_apart(have, 1)
     folder = tmp_path_factory.mktemp("vllm-agree")
     prompts = _prompts(folder / "prompts.jsonl", BENCH_PROMPTS)
-    bench: list[dict[str, Any]] = []
-    ours: list[dict[str, float]] = []
-    with vllm_server.running(folder / "server.log", SIZE, max_num_seqs=8, cpus=servers,
-                             prefix_caching=False) as url:
-        def client(seed: int) -> None:
-            bench.append(vllm_bench.run(
-                url, vllm_server.model(SIZE), prompts, folder / f"bench-{seed}.json",
-                concurrency=C, prompts=BENCH_PROMPTS, output_len=OUTPUT_LEN, seed=seed,
-                cpus=load))
-        client(0)
-        for n in range(ROUNDS):
-            ours.append(_specload(url, load, prompts, folder / f"specload-{n}"))
-            client(n + 1)
-    print("vLLM bench:", [{k: round(b[k], 2) for k in ("output_throughput", "median_ttft_ms",
-                                                      "median_tpot_ms")} for b in bench])
-    print("specload:", [{k: round(v, 2) for k, v in o.items()} for o in ours])
-    return bench, ours
-
-
-def _mean(rows: list[dict[str, Any]], key: str) -> float:
-    return statistics.fmean(float(r[key]) for r in rows)
+    with vllm_server.running(folder / "server.log", SIZE, max_num_seqs=2 * C, cpus=servers,
+                             prefix_caching=False) as url, \
+            vllm_bench.running(url, vllm_server.model(SIZE), prompts, folder / "bench.json",
+                               concurrency=C, prompts=BENCH_PROMPTS, output_len=OUTPUT_LEN,
+                               seed=0, cpus=load) as bench:
+        _await_load(url, bench)
+        ours, window = _specload(url, load, prompts, folder)
+        theirs = bench.requests(timeout_s=600)
+    start, end = float(window["measure_start"]), float(window["measure_end"])
+    assert min(r.start for r in theirs) < start and max(r.chunks[-1] for r in theirs) > end, \
+        "vLLM's client ended before specload's window did: send it more prompts"
+    sent = vllm_bench.requests_from(theirs, start, end)
+    figures = {
+        "specload": {k: float(ours[k]) for k in ("output_tok_s", "ttft_p50_ms", "tpot_p50_ms",
+                                                 "achieved_concurrency", "requests")},
+        "vllm": {"output_tok_s": vllm_bench.tokens_between(theirs, start, end) / (end - start),
+                 "ttft_p50_ms": statistics.median(r.ttft_ms for r in sent),
+                 "tpot_p50_ms": statistics.median(r.tpot_ms for r in sent),
+                 "requests": len(sent)}}
+    print({who: {k: round(v, 2) for k, v in f.items()} for who, f in figures.items()})
+    return figures
 
 
 def test_specload_holds_its_concurrency_beside_the_server(measured) -> None:
-    _, ours = measured
-    assert all(o["achieved_concurrency"] >= 0.95 * C for o in ours), ours
+    assert measured["specload"]["achieved_concurrency"] >= 0.95 * C, measured
 
 
-@pytest.mark.parametrize(("ours_key", "theirs_key", "within"), [
-    # 10%, not the 5% the issue asks: this shared machine's vLLM ran 419-543 tok/s for
-    # the same client within five minutes, and one run of four missed 5% (+6.1%)
-    ("output_tok_s", "output_throughput", 0.10),
-    ("ttft_p50_ms", "median_ttft_ms", 0.10),
-    ("tpot_p50_ms", "median_tpot_ms", 0.10)])
-def test_specload_agrees_with_vllms_client(measured, ours_key: str, theirs_key: str,
-                                           within: float) -> None:
-    bench, ours = measured
-    assert all(b["completed"] == BENCH_PROMPTS for b in bench), bench
-    mine, theirs = _mean(ours, ours_key), _mean(bench, theirs_key)
-    assert abs(mine / theirs - 1) <= within, (ours_key, mine, theirs_key, theirs, bench, ours)
+@pytest.mark.parametrize(("key", "within"), [
+    ("output_tok_s", 0.05), ("ttft_p50_ms", 0.10), ("tpot_p50_ms", 0.10)])
+def test_specload_agrees_with_vllms_client(measured, key: str, within: float) -> None:
+    ours, theirs = measured["specload"][key], measured["vllm"][key]
+    assert abs(ours / theirs - 1) <= within, (key, measured)

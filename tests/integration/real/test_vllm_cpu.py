@@ -44,10 +44,10 @@ import pandas as pd
 import pytest
 
 from specload import accept_by_step
+from specload.engines.schedule import BATCH_SIZE_CEILING
 from specload.records import FETCH_METRIC
 from specload.report import render
 from specload.report.client_metrics import measure
-from specload.report.engine_settings import BATCH_SIZE_CEILING
 from specload.report.run_files import read_requests
 from specload.report.windows import Window
 from tests.support import vllm_server

@@ -21,9 +21,9 @@ import pytest
 
 from specload import engines
 from specload.cli import build_parser
+from specload.engines import schedule as es
+from specload.engines.spec_command import SpecSettings
 from specload.errors import UserError
-from specload.report import engine_settings as es
-from specload.report.spec_command import SpecSettings
 from specload.runner import sweep
 from specload.scenario import parse_scenario
 from specload.sim import metrics
@@ -43,7 +43,7 @@ class _Writer(es.Writer):
     names = (FILE,)
 
     def setting(self, tiers: Sequence[es.Tier], spec: SpecSettings) -> dict[str, Any]:
-        return {"draft_tokens": es.vllm_ranges(tiers)}
+        return {"draft_tokens": es.ranges(tiers)}
 
     def files(self, tiers: Sequence[es.Tier], spec: SpecSettings, folder: str
               ) -> dict[str, str]:

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 import pytest
 import yaml
 
-from specload.report import engine_settings as es
-from specload.report.spec_command import SpecSettings
+from specload.engines import schedule as es
+from specload.engines import sglang, trtllm, vllm
+from specload.engines.spec_command import SpecSettings
 from tests.support import engine_rules as rules
 
 EAGLE3 = SpecSettings("eagle3", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", 3,
@@ -40,7 +41,7 @@ def intended(tiers: Sequence[es.Tier], batch_size: int) -> int:
 
 @pytest.mark.parametrize("tiers", SCHEDULES.values(), ids=SCHEDULES.keys())
 def test_vllm_config_passes_vllm_and_drafts_the_intended_k(tiers: tuple[es.Tier, ...]) -> None:
-    config = es.vllm_speculative_config(tiers, EAGLE3)
+    config = vllm.vllm_speculative_config(tiers, EAGLE3)
     rules.vllm_validate_config(config)
     assert (config["method"], config["model"]) == ("eagle3", EAGLE3.model)
     lookup = rules.vllm_lookup(config["num_speculative_tokens_per_batch_size"], MAX_BS,
@@ -51,9 +52,9 @@ def test_vllm_config_passes_vllm_and_drafts_the_intended_k(tiers: tuple[es.Tier,
 @pytest.mark.parametrize("tiers", SCHEDULES.values(), ids=SCHEDULES.keys())
 def test_sglang_config_and_flags_pass_sglang_and_route_the_intended_k(
         tiers: tuple[es.Tier, ...]) -> None:
-    config = es.sglang_adaptive_config(tiers)
+    config = sglang.sglang_adaptive_config(tiers)
     slots = rules.sglang_load(config)
-    args = rules.sglang_check_flags(es.sglang_flags(tiers, EAGLE3), config)
+    args = rules.sglang_check_flags(sglang.sglang_flags(tiers, EAGLE3), config)
     assert args["--speculative-draft-model-path"] == [EAGLE3.model]
     assert args["--speculative-num-draft-tokens"] == [str(int(
         args["--speculative-num-steps"][0]) + 1)]
@@ -63,15 +64,15 @@ def test_sglang_config_and_flags_pass_sglang_and_route_the_intended_k(
 
 
 def test_sglang_padding_would_move_the_cut_without_the_boundary_captured() -> None:
-    slots = rules.sglang_load(es.sglang_adaptive_config(es.threshold_schedule(15, 3)))
+    slots = rules.sglang_load(sglang.sglang_adaptive_config(es.threshold_schedule(15, 3)))
     default_like = [*range(1, 9), *range(10, 33, 2)]  # 15 pads to 16
     assert rules.sglang_route(slots, 15, default_like) == 0
-    assert rules.sglang_route(slots, 15, es.sglang_capture_sizes(
+    assert rules.sglang_route(slots, 15, sglang.sglang_capture_sizes(
         es.threshold_schedule(15, 3))) == 3
 
 
 def _trtllm(tiers: tuple[es.Tier, ...]) -> tuple[dict, str]:
-    text = es.trtllm_yaml(tiers, EAGLE3)
+    text = trtllm.trtllm_yaml(tiers, EAGLE3)
     return yaml.safe_load(text)["speculative_config"], text
 
 
@@ -93,7 +94,7 @@ def test_trtllm_yaml_passes_both_versions_and_drafts_the_intended_k(
     rules.trtllm_validate_old(old, spec["max_draft_len"])
     assert [rules.trtllm_lookup_old(old, bs) for bs in range(1, MAX_BS + 1)] == [
         intended(tiers, bs) for bs in range(1, MAX_BS + 1)]
-    assert f">= {es.TRTLLM_UPPER_BOUNDS_SINCE}" in text and "PR #10860" in text
+    assert f">= {trtllm.TRTLLM_UPPER_BOUNDS_SINCE}" in text and "PR #10860" in text
 
 
 def test_trtllm_max_concurrency_comments_are_the_same_threshold() -> None:
@@ -112,7 +113,7 @@ def test_trtllm_max_concurrency_comments_are_the_same_threshold() -> None:
 
 
 def test_the_old_lower_bound_form_means_batch_one_only_after_pr_10860() -> None:
-    old = es.trtllm_lower_bound_schedule(es.threshold_schedule(15, 3))
+    old = trtllm.trtllm_lower_bound_schedule(es.threshold_schedule(15, 3))
     assert old == {1: 3, 16: 0}
     rules.trtllm_validate({"max_draft_len": 3, "draft_len_schedule": old})  # passes ...
     assert [rules.trtllm_lookup(old, bs) for bs in (1, 2, 15)] == [3, 0, 0]  # ... wrongly
@@ -120,7 +121,7 @@ def test_the_old_lower_bound_form_means_batch_one_only_after_pr_10860() -> None:
 
 def test_a_single_tier_is_static_speculation_everywhere() -> None:
     tiers = (es.Tier(None, 3),)
-    assert "num_speculative_tokens_per_batch_size" not in es.vllm_speculative_config(
+    assert "num_speculative_tokens_per_batch_size" not in vllm.vllm_speculative_config(
         tiers, EAGLE3)
     spec, _ = _trtllm(tiers)
     assert "draft_len_schedule" not in spec and spec["max_draft_len"] == 3
@@ -128,30 +129,30 @@ def test_a_single_tier_is_static_speculation_everywhere() -> None:
 
 def test_unknown_settings_are_visible_placeholders() -> None:
     tiers = es.threshold_schedule(8, es.K_PLACEHOLDER)
-    config = es.vllm_speculative_config(tiers, SpecSettings())
+    config = vllm.vllm_speculative_config(tiers, SpecSettings())
     assert config["method"] == es.METHOD_PLACEHOLDER and config["model"] == es.MODEL_PLACEHOLDER
     assert config["num_speculative_tokens"] == es.K_PLACEHOLDER
     assert config["num_speculative_tokens_per_batch_size"][0] == [1, 8, es.K_PLACEHOLDER]
-    assert es.MODEL_PLACEHOLDER in es.sglang_flags(tiers, SpecSettings())
+    assert es.MODEL_PLACEHOLDER in sglang.sglang_flags(tiers, SpecSettings())
     spec, _ = _trtllm_for(tiers, SpecSettings())
     assert spec["max_draft_len"] == es.K_PLACEHOLDER
 
 
 def _trtllm_for(tiers: tuple[es.Tier, ...], spec: SpecSettings) -> tuple[dict, str]:
-    text = es.trtllm_yaml(tiers, spec)
+    text = trtllm.trtllm_yaml(tiers, spec)
     return yaml.safe_load(text)["speculative_config"], text
 
 
 def test_methods_without_a_draft_model_get_none_and_other_keys_are_kept() -> None:
     mtp = SpecSettings("mtp", None, 2, {"method": "mtp", "num_speculative_tokens": 2,
                                         "num_speculative_tokens_per_batch_size": [[1, 9, 2]]})
-    config = es.vllm_speculative_config(es.threshold_schedule(9, 2), mtp)
+    config = vllm.vllm_speculative_config(es.threshold_schedule(9, 2), mtp)
     assert "model" not in config and config["num_speculative_tokens_per_batch_size"] == [
         [1, 9, 2], [10, es.BATCH_SIZE_CEILING, 0]]
     rules.vllm_validate_config(config)
     ngram = SpecSettings("ngram", None, 4, {"method": "ngram", "num_speculative_tokens": 4,
                                             "prompt_lookup_max": 4})
-    assert es.vllm_speculative_config(es.threshold_schedule(9, 4), ngram)[
+    assert vllm.vllm_speculative_config(es.threshold_schedule(9, 4), ngram)[
         "prompt_lookup_max"] == 4
     spec, _ = _trtllm_for(es.threshold_schedule(9, 2), mtp)
     assert spec["decoding_type"] == "MTP" and "speculative_model" not in spec

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from specload.engines.schedule import Tier
 from specload.report import multik
-from specload.report.engine_settings import Tier
 from specload.report.run_files import ArmSource
 from specload.sim.curve import predict
 from specload.sim.profile import load_profile

@@ -9,13 +9,14 @@ from collections.abc import Sequence
 import pandas as pd
 import pytest
 
+from specload.engines.schedule import BATCH_SIZE_CEILING, K_PLACEHOLDER, Tier
+from specload.engines.spec_command import parse_command
+from specload.engines.vllm import VLLM_FILE
 from specload.report import crossover as cx
 from specload.report import recommend as rec
 from specload.report import recommend_text as rt
-from specload.report.engine_settings import BATCH_SIZE_CEILING, K_PLACEHOLDER, VLLM_FILE, Tier
 from specload.report.run_files import ArmSource
 from specload.report.slo import SloTarget
-from specload.report.spec_command import parse_command
 
 CS = (1, 10, 30, 100)
 VLLM_CMD = ("vllm serve m --speculative-config '{\"method\": \"eagle3\", \"model\": \"d\", "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specload.report.spec_command import SpecSettings, parse_command
+from specload.engines.spec_command import SpecSettings, parse_command
 
 VLLM = ("vllm serve meta-llama/Llama-3.1-8B-Instruct --port 8000 --speculative-config "
         "'{\"method\": \"eagle3\", \"model\": \"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\", "

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specload.report.engine_settings import Tier
+from specload.engines.schedule import Tier
+from specload.engines.spec_command import SpecSettings
 from specload.report.recommend import Schedule
-from specload.report.spec_command import SpecSettings
 from specload.runner import verify
 from specload.scenario import parse_scenario
 

@@ -1,0 +1,38 @@
+"""`specload engines`: the registered engines as a table, built-in and installed alike.
+
+One row per engine: its id (what a scenario's `engine:` takes), display name, where it
+came from (built-in, or the package whose `specload.engines` entry point added it), the
+placeholder its load switch fills in `command.verify_command`, the simulator flavours
+that imitate it, and where its responses tell one request's drafts.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from specload import engines
+from specload.engines.entry import Engine
+
+
+def row(engine: Engine) -> dict[str, str]:
+    """One engine's cells."""
+    spec = engine.speculation
+    return {"id": engine.id, "name": engine.name, "from": engines.ORIGIN.get(engine.id, "?"),
+            "load switch": engine.switch.placeholder if engine.switch else "-",
+            "sim flavours": ", ".join(engine.sim_flavors) or "-",
+            "per-request drafts": ".".join(spec.section) + f".{{{spec.drafted}, "
+                                  f"{spec.accepted}}}" if spec else "-"}
+
+
+def table(rows: list[dict[str, str]]) -> str:
+    """Columns padded to their widest cell, a heading line first."""
+    heads = list(rows[0])
+    widths = {h: max(len(h), *(len(r[h]) for r in rows)) for h in heads}
+    lines = ["  ".join(h.ljust(widths[h]) for h in heads).rstrip()]
+    lines += ["  ".join(r[h].ljust(widths[h]) for h in heads).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def main(args: argparse.Namespace) -> int:
+    print(table([row(e) for e in engines.REGISTRY.values()]))
+    return 0
