@@ -1,10 +1,10 @@
 """An engine from a package outside specload, found through the `specload.engines` entry
 point group in every process.
 
-The test writes a package of its own outside `src/` (a module `acme_engine` naming an
-`Engine` whose responses tell each request's drafts under a key no built-in engine uses,
-and its distribution metadata with the entry point) and puts it on `PYTHONPATH`, as an
-installed package would be. `specload engines` lists it with where it came from; a
+The test writes a package of its own outside `src/` (the module `acme_engine` of
+docs/contributing.md's recipe, as written there: an `Engine` whose responses tell each
+request's drafts under a key no built-in engine uses; and its distribution metadata with
+the entry point) and puts it on `PYTHONPATH`, as an installed package would be. `specload engines` lists it with where it came from; a
 sweep (its own process, and the Locust process it starts) takes `engine: acme`, and the
 per-request fields the made-up server sends are in the records: the load processes read
 the plug-in's fields, which `register()` in one process could never reach.
@@ -23,14 +23,15 @@ import pytest
 from specload.engines import ENTRY_POINTS
 from tests.support.sweeps import read_csv, run_dir_of, run_sweep, write_scenario
 
-PLUGIN = '''
-import re
-from specload.engines import Engine, RequestSpeculation
+GUIDE = Path(__file__).resolve().parents[3] / "docs" / "contributing.md"
 
-ENGINE = Engine(
-    "acme", "Acme Serve", re.compile(r"\\\\bacme-serve\\\\b"), per_token_events=False,
-    speculation=RequestSpeculation(("acme_stats",), "proposed", "kept"))
-'''
+
+def _recipe() -> str:
+    """The plug-in module of docs/contributing.md's new-engine recipe, as written there."""
+    section = GUIDE.read_text().split("## A new engine", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
 STATS = {"proposed": 12, "kept": 9}
 
 
@@ -39,7 +40,7 @@ def plugin_env(tmp_path: Path) -> dict[str, str]:
     """An environment whose Python finds the `acme-engine` distribution and its entry point."""
     site = tmp_path / "site"
     (site / "acme_engine-0.1.dist-info").mkdir(parents=True)
-    (site / "acme_engine.py").write_text(PLUGIN)
+    (site / "acme_engine.py").write_text(_recipe())
     (site / "acme_engine-0.1.dist-info" / "METADATA").write_text(
         "Metadata-Version: 2.1\nName: acme-engine\nVersion: 0.1\n")
     (site / "acme_engine-0.1.dist-info" / "entry_points.txt").write_text(
