@@ -164,6 +164,7 @@ def plan_rates(rates: Sequence[float], warmup_s: float, measure_s: float,
         raise RateError("; ".join(problems))
     rungs = tuple(RateRung(i, float(r), float(warmup_s), float(measure_s))
                   for i, r in enumerate(rates))
+    # `kind` is one of ARRIVAL_KINDS: `validate_arrivals` said so above
     return ArrivalPlan(rungs, kind, float(cv), seed)  # type: ignore[arg-type]
 
 

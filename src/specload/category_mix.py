@@ -81,6 +81,6 @@ def _weight(weight: object) -> float:
     if isinstance(weight, bool):
         return math.nan
     try:
-        return float(weight)  # type: ignore[arg-type]
+        return float(weight)  # type: ignore[arg-type]  # any YAML value; refusals caught
     except (TypeError, ValueError):
         return math.nan

@@ -86,7 +86,7 @@ class ArmEntry(_Entry):
     base_url: str | None = None
     status: Status = "pending"
     reps: list[RepEntry] = Field(default_factory=list)
-    ladder: list[int] = Field(default_factory=list)
+    ladder: list[int | float] = Field(default_factory=list)  # users, or an open load's rates
     warmup_s: float | None = None
     measure_s: float | None = None
     notes: list[str] = Field(default_factory=list)  # what the runner noticed (model, ...)

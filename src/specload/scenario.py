@@ -38,6 +38,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import ErrorDetails
 
 from specload import cpu_sets, engines
 from specload.arrival_plan import validate_rates
@@ -208,7 +209,7 @@ def _model_of(cls: type, base: type[BaseModel] | None = None) -> type[BaseModel]
     for d in declared(cls):
         if not d.rule.scenario:
             continue
-        kind = Literal[d.rule.choices] if d.rule.choices else d.type  # type: ignore[valid-type]
+        kind = Literal[d.rule.choices] if d.rule.choices else d.type
         fields[d.name] = (kind, Field(d.default, ge=d.rule.ge, gt=d.rule.gt, le=d.rule.le,
                                       description=d.help))
         if d.rule.distribution is not None:
@@ -218,6 +219,8 @@ def _model_of(cls: type, base: type[BaseModel] | None = None) -> type[BaseModel]
                         **fields)
 
 
+# The bases below are models `_model_of` makes at import from the settings' declarations,
+# which a type checker cannot follow: each `# type: ignore[misc]` says so.
 class RequestSettings(_model_of(Request)):  # type: ignore[misc]
     """What every simulated user sends: the scenario keys of `settings.Request`."""
 
@@ -554,6 +557,7 @@ class Workload(_model_of(SettingsWorkload)):  # type: ignore[misc]
     kind, and an open workload's rate ladder.
     """
 
+    # the kinds' names, a tuple read from `workload_kinds` at import
     kind: Literal[NAMES] = USERS.name  # type: ignore[valid-type]
     rates: list[float] | None = None
 
@@ -827,7 +831,7 @@ def _key_path(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
-def _describe(err: dict[str, Any]) -> str:
+def _describe(err: ErrorDetails) -> str:
     kind = err["type"]
     if kind == "literal_error":
         expected = err.get("ctx", {}).get("expected", "")

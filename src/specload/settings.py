@@ -15,6 +15,7 @@ command line (`to_args`) and the checks the load generator runs on what it was g
 from __future__ import annotations
 
 import argparse
+import builtins
 import dataclasses
 import functools
 from collections.abc import Iterator
@@ -73,7 +74,7 @@ class Declared:
         return self.rule.flag or "--" + self.name.replace("_", "-")
 
     @property
-    def base(self) -> type:
+    def base(self) -> builtins.type:
         """The type without its None: `int` for `int | None` (None: not given)."""
         args = [a for a in get_args(self.type) if a is not type(None)]
         return args[0] if args else self.type
@@ -195,6 +196,7 @@ def reference(sections: tuple[tuple[str, type], ...] | None = None) -> str:
 def from_attributes(cls: type[T], source: Any) -> T:
     """A `cls` from the attributes of `source` (Locust's parsed options, say) that it has
     (the rest take their defaults); a None `source` gives the defaults."""
+    # every caller's `cls` is a dataclass; a bound TypeVar cannot say so without typeshed
     names = (f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
     return cls(**{n: getattr(source, n) for n in names if hasattr(source, n)})
 

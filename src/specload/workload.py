@@ -61,6 +61,7 @@ class Distribution:
             nums = [float(v) for v in values]
         except ValueError:
             raise LengthError(f"{text!r}: {usage}") from None
+        # `kind` is one of ARITY's keys: checked above
         spec = cls(kind, nums[0], nums[1] if len(nums) > 1 else 0.0)  # type: ignore[arg-type]
         spec.check()
         return spec

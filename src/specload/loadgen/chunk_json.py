@@ -23,7 +23,7 @@ name what is wrong with it or read it as the odd-shaped chunk it is.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, NamedTuple, TypeGuard
+from typing import Annotated, Any, NamedTuple, TypeGuard, cast
 
 import msgspec
 import orjson
@@ -100,9 +100,9 @@ class _WireBase(msgspec.Struct):
 
 
 # plus the top-level object of each engine's own speculation, read as it comes
-_Wire = msgspec.defstruct(
+_Wire = cast("type[_WireBase]", msgspec.defstruct(
     "_Wire", [(key, Any, None) for key in dict.fromkeys(k for k, _ in _SPECULATION_KEYS)],
-    bases=(_WireBase,))
+    bases=(_WireBase,)))
 _decode = msgspec.json.Decoder(_Wire).decode
 
 
@@ -115,7 +115,7 @@ def parse_chunk(data: bytes) -> Chunk:
     return _chunk(wire, data)
 
 
-def _chunk(wire: _Wire, data: bytes) -> Chunk:
+def _chunk(wire: _WireBase, data: bytes) -> Chunk:
     """What a decoded payload says."""
     if wire.error is not None or wire.object == "error":
         return Chunk(error=_error_message(orjson.loads(data)))
@@ -147,7 +147,7 @@ def _chunk(wire: _Wire, data: bytes) -> Chunk:
     return chunk
 
 
-def _lenient(data: bytes) -> _Wire:
+def _lenient(data: bytes) -> _WireBase:
     """A payload the typed decoder refused, read by the same rules: MalformedChunk saying
     why it is not a chunk, or its fields (a chunk of an odd shape, e.g. with a second
     choice that is not an object, which nothing reads)."""

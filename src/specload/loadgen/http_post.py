@@ -33,7 +33,8 @@ class HeadKeepingResponse(HTTPSocketPoolResponse):
 
     head_bytes = b""
 
-    def feed(self, data: bytes) -> None:
+    # geventhttpclient hints `str | bytes`; its connection feeds the socket's bytes only
+    def feed(self, data: bytes) -> None:  # type: ignore[override]
         if not self.headers_complete:
             self.head_bytes += data
         super().feed(data)

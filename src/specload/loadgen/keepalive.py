@@ -195,5 +195,7 @@ def fresh_connection() -> Iterator[None]:
 
 def install() -> None:
     """Use this module's `get_socket` for every geventhttpclient pool in this process."""
-    ConnectionPool.get_socket = get_socket  # type: ignore[method-assign]
-    ConnectionPool._is_socket_alive = staticmethod(socket_is_idle)  # type: ignore[method-assign]
+    # patching a library's class: the types are the library's methods', on purpose
+    ConnectionPool.get_socket = get_socket  # type: ignore[method-assign,assignment]
+    ConnectionPool._is_socket_alive = staticmethod(  # type: ignore[method-assign,assignment]
+        socket_is_idle)

@@ -116,7 +116,7 @@ class OpenSessionUser(OpenLoopUser):
 
     def arrive(self, ctx: ProcessContext, model: str, tags: Tags) -> None:
         self.sessions.session = None
-        schedule = {"scheduled": tags.scheduled, "cap_late": tags.cap_late}
+        schedule: dict[str, Any] = {"scheduled": tags.scheduled, "cap_late": tags.cap_late}
         while True:
             self.sessions.turn(ctx, model, **schedule)
             if self.sessions.session is None:

@@ -202,8 +202,9 @@ class Recorder:
     def _send_buffer(self) -> None:
         """Ship the buffered rows (maybe none) with this process's state, in one message."""
         rows, self._buffer = self._buffer, []
-        self.env.runner.send_message(MSG_ROWS, {"rows": rows,
-                                                "state": local_state().as_message()})
+        if self.env.runner is not None:
+            self.env.runner.send_message(MSG_ROWS, {"rows": rows,
+                                                    "state": local_state().as_message()})
 
     def _on_drain_request(self, environment: Environment, msg: Any, **_: Any) -> None:
         IN_FLIGHT.drain(int(msg.data))
@@ -211,6 +212,8 @@ class Recorder:
 
     def _on_flush_request(self, environment: Environment, msg: Any, **_: Any) -> None:
         runner = self.env.runner
+        if runner is None:
+            return
         if runner.state in (STATE_RUNNING, STATE_SPAWNING):
             runner.stop()  # users still in a request record themselves as interrupted
         self._send_buffer()
@@ -238,7 +241,9 @@ class Recorder:
         self._waiting = set(workers)
         self._answered.clear()
         for worker in workers:
-            runner.send_message(MSG_FLUSH, self._token, client_id=worker)
+            # Locust hints `data` as a dict; it sends any msgpack value, here the token
+            runner.send_message(MSG_FLUSH, self._token,  # type: ignore[arg-type]
+                                client_id=worker)
         timeout = (self.env.stop_timeout or 0.0) + HANDSHAKE_MARGIN_S
         deadline = time.monotonic() + timeout
         while self._waiting and time.monotonic() < deadline:

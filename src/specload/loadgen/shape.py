@@ -204,7 +204,8 @@ class LadderShape(LoadTestShape):
         self._drain_seq += 1
         runner = self.runner
         if isinstance(runner, MasterRunner):
-            runner.send_message(MSG_DRAIN, self._drain_seq)
+            # Locust hints `data` as a dict; it sends any msgpack value, and drain's is its seq
+            runner.send_message(MSG_DRAIN, self._drain_seq)  # type: ignore[arg-type]
         else:
             IN_FLIGHT.drain(self._drain_seq)
 

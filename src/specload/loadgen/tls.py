@@ -114,6 +114,7 @@ class TLSStream:
 class StampingTLSContext(ssl.SSLContext):
     """An SSLContext whose `wrap_socket` gives a `TLSStream` (TLS in memory)."""
 
+    # narrower than SSLContext's: geventhttpclient passes the socket and the host only
     def wrap_socket(self, sock: Any, server_hostname: str | None = None,  # type: ignore[override]
                     **_: Any) -> TLSStream:
         incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()

@@ -93,8 +93,9 @@ class TokensTab:
         pages.add_url_rule("/tokens_tab.js", "script", guard(
             lambda: send_file(STATIC / "tokens_tab.js", max_age=0)))
         pages.add_url_rule("/plotly.min.js", "plotly", guard(self._plotly))
-        web_ui.app.register_blueprint(pages)
-        web_ui.app.after_request(self._extend_page)
+        if web_ui.app is not None:
+            web_ui.app.register_blueprint(pages)
+            web_ui.app.after_request(self._extend_page)
 
     def _live(self) -> Response:
         return Response(_pieces(self.latest), mimetype="application/json",

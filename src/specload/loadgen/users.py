@@ -39,7 +39,6 @@ from __future__ import annotations
 import logging
 import ssl
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
@@ -133,7 +132,7 @@ class StreamingUser(FastHttpUser):
     keep_text: ClassVar[bool] = False  # keep each reply's text (chat sessions send it back)
     start_gate: ClassVar[bool] = True  # wait for an idle event loop before sending
     # the JSON body of one request for (prompt, model, options); a staticmethod in each subclass
-    payload: ClassVar[Callable[[Prompt, str, RunOptions], dict[str, Any]]]
+    payload: ClassVar[staticmethod[[Prompt, str, RunOptions], dict[str, Any]]]
 
     def __init__(self, environment: Environment) -> None:
         opts = RunOptions.from_env(environment, check=False)
@@ -188,7 +187,7 @@ class StreamingUser(FastHttpUser):
         """The model to request; None (reported as a failed `GET /v1/models`) while the
         server cannot say."""
         try:
-            return ctx.model(self.host)
+            return ctx.model(self.host or "")
         except ModelDiscoveryError as exc:
             self.environment.events.request.fire(
                 request_type="GET", name="/v1/models", response_time=0, response_length=0,
@@ -501,7 +500,7 @@ def _error_body(raw: Any) -> str:
         return "(no body)"
 
 
-def _speculation_columns(spec: DraftCounts | None) -> dict[str, int | str | None]:
+def _speculation_columns(spec: DraftCounts | None) -> dict[str, Any]:
     """The record's columns of the request's own speculation (none: left empty)."""
     if spec is None:
         return {}

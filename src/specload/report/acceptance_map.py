@@ -122,13 +122,16 @@ class AcceptanceMap:
     def _bound_words(self, margin: pd.DataFrame) -> list[str]:
         """The real drafter's margin at the last rung below its recommended bound: how far
         its acceptance may fall before speculating there stops paying."""
-        c_star = self.real.crossover.c_star if self.real else None
-        below = margin[margin["concurrency"] < c_star] if c_star is not None else margin[:0]
+        real = self.real
+        c_star = real.crossover.c_star if real else None
+        if real is None or c_star is None:
+            return []
+        below = margin[margin["concurrency"] < c_star]
         if below.empty:
             return []
         last = below.iloc[-1]
         return [f"  the recommendation's bound C* = {c_star:.1f}: at C = "
-                f"{last.concurrency:g}, the last rung below it, {self.real.on.name} accepts "
+                f"{last.concurrency:g}, the last rung below it, {real.on.name} accepts "
                 f"{last.accept_len:.2f} where {last.break_even:.2f} breaks even: an "
                 f"acceptance margin of {last.margin:+.2f} ({last.margin / last.accept_len:+.0%})"]
 

@@ -62,9 +62,10 @@ class CategoryPair:
         found = self.crossovers[category]
         if found.verdict == CROSSES and found.c_star is not None:
             span = self.intervals.get(category)
-            inside = span is not None and not (span.below or span.above)
-            return f"pays up to C = {found.c_star:.3g}" + (
-                f" ({span.level:.0%}: {span.lo:.3g}-{span.hi:.3g})" if inside else "")
+            text = f"pays up to C = {found.c_star:.3g}"
+            if span is not None and not (span.below or span.above):
+                text += f" ({span.level:.0%}: {span.lo:.3g}-{span.hi:.3g})"
+            return text
         return GROUPS.get(found.verdict, "has no clear crossover (within its noise)")
 
     def _grouped(self, by_reach: list[str]) -> list[str]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -288,7 +289,7 @@ def _lengths(values: np.ndarray, name: str) -> dict[str, float]:
 ACCEPT_HIST_BIN = 0.25  # tokens per step: the width of the acceptance histogram's bins
 
 
-def _request_acceptance(r: _Rows, ended: np.ndarray) -> dict[str, object]:
+def _request_acceptance(r: _Rows, ended: np.ndarray) -> dict[str, Any]:
     """Acceptance from the requests that finished in the window and said how they drafted:
     the rung's, the spread of each request's own, and how many requests had each length
     (`req_accept_len_hist`, by the lower edge of its `ACCEPT_HIST_BIN`-wide bin; counts,
@@ -358,8 +359,8 @@ def _by_category(r: _Rows, window_tokens: np.ndarray, in_flight_s: np.ndarray,
                                                   tokens),
                           "requests": float(np.count_nonzero(sel & mine)),
                           "tpot_p50_ms": _pcts(r.tpot[sel & mine], "tpot")["tpot_p50_ms"],
-                          "req_accept_len": _request_acceptance(r, ended & mine)[
-                              "req_accept_len"]}
+                          "req_accept_len": float(_request_acceptance(r, ended & mine)[
+                              "req_accept_len"])}
     return out
 
 

@@ -165,9 +165,9 @@ def _c_star_rows(run: Run, base: Run, keys: dict[str, dict[str, str]]
             "note": f"{old.crossover.verdict} -> {new.crossover.verdict}"}
         ia, ib = old.interval, new.interval
         if ia and ib and ia.lo > 0 and math.isfinite(ia.hi):
-            row |= {"band_lo": ib.lo / ia.hi, "band_hi": ib.hi / ia.lo,
-                    "band": "C* intervals"}
-            row["verdict"] = verdict(float(row["band_lo"]), float(row["band_hi"]))
+            lo, hi = ib.lo / ia.hi, ib.hi / ia.lo
+            row |= {"band_lo": lo, "band_hi": hi, "band": "C* intervals",
+                    "verdict": verdict(lo, hi)}
         rows.append(row)
     return rows
 

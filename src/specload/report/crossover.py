@@ -26,7 +26,7 @@ import itertools
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -45,6 +45,7 @@ ON, OFF, TIE, NEITHER = "on", "off", "tie", "neither"
 NOISE_BAND = 0.02  # without repeats, a speedup within 1 ± 2% is a tie
 BAND_REPEATS = "repeats' spread"
 BAND_DEFAULT = f"±{NOISE_BAND:.0%}"
+Level = int | float  # a rung's level: a user count, or an arrival rate
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +54,8 @@ class Crossing:
 
     c: float  # interpolated in log C
     direction: str  # "down": speculation stops paying off; "up": it pays off again
-    below: int  # the rungs around the crossing
-    above: int
+    below: Level  # the rungs around the crossing
+    above: Level
     within_noise: bool  # a rung beside it is a tie: the crossing may be noise
 
     def as_dict(self) -> dict[str, object]:
@@ -68,15 +69,15 @@ class Crossover:
 
     verdict: str
     c_star: float | None = None
-    below: int | None = None  # the last rung where speculation still paid off
-    above: int | None = None  # the first rung from which it no longer does
+    below: Level | None = None  # the last rung where speculation still paid off
+    above: Level | None = None  # the first rung from which it no longer does
     speculate_to: float | None = None  # C up to which to speculate; None: nowhere
     off_above: bool = False  # turn speculation off above speculate_to
     crossings: tuple[Crossing, ...] = ()
-    ties: tuple[int, ...] = ()  # rungs inside the noise band
-    behind: tuple[int, ...] = ()  # rungs decided "off"
-    unmet: tuple[int, ...] = ()  # rungs where neither arm meets the SLO
-    rises: tuple[tuple[int, int, bool], ...] = ()  # (from C, to C, beyond the noise)
+    ties: tuple[Level, ...] = ()  # rungs inside the noise band
+    behind: tuple[Level, ...] = ()  # rungs decided "off"
+    unmet: tuple[Level, ...] = ()  # rungs where neither arm meets the SLO
+    rises: tuple[tuple[Level, Level, bool], ...] = ()  # (from C, to C, beyond the noise)
     band: str = BAND_DEFAULT
 
     @property
@@ -119,7 +120,7 @@ class PairResult:
         return agreement(self.rep_c_stars) if self.rep_c_stars else None
 
 
-def bracket(cross: Crossover) -> tuple[str, int | float | None, int | float | None]:
+def bracket(cross: Crossover) -> tuple[str, Level | None, Level | None]:
     """What two repeats must share to give the same verdict: the verdict, and where it
     crosses, the two rungs around C*."""
     return (cross.verdict, cross.below, cross.above) if cross.verdict == CROSSES else (
@@ -181,7 +182,7 @@ def rung_decisions(band_lo: Sequence[float], band_hi: Sequence[float]) -> list[s
             for lo, hi in zip(band_lo, band_hi, strict=True)]
 
 
-def _level(x: float) -> int | float:
+def _level(x: float) -> Level:
     """A rung's level as given: a user count stays whole, a rate may be fractional."""
     x = float(x)
     return int(x) if x.is_integer() else x
@@ -206,7 +207,7 @@ def _crossings(c: np.ndarray, s: np.ndarray, raw: Sequence[str]) -> list[Crossin
 
 
 def _rises(c: np.ndarray, s: np.ndarray, lo: np.ndarray,
-           hi: np.ndarray) -> list[tuple[int, int, bool]]:
+           hi: np.ndarray) -> list[tuple[Level, Level, bool]]:
     return [(_level(c[m]), _level(c[m + 1]), bool(lo[m + 1] > hi[m]))
             for m in range(c.size - 1) if s[m + 1] > s[m]]
 
@@ -238,31 +239,32 @@ def find_crossover(
     raw = [d for d, k in zip(raw, keep, strict=True) if k]
     raw = [raw[i] for i in order]
     chosen, by_speedup = chosen[keep][order], by_speedup[keep][order]
-    common = {"crossings": tuple(_crossings(c, s, raw)), "rises": tuple(_rises(c, s, lo, hi)),
-              "band": band, "unmet": tuple(_level(x) for x in c[chosen == NEITHER])}
+    common = Crossover(UNKNOWN, crossings=tuple(_crossings(c, s, raw)),
+                       rises=tuple(_rises(c, s, lo, hi)), band=band,
+                       unmet=tuple(_level(x) for x in c[chosen == NEITHER]))
     if c.size == 0:
-        return Crossover(UNKNOWN, **common)
+        return common
     # NEITHER rungs take no part in the verdict: no arm gives goodput there.
     idx = np.flatnonzero(chosen != NEITHER)
     if idx.size == 0:
-        return Crossover(SLO_UNMET, **common)
+        return replace(common, verdict=SLO_UNMET)
     d = chosen[idx]
-    common |= {"ties": tuple(_level(x) for x in c[idx][d == TIE]),
-               "behind": tuple(_level(x) for x in c[idx][d == OFF])}
+    common = replace(common, ties=tuple(_level(x) for x in c[idx][d == TIE]),
+                     behind=tuple(_level(x) for x in c[idx][d == OFF]))
     top, bottom = _level(c[idx[-1]]), _level(c[idx[0]])
     ons = np.flatnonzero(d == ON)
     if (d == ON).all():
-        return Crossover(ALWAYS, below=top, speculate_to=float(top), **common)
+        return replace(common, verdict=ALWAYS, below=top, speculate_to=float(top))
     if not ons.size:
         verdict = INCONCLUSIVE if (d == TIE).any() else NEVER
-        return Crossover(verdict, above=bottom, off_above=True, **common)
+        return replace(common, verdict=verdict, above=bottom, off_above=True)
     last_on = idx[ons[-1]]
     offs_after = [i for i in idx if i > last_on and chosen[i] == OFF]
     if not offs_after:
         if last_on == idx[-1]:  # ahead at the top, a dip or a tie somewhere below
-            return Crossover(INCONCLUSIVE, below=top, speculate_to=float(top), **common)
-        return Crossover(INCONCLUSIVE, below=_level(c[last_on]), speculate_to=float(c[last_on]),
-                         off_above=True, **common)
+            return replace(common, verdict=INCONCLUSIVE, below=top, speculate_to=float(top))
+        return replace(common, verdict=INCONCLUSIVE, below=_level(c[last_on]),
+                       speculate_to=float(c[last_on]), off_above=True)
     first_off = offs_after[0]
     c_star = float(c[last_on])
     if by_speedup[last_on] and by_speedup[first_off]:
@@ -270,8 +272,8 @@ def find_crossover(
         if downs:
             m = downs[-1]
             c_star = log_crossing(c[m], c[m + 1], s[m], s[m + 1])
-    return Crossover(CROSSES, c_star, _level(c[last_on]), _level(c[first_off]),
-                     speculate_to=c_star, off_above=True, **common)
+    return replace(common, verdict=CROSSES, c_star=c_star, below=_level(c[last_on]),
+                   above=_level(c[first_off]), speculate_to=c_star, off_above=True)
 
 
 def pair_arms(arms: Sequence[ArmSource]) -> list[tuple[ArmSource, ArmSource]]:

@@ -131,9 +131,9 @@ def speedup(pairs: Sequence[PairResult]) -> Figure:
         ))
         c_star = pair.crossover.c_star
         interval = pair.interval
-        shaded = interval is not None and not (interval.below or interval.above)
+        shaded = interval if interval and not (interval.below or interval.above) else None
         if c_star is not None:
-            span = (f", {interval.level:.0%} interval {interval.lo:.3g}-{interval.hi:.3g} "
+            span = (f", {shaded.level:.0%} interval {shaded.lo:.3g}-{shaded.hi:.3g} "
                     "shaded" if shaded else "")
             fig.add_trace(scatter(
                 x=[c_star], y=[1.0], mode="markers+text",
@@ -145,7 +145,7 @@ def speedup(pairs: Sequence[PairResult]) -> Figure:
             fig.add_vline(x=c_star, line={"color": colour, "dash": "dot", "width": 1})
         if shaded:
             # a shape, not an annotation: on a log axis plotly places those in log units
-            fig.add_vrect(x0=interval.lo, x1=interval.hi, fillcolor=colour, opacity=0.08,
+            fig.add_vrect(x0=shaded.lo, x1=shaded.hi, fillcolor=colour, opacity=0.08,
                           line={"width": 0})
     fig.add_hline(y=1.0, line={"color": "black", "dash": "dash", "width": 1},
                   annotation_text="1.0 = break-even")

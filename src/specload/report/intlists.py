@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -23,7 +24,7 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # ones are read as int64. Small types keep tens of millions of values cheap to hold.
 _SMALLEST = {n: pa.uint8() for n in range(3)} | {n: pa.int32() for n in range(3, 10)}
 # A column of texts: a pandas Series, an Arrow array or any iterable of str (or None).
-Texts = Iterable[str | None] | pa.Array | pa.ChunkedArray
+Texts: TypeAlias = Iterable[str | None] | pa.Array | pa.ChunkedArray
 
 
 def as_strings(texts: Texts) -> pa.ChunkedArray:
@@ -87,9 +88,10 @@ def _fast(arr: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray] | None:
     workers = max(1, min(arr.num_chunks, os.cpu_count() or 1))
     with ThreadPoolExecutor(workers) as pool:  # numpy and Arrow release the GIL
         parts = list(pool.map(_fast_chunk, arr.chunks))
-    if not parts or any(p is None for p in parts):
+    done = [p for p in parts if p is not None]
+    if not done or len(done) < len(parts):
         return None
-    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    return np.concatenate([p[0] for p in done]), np.concatenate([p[1] for p in done])
 
 
 def _row(text: str | None) -> list[int]:

@@ -152,7 +152,7 @@ class LiveFigures:
     def _complete_bins(self) -> list[Window]:
         until = self.settled if self.stopped_at is None else min(self.settled,
                                                                   float(self.stopped_at))
-        bins = []
+        bins: list[Window] = []
         while self.t0 is not None and self.next_bin + BIN_S <= until:
             start = self.next_bin
             bins.append(Window(len(self.series["t"]) + len(bins), self._users_at(start),

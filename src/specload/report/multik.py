@@ -113,10 +113,10 @@ def study_arms(arms: Sequence[ArmSource]) -> tuple[ArmSource, dict[int, ArmSourc
     least two spec-on arms with distinct known k."""
     off = [a for a in arms if a.role == "spec_off"]
     on = [a for a in arms if a.role == "spec_on" and a.k is not None]
-    ks = {a.k: a for a in on}
+    ks = {a.k: a for a in on if a.k is not None}
     if len(off) != 1 or len(ks) < 2 or len(ks) != len(on):
         return None
-    return off[0], {k: ks[k] for k in sorted(ks)}  # type: ignore[misc]
+    return off[0], {k: ks[k] for k in sorted(ks)}
 
 
 def _rep_values(per_rep: pd.DataFrame, arm: str, c: float) -> list[float]:

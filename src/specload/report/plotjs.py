@@ -24,7 +24,10 @@ from typing import Any
 import orjson
 
 # found without importing plotly, whose package loads slowly
-_PACKAGE_DATA = Path(str(find_spec("plotly").origin)).parent / "package_data"  # type: ignore[union-attr]
+_PLOTLY = find_spec("plotly")
+if _PLOTLY is None or _PLOTLY.origin is None:
+    raise ImportError("plotly is not installed (it is a dependency of specload)")
+_PACKAGE_DATA = Path(_PLOTLY.origin).parent / "package_data"
 PLOTLY_JS = _PACKAGE_DATA / "plotly.min.js"
 TEMPLATE = _PACKAGE_DATA / "templates" / "plotly.json"
 

@@ -64,7 +64,7 @@ def _warning(kind: str, message: str, arm: str | None = None, concurrency: int |
     return found | ({"rate": rate} if rate is not None else {})
 
 
-def _get(row: Any, name: str, default: float = float("nan")) -> Any:
+def _get(row: Any, name: str, default: object = float("nan")) -> Any:
     return getattr(row, name, default)
 
 

@@ -16,7 +16,15 @@ from typing import Any
 
 from specload import engine_metrics, engines
 from specload.engines import schedule as es
-from specload.report.crossover import ALWAYS, CROSSES, INCONCLUSIVE, NEVER, SLO_UNMET, Crossover
+from specload.report.crossover import (
+    ALWAYS,
+    CROSSES,
+    INCONCLUSIVE,
+    NEVER,
+    SLO_UNMET,
+    Crossover,
+    Level,
+)
 from specload.report.recommend import README_FILE, RECOMMENDED_DIR, Bound, Decision
 
 
@@ -48,7 +56,7 @@ class Recommendation:
         }
 
 
-def _cs(values: Sequence[int]) -> str:
+def _cs(values: Sequence[Level]) -> str:
     return ", ".join(str(v) for v in values)
 
 

@@ -255,8 +255,8 @@ def _watch(
     next_health = time.monotonic() + HEALTH_EVERY_S
     while True:
         code = locust.poll()
-        for line in events.new_lines(label):
-            say(line)
+        for message in events.new_lines(label):
+            say(message)
         for line in live_lines(run_prefix)[len(rungs):]:
             rungs.append(rung_figures(run_prefix, line))
             sweep.rungs_done += 1

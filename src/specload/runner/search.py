@@ -46,7 +46,7 @@ def _apply(sweep: Sweep, log: SearchEntry) -> None:
     sweep.scenario = sweep.scenario.model_copy(update={"ladder": sorted(set(planned))})
     for arm in sweep.manifest.arms:
         if arm.name in log.arms:
-            arm.ladder = planned
+            arm.ladder = list[int | float](planned)
     sweep.save()
 
 

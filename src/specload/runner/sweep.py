@@ -136,7 +136,7 @@ def print_plan(scenario: Scenario, mode: LoadMode, cpus: placement.CpuPlan, out:
         + (", the arms interleaved rung by rung" if scenario.interleave else ""))
     for arm in scenario.arms:
         server = (f"sim {arm.sim.profile} spec={arm.sim.spec} k={arm.sim.k or 'profile'}"
-                  if arm.sim else arm.command.base_url if arm.command else arm.url)
+                  if arm.sim else arm.command.base_url if arm.command else str(arm.url))
         if arm.target_acceptance is not None:
             server += f", mean acceptance length {arm.target_acceptance:g}"
         say(f"  arm {arm.name}: {arm.kind} ({server}), role {arm.arm_role}")

@@ -23,7 +23,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from aiohttp import web
@@ -34,7 +34,8 @@ from specload.sim.generate import MAX_BODY_BYTES, Generation, Settings, json_res
 from specload.sim.openai_request import ApiError, Limits, chat_token_ids
 
 HEALTH_GENERATE_TIMEOUT_S = 20.0  # SGLANG_HEALTH_CHECK_TIMEOUT's default
-GENERATION_ROUTES = {"/v1/chat/completions": "chat", "/v1/completions": "completions"}
+GENERATION_ROUTES: dict[str, Literal["chat", "completions"]] = {
+    "/v1/chat/completions": "chat", "/v1/completions": "completions"}
 
 
 class SimApi:

@@ -97,7 +97,7 @@ class CostModel:
         self._u_spec, self._u_wait = u.per_spec_seq_s, u.per_waiting_s
         self._u_wait_share = u.waiting_share
 
-    def weight_bytes(self, tokens: int) -> float:
+    def weight_bytes(self, tokens: float) -> float:
         """Weights read for `tokens` tokens: dense always, experts by expected hit share."""
         if not self._expert_bytes:
             return self._dense_bytes

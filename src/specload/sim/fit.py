@@ -457,7 +457,8 @@ def _fit_one(job: _FitJob) -> _Fitted:
         # the base profile has none of it, so no value to pull towards, and at its lower
         # bound neither the loss nor Nelder-Mead's first steps can feel it: it starts (and
         # is pulled towards) where a coarse scan along its range does best
-        start[i] = min(SCAN, key=lambda u, i=i: loss([*start[:i], u, *start[i + 1:]], 0.0))
+        scores = [loss([*start[:i], u, *start[i + 1:]], 0.0) for u in SCAN]
+        start[i] = SCAN[scores.index(min(scores))]
     scanned = len(SCAN) * len(lacking)
     best, _, evals = (nelder_mead(loss, start, 0.1, max(max_evals - scanned, 1)) if free
                       else (start, 0.0, 0))

@@ -72,7 +72,7 @@ class StampingListener(socket.socket):
     __slots__ = ()
 
     def accept(self) -> tuple[socket.socket, Any]:
-        fd, addr = self._accept()  # type: ignore[attr-defined]
+        fd, addr = self._accept()  # type: ignore[attr-defined]  # private, not in typeshed
         _received.pop(fd, None)  # a stamp of an earlier connection on this fd
         return StampingSocket(self.family, self.type, self.proto, fileno=fd), addr
 

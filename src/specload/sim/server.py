@@ -22,6 +22,7 @@ import ssl
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 from aiohttp import web
 
@@ -132,9 +133,9 @@ async def serve(api: SimApi, host: str, port: int, tls: ssl.SSLContext | None = 
     """Serve until SIGINT/SIGTERM, or until `stop` is set when one is given (a server in
     a thread of another program, which cannot take signals); `ready` gets the URL."""
     keepalive = api.flavor.keepalive_timeout_s
+    timeouts: dict[str, Any] = {} if keepalive is None else {"keepalive_timeout": keepalive}
     runner = web.AppRunner(api.app(), access_log=None, handle_signals=False,
-                           shutdown_timeout=1.0,
-                           **({} if keepalive is None else {"keepalive_timeout": keepalive}))
+                           shutdown_timeout=1.0, **timeouts)
     await runner.setup()
     try:
         sock = listen_socket(host, port)
@@ -160,15 +161,15 @@ async def serve(api: SimApi, host: str, port: int, tls: ssl.SSLContext | None = 
             loop.add_signal_handler(sig, stop.set)
     if ready is not None:
         ready(url)
-    engine_task = asyncio.gather(*(engine.run() for engine in api.engines))
-    stop_task = asyncio.create_task(stop.wait())
+    engine_task: asyncio.Future[Any] = asyncio.gather(*(e.run() for e in api.engines))
+    stop_task: asyncio.Future[Any] = asyncio.create_task(stop.wait())
     trim_task = asyncio.create_task(heap_trim.trim_forever())
     status = 0
     try:
         await asyncio.wait({engine_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
         if engine_task.done() and not engine_task.cancelled():
-            exc = engine_task.exception()
-            print(f"specload-sim: engine stopped: {exc!r}", file=sys.stderr)
+            failure = engine_task.exception()
+            print(f"specload-sim: engine stopped: {failure!r}", file=sys.stderr)
             status = 1
     finally:
         for task in (engine_task, stop_task, trim_task):

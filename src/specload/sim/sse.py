@@ -155,8 +155,8 @@ class ChunkWriter:
         if self._flavor.role == "every" or (self._flavor.role == "first"
                                             and not self._role_sent):
             delta["role"] = "assistant"
-        if reasoning:
-            delta[key] = reasoning  # type: ignore[index]
+        if reasoning and key is not None:
+            delta[key] = reasoning
         if content or not reasoning:
             delta["content"] = content
         return delta
