@@ -4,10 +4,11 @@ point group in every process.
 The test writes a package of its own outside `src/` (the module `acme_engine` of
 docs/contributing.md's recipe, as written there: an `Engine` whose responses tell each
 request's drafts under a key no built-in engine uses; and its distribution metadata with
-the entry point) and puts it on `PYTHONPATH`, as an installed package would be. `specload engines` lists it with where it came from; a
-sweep (its own process, and the Locust process it starts) takes `engine: acme`, and the
-per-request fields the made-up server sends are in the records: the load processes read
-the plug-in's fields, which `register()` in one process could never reach.
+the entry point) and puts it on `PYTHONPATH`, as an installed package would be.
+`specload engines` lists it with where it came from; a sweep (its own process, and the
+Locust process it starts) takes `engine: acme`, and the per-request fields the made-up
+server sends are in the records: the load processes read the plug-in's fields, which
+`register()` in one process could never reach.
 """
 
 from __future__ import annotations
