@@ -16,7 +16,7 @@ import csv
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 import pandas as pd
 import pyarrow as pa
@@ -32,14 +32,25 @@ from specload.report import clock_align
 SWEEP_PREFIX_NAME = "locust"
 _REP_DIR = re.compile(r"^rep-(\d+)$")
 
-# Columns of the requests file the report needs, with their types.
-_FLOAT_COLS = ("start", "end", "ttft_ms", "e2e_ms", "tpot_ms", "backoff_ms", "prompt_tokens",
-               "scheduled", "late_ms", "draft_tokens", "accepted_tokens", "draft_steps")
-_INT_COLS = ("status", "output_tokens", "num_chunks", "interrupted", "turn", "reconnects")
+# The request record's columns the report reads, typed by the record's own fields
+# (`records.RequestRecord`): a new field is read without a line here. Whole ints and flags
+# are ints; floats, and ints that may be missing, floats; text is text, except the few
+# columns of few values (categorical) and the chunk lists (kept in Arrow).
+_UNREAD = ("request_id", "user_id", "seq")
 _CHUNK_COLS = ("chunk_gaps_us", "chunk_tokens")
-_STR_COLS = ("endpoint", "tokens_source", "finish_reason", "error_kind", "error", "session_id",
-             "late_by", "accept_by_step", *_CHUNK_COLS)
 _CATEGORY_COLS = ("client_id", "category")  # few values, many rows
+
+
+def _typed_columns() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The record's read columns as (floats, ints, texts), in the record's order."""
+    hints = get_type_hints(records.RequestRecord)
+    read = [n for n in records.REQUEST_COLUMNS if n not in (*_UNREAD, *_CATEGORY_COLS)]
+    ints = tuple(n for n in read if hints[n] in (int, bool))
+    texts = tuple(n for n in read if hints[n] is str)
+    return tuple(n for n in read if n not in (*ints, *texts)), ints, texts
+
+
+_FLOAT_COLS, _INT_COLS, _STR_COLS = _typed_columns()
 # Cells read as missing: pandas' default list, so old and new readers agree.
 _NULL_VALUES = ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan",
                 "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a",

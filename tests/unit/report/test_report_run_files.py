@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from specload import records
 from specload.errors import UserError
 from specload.report import run_files
 from tests.support import run_files as make
@@ -95,3 +96,12 @@ def test_scenario_folder_reports_its_latest_run(tmp_path: Path) -> None:
         _one(run / "on" / "locust")
         make.write_manifest(run, [make.arm_entry("on", "spec_on")])
     assert run_files.discover(tmp_path).out_dir == tmp_path / "20260102T000000Z"
+
+
+def test_every_record_column_is_read_or_named_unread() -> None:
+    """A field added to the request record is read by its type, with no list to extend."""
+    read = (*run_files._FLOAT_COLS, *run_files._INT_COLS, *run_files._STR_COLS,
+            *run_files._CATEGORY_COLS)
+    assert sorted((*read, *run_files._UNREAD)) == sorted(records.REQUEST_COLUMNS)
+    assert {"draft_tokens", "prompt_tokens"} <= set(run_files._FLOAT_COLS)  # may be missing
+    assert {"status", "interrupted"} <= set(run_files._INT_COLS)
