@@ -23,6 +23,7 @@ before it, run without the loop, left behind.
 import os
 import shutil
 import tempfile
+from typing import Any
 
 os.environ["LOCUST_SKIP_MONKEY_PATCH"] = "1"
 try:
@@ -52,12 +53,27 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files marked `long(seconds)` first, longest first; the rest as collected."""
+    """Files marked `long(seconds)` first, longest first; the rest as collected. A real
+    engine's test that is not `untimed` measures speed: it is a `timing` test too."""
     def seconds(item: pytest.Item) -> float:
         marker = item.get_closest_marker("long")
         return marker.args[0] if marker else 0.0
 
     items.sort(key=lambda item: -seconds(item))
+    for item in items:
+        if item.get_closest_marker("real") and not item.get_closest_marker("untimed"):
+            item.add_marker(pytest.mark.timing)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The tests that hold wall-clock bounds on a shared machine, counted for the log."""
+    counts = {kind: sum(1 for r in terminalreporter.stats.get(kind, [])
+                        if r.when == "call" and "timing" in r.keywords)
+              for kind in ("passed", "rerun", "failed")}
+    if any(counts.values()):
+        terminalreporter.write_line(
+            "timing tests (wall-clock bounds on a shared machine): "
+            + ", ".join(f"{n} {kind}" for kind, n in counts.items()))
 
 
 @pytest.fixture(autouse=True)

@@ -53,6 +53,7 @@ def assert_no_gaps(rows: list[dict[str, str]]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 @pytest.mark.flaky(reruns=1)  # a worker starved for seconds could still end a round early
 def test_lowering_users_and_stopping_keep_every_row(sim_server, master_ports, tmp_path: Path):
     sim = sim_server()

@@ -77,6 +77,7 @@ def assert_no_secret(run, tmp_path: Path) -> None:
 # TTFT within 2 ms needs the machine's two cores not to be busy: in one cold CI on a
 # slower machine both of two tries ran beside CPU-bound modules (the fleet benchmark was
 # rerun at the same time) and missed by 6.2 and 2.5 ms; a third try runs later
+@pytest.mark.timing
 @pytest.mark.flaky(reruns=2)
 @pytest.mark.parametrize("processes", [1, 2])
 def test_requests_match_sim_trace(sim_server, locust_run, tmp_path: Path, processes: int):

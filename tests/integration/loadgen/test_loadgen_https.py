@@ -20,6 +20,7 @@ def _sim(sim_server, tls_files) -> object:
                                   "--tls-key", str(tls_files.key)])
 
 
+@pytest.mark.timing
 @pytest.mark.flaky(reruns=1)  # TTFT within 1 ms needs the machine's two cores not to be busy
 def test_https_with_the_servers_ca_matches_the_trace(sim_server, locust_run, tls_files,
                                                      tmp_path: Path) -> None:

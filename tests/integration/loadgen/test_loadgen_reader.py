@@ -52,6 +52,7 @@ def test_lines_split_across_reads_with_stamps(conn) -> None:
     assert reader.readline()[0] == b""
 
 
+@pytest.mark.timing
 @pytest.mark.flaky(reruns=1)  # reader's keeper socket: stamping is on before this runs
 def test_kernel_stamp_is_arrival_not_read_time(conn) -> None:
     if not _KERNEL_STAMPS:

@@ -87,6 +87,7 @@ def _replayed_prompt_tokens(turns: list[str], rows: list[dict[str, str]], seed: 
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 @pytest.mark.flaky(reruns=1)  # TTFT within 2 ms needs the machine's two cores not to be busy
 def test_sessions_match_the_sim_trace(sim_server, locust_run, tmp_path: Path) -> None:
     sim = sim_server(profile="bench-20ms")

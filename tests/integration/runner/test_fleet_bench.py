@@ -31,6 +31,7 @@ TTFT_P99_MS = 20.0
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.timing
 @pytest.mark.flaky(reruns=1)  # its TTFT p99 needs the machine's two cores not saturated
 def test_a_small_fleet_stays_true_to_the_trace(tmp_path: Path) -> None:
     reason = netns.unavailable()
