@@ -1,8 +1,9 @@
 """The layering rules, read from every module's imports (function-level ones included).
 
 - `sim` is an island: it imports nothing from specload outside `specload.sim`, and the
-  engine registry (`engines`, `engine_metrics`) nothing from it: it names the sim's
-  flavours as text, and tests/unit/test_engines.py holds the two together.
+  engine registry (`engines/`, `engine_metrics`) nothing from it: it names the sim's
+  flavours as text, and tests/unit/test_engines.py holds the two together. Nor does the
+  registry import the stages (report, runner, loadgen) or Locust: every process loads it.
 - `report` reads files only: nothing from locust, gevent, `loadgen` or `runner`.
 - `scenario` and the other top-level modules the report and runner share import nothing
   from `loadgen` (imported only inside Locust processes), locust or gevent.
