@@ -7,10 +7,11 @@ background: `prompts` prompts of a JSONL file of `{"prompt": ...}` lines (its `c
 dataset, which specload's `request.prompts` reads too, each as the user message as it
 stands: `--skip-chat-template`, the server applies the template) for `output_len` tokens
 each (`--ignore-eos`), at most `concurrency` at a time, to a chat endpoint, on the CPUs
-`cpus`. Its saved result (`--save-detailed`) holds every request's send time
-(`time.perf_counter()`, CLOCK_MONOTONIC on Linux), TTFT, inter-chunk gaps and output
-length (`benchmarks/lib/endpoint_request_func.py`); `tokens_between` and `requests_from`
-read them on the wall clock specload's records use.
+`cpus`; `output_len` -1 takes each prompt's own `output_tokens` from the file. Its saved
+result (`--save-detailed`) holds every request's send time (`time.perf_counter()`,
+CLOCK_MONOTONIC on Linux), TTFT, inter-chunk gaps and output length
+(`benchmarks/lib/endpoint_request_func.py`); `tokens_between` and `requests_from` read
+them on the wall clock specload's records use.
 """
 
 from __future__ import annotations

@@ -4,15 +4,19 @@ server and loads kept apart.
 One vLLM CPU server (no speculation, prefix caching off, 8 sequences) runs on CPUs of
 its own, its OpenMP threads bound to them. vLLM's `vllm bench serve` client and a
 specload sweep share the other CPU and run at the same time, each at C = 4 with the same
-request shape (chat, prompts of about 120 tokens from one file, 128 tokens out with
-`ignore_eos`): the server's 8 sequences are theirs, and continuous batching gives every
-sequence one token a step, so each client should see half the server's tokens and the
-same TTFT and TPOT. Taking turns instead measures the server's drift as much as the
-clients (a shared machine's server moves its pace between runs by more than 5%); side
-by side both see the same server at every instant. Both are read on specload's steady
-measure window: specload's own figures, and the client's from its saved per-request
-record (the chunks that arrived in the window; the requests sent in it). What must hold:
-specload held C to 5%; output tok/s within 5%; TTFT and TPOT p50 within 10%.
+request shape (chat, prompts of about 120 tokens from one file, each with its own output
+length, 64 to 192 tokens with `ignore_eos`): the server's 8 sequences are theirs, and
+continuous batching gives every sequence one token a step, so each client should see
+half the server's tokens and the same TTFT and TPOT. The lengths differ so that requests
+end, and their successors arrive, spread out: with one length for all, each client's
+four requests stay in step from their start, and a client whose four arrive together
+waits for four prefills in one step, the other for one.
+Taking turns instead measures the server's drift as much as the clients (a shared
+machine's server moves its pace between runs by more than 5%); side by side both see the
+same server at every instant. Both are read on specload's steady measure window:
+specload's own figures, and the client's from its saved per-request record (the chunks
+that arrived in the window; the requests sent in it). What must hold: specload held C to
+5%; output tok/s within 5%; TTFT and TPOT p50 within 10%.
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ from tests.support.sweeps import read_csv, run_dir_of, run_sweep, write_scenario
 pytestmark = pytest.mark.real
 PROMPTS = Path(__file__).resolve().parents[3] / "src" / "specload" / "data" / "prompts.jsonl"
 SIZE = vllm_server.ModelSize(layers=4, hidden=256)
-C, OUTPUT_LEN = 4, 128
+C = 4
+OUTPUT_LENS = (64, 192)  # each prompt's own, drawn (seeded) between these; mean 128
 PROMPT_WORDS = 80  # about 120 of the tier's tokens, chat template included
 # enough for the client to outlast specload's start, warm-up and window at the fastest
 # pace this server has run (about 3 of its requests a second while sharing the server)
@@ -44,12 +49,18 @@ WARMUP_S, MEASURE_S = 5, 20
 
 
 def _prompts(path: Path, n: int) -> Path:
-    """`n` prompts of PROMPT_WORDS words drawn (seeded) from specload's own prompt set."""
+    """`n` prompts of PROMPT_WORDS words drawn (seeded) from specload's own prompt set,
+    each with its output length under both clients' keys (specload's `max_tokens`, the
+    vLLM client's `output_tokens`)."""
     words = [w for line in PROMPTS.read_text().splitlines() for w in line.split()
              if w.isalpha()]
     rng = random.Random(0)
-    path.write_text("".join(json.dumps({"prompt": " ".join(rng.choices(words, k=PROMPT_WORDS))})
-                            + "\n" for _ in range(n)))
+    lines = []
+    for _ in range(n):
+        out = rng.randint(*OUTPUT_LENS)
+        lines.append(json.dumps({"prompt": " ".join(rng.choices(words, k=PROMPT_WORDS)),
+                                 "max_tokens": out, "output_tokens": out}) + "\n")
+    path.write_text("".join(lines))
     return path
 
 
@@ -76,7 +87,7 @@ def _specload(url: str, load: frozenset[int], prompts: Path, folder: Path
     scenario = write_scenario(folder, {
         "name": "agree", "ladder": [C], "warmup_s": WARMUP_S, "measure_s": MEASURE_S,
         "placement": {"load": cpu_sets.words(load)},
-        "request": {"max_tokens": OUTPUT_LEN, "ignore_eos": True, "temperature": 0,
+        "request": {"ignore_eos": True, "temperature": 0,
                     "prompts": str(prompts), "request_timeout_s": 120},
         "arms": [{"name": "plain", "spec": "off", "engine": "vllm", "url": url}]})
     done = run_sweep(folder, str(scenario), "--out", str(folder / "reports"), timeout=300)
@@ -98,7 +109,7 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, fl
     with vllm_server.running(folder / "server.log", SIZE, max_num_seqs=2 * C, cpus=servers,
                              prefix_caching=False) as url, \
             vllm_bench.running(url, vllm_server.model(SIZE), prompts, folder / "bench.json",
-                               concurrency=C, prompts=BENCH_PROMPTS, output_len=OUTPUT_LEN,
+                               concurrency=C, prompts=BENCH_PROMPTS, output_len=-1,
                                seed=0, cpus=load) as bench:
         _await_load(url, bench)
         ours, window = _specload(url, load, prompts, folder)
