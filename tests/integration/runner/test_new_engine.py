@@ -89,6 +89,7 @@ def _scenario(tmp_path: Path) -> Any:
 @pytest.fixture
 def new_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(engines, "REGISTRY", dict(engines.REGISTRY))
+    monkeypatch.setattr(engines, "ORIGIN", dict(engines.ORIGIN))
     engines.register(ENGINE)  # the one registry entry
     monkeypatch.setitem(FLAVORS, NAME, FLAVOR)  # the one simulator flavour
 
