@@ -342,21 +342,27 @@ class SimArm(_model_of(Simulator)):  # type: ignore[misc]
 class CommandArm(_Strict):
     """A server the runner starts and stops with shell commands."""
 
-    start: str = Field(min_length=1)
-    stop: str | None = None
-    base_url: str
-    ready_url: str | None = None
-    ready_timeout_s: float = Field(600.0, gt=0)
-    stop_timeout_s: float = Field(60.0, gt=0)
-    # a server that exits during a rung is started again this many times, each time
-    # repeating the rung it was in (0: the arm fails, to be resumed)
-    restart_on_exit: int = Field(1, ge=0)
-    # the start line of the verification arm: `start` with the recommended settings in
-    # the engines' placeholders (docs/measurement.md: the verification arm)
-    verify_command: str | None = None
-    # the CPUs this server runs on (a Linux CPU list, `0` or `0-3`), over the scenario's
-    # `placement`; {cpus} and {ncpus} in the start lines become the set and its size
-    cpus: str | None = None
+    start: str = Field(min_length=1, description=(
+        "the shell line that starts the server (its own process group; `{cpus}`, "
+        "`{ncpus}`, `{k}` and `{acceptance}` filled in)"))
+    stop: str | None = Field(None, description=(
+        "a shell line run to stop it, before its process group is stopped (SIGTERM, "
+        "SIGKILL after `stop_timeout_s`)"))
+    base_url: str = Field(description="where the started server answers")
+    ready_url: str | None = Field(None, description=(
+        "polled until it answers 2xx (default: `/health`, then `/v1/models`)"))
+    ready_timeout_s: float = Field(600.0, gt=0, description="how long it may take to be ready")
+    stop_timeout_s: float = Field(60.0, gt=0, description=(
+        "how long it may take to stop before it is killed"))
+    restart_on_exit: int = Field(1, ge=0, description=(
+        "a server that exits during a rung is started again this many times, each time "
+        "repeating its rung (0: the arm fails, to be resumed)"))
+    verify_command: str | None = Field(None, description=(
+        "the verification arm's start line: `start` with the recommended setting in its "
+        "engine's placeholder (docs/measurement.md)"))
+    cpus: str | None = Field(None, description=(
+        "the CPUs this server runs on (a Linux CPU list, `0` or `0-3`), over "
+        "`placement`"))
     _cpus = field_validator("cpus")(lambda v: _cpu_list(v))
 
     @field_validator("verify_command")
@@ -376,26 +382,34 @@ class CommandArm(_Strict):
 class Arm(_Strict):
     """One server under test; exactly one of `sim`, `command`, `url`."""
 
-    name: str
-    sim: SimArm | None = None
-    command: CommandArm | None = None
-    url: str | None = None
-    spec: Spec | None = None
-    # a list runs one arm per draft length (`<name>-k<k>`, Scenario._expand)
-    k: Annotated[int, Field(ge=0)] | list[Annotated[int, Field(ge=1, le=16)]] | None = None
-    # the mean acceptance length the arm's server is set to; a list runs one arm per
-    # length (`<name>-a<length>`, Scenario._expand): the sim's acceptance_length, or the
-    # engine's benchmarking knob through {acceptance} in command.start
+    name: str = Field(description="the arm's name, also its folder in the run")
+    sim: SimArm | None = Field(None, description=(
+        "a simulated server the runner starts (its keys: Simulated servers, below)"))
+    command: CommandArm | None = Field(None, description=(
+        "a server the runner starts and stops with shell commands (Command arms, below)"))
+    url: str | None = Field(None, description="a server that is already running")
+    spec: Spec | None = Field(None, description=(
+        "`on`, `off` or `adaptive`: the arm's side of the comparison"))
+    k: Annotated[int, Field(ge=0)] | list[Annotated[int, Field(ge=1, le=16)]] | None = Field(
+        None, description="the draft length; a list runs one arm per k (`<name>-k<k>`)")
     acceptance: (Annotated[float, Field(ge=1, le=17)]
-                 | list[Annotated[float, Field(ge=1, le=17)]] | None) = None
-    role: Role | None = None
-    engine: str | None = None
+                 | list[Annotated[float, Field(ge=1, le=17)]] | None) = Field(
+        None, description=(
+            "the mean acceptance length the server is set to (the sim's, or the engine's "
+            "benchmarking knob through `{acceptance}`); a list runs one arm per length"))
+    role: Role | None = Field(None, description=(
+        "`spec_on`, `spec_off` or `verify` (default: from `spec`)"))
+    engine: str | None = Field(None, description=(
+        "the engine it serves (`specload engines`; default: from the start command or "
+        "the sim flavour)"))
     _engine = field_validator("engine")(lambda v: _registered(v, engines.ids()))
-    metrics_url: str | None = None
-    ready_url: str | None = None
-    # a server that streams no token for this long while requests are in flight, and
-    # does not answer its health route, has stalled: the rung ends with that reason
-    stall_after_s: float = Field(180.0, gt=0)
+    metrics_url: str | None = Field(None, description=(
+        "its Prometheus exposition (default: `/metrics` of its URL)"))
+    ready_url: str | None = Field(None, description=(
+        "polled until it answers 2xx (default: `/health`, then `/v1/models`)"))
+    stall_after_s: float = Field(180.0, gt=0, description=(
+        "a server that streams no token for this long while requests are in flight, "
+        "and does not answer its health route, has stalled: the rung ends so"))
 
     _spec_word = field_validator("spec", mode="before")(_yaml_bool_to_spec)
     _urls = field_validator("url", "metrics_url", "ready_url")(
@@ -504,8 +518,8 @@ class Arm(_Strict):
 class Slo(_Strict):
     """Latency objectives a rung must meet for its throughput to count as goodput."""
 
-    ttft_p99_ms: float | None = Field(None, gt=0)
-    tpot_p99_ms: float | None = Field(None, gt=0)
+    ttft_p99_ms: float | None = Field(None, gt=0, description="the TTFT p99 a rung must meet")
+    tpot_p99_ms: float | None = Field(None, gt=0, description="the TPOT p99 a rung must meet")
 
     @model_validator(mode="after")
     def _at_least_one(self) -> Slo:
@@ -519,9 +533,11 @@ class Placement(_Strict):
     (Linux CPU lists); `placement: apart` splits the usable CPUs between them
     (`runner/placement.py`)."""
 
-    apart: bool = False
-    servers: str | None = None
-    load: str | None = None
+    apart: bool = Field(False, description=(
+        "`placement: apart`: the load processes on the last usable CPUs, the servers on "
+        "the rest"))
+    servers: str | None = Field(None, description="the servers' CPUs (a Linux CPU list)")
+    load: str | None = Field(None, description="the load processes' CPUs (a Linux CPU list)")
     _cpus = field_validator("servers", "load")(lambda v: _cpu_list(v))
 
     @model_validator(mode="before")
@@ -544,10 +560,10 @@ class Placement(_Strict):
 class Distributed(_Strict):
     """Locust master/worker mode: the runner starts a master, workers connect to it."""
 
-    workers: int = Field(ge=1)
-    master_bind_host: str = "127.0.0.1"
-    master_bind_port: int = Field(5557, ge=1, le=65535)
-    workers_wait_s: int = Field(300, ge=1)
+    workers: int = Field(ge=1, description="how many worker processes the master waits for")
+    master_bind_host: str = Field("127.0.0.1", description="where the master listens")
+    master_bind_port: int = Field(5557, ge=1, le=65535, description="the master's port")
+    workers_wait_s: int = Field(300, ge=1, description="how long it waits for the workers")
 
 
 class Workload(_model_of(SettingsWorkload)):  # type: ignore[misc]
@@ -612,35 +628,43 @@ class SearchSettings(_model_of(Search)):  # type: ignore[misc]
 
 
 class _Ladder(_Strict):
-    name: str
-    description: str = ""
-    # a list of user counts, or "auto": the crossover search (`search.py`) plans them
-    ladder: list[int] | Literal["auto"] = Field(default_factory=lambda: list(DEFAULT_LADDER))
-    search: SearchSettings | None = None
+    name: str = Field(description="the scenario's name, also its folder under the output")
+    description: str = Field("", description="a line shown in the report")
+    ladder: list[int] | Literal["auto"] = Field(
+        default_factory=lambda: list(DEFAULT_LADDER), description=(
+            "the user counts of the rungs, or `auto`: the crossover search plans them"))
+    search: SearchSettings | None = Field(None, description=(
+        "the search's bounds, with `ladder: auto` (Crossover search, below)"))
 
 
 class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
     """A validated scenario file: its name and ladder, the rungs' windows
     (`settings.Windows`) and the rest, in this order (errors are listed in it)."""
-    repeats: int = Field(1, ge=1, le=100)
-    # while the repeats' verdicts disagree (`report.crossover.agreement`), add up to this
-    # many more rounds of every arm, one at a time
-    tiebreak_repeats: int = Field(0, ge=0, le=10)
-    # run the arms rung by rung (C = 1 on every arm, then C = 2, ...), every arm's server
-    # up for the whole repeat: a machine whose speed drifts over minutes moves both arms
-    # of a rung together
-    interleave: bool = False
-    processes: int | None = None
-    distributed: Distributed | None = None
-    # the CPUs of servers started here and of the load processes (`Placement`)
-    placement: Placement | None = None
-    request: RequestSettings = Field(default_factory=RequestSettings)
-    workload: Workload = Field(default_factory=Workload)
-    slo: Slo | None = None
-    # run a third arm with the recommended schedule after the spec-on/spec-off pair;
-    # default: yes when the spec-on arm is simulated (`verify_default`)
-    verify: bool | None = None
-    arms: Annotated[list[Arm], Field(min_length=1)]
+    repeats: int = Field(1, ge=1, le=100, description="how many times every arm runs the ladder")
+    tiebreak_repeats: int = Field(0, ge=0, le=10, description=(
+        "while the repeats' verdicts disagree, up to this many more rounds of every arm"))
+    interleave: bool = Field(False, description=(
+        "run the arms rung by rung, every arm's server up for the whole repeat, so a "
+        "machine's drift moves both arms of a rung together"))
+    processes: int | None = Field(None, description=(
+        "Locust worker processes on this machine, as `--processes N` (default: one "
+        "process)"))
+    distributed: Distributed | None = Field(None, description=(
+        "Locust master/worker mode across machines (Distributed, below)"))
+    placement: Placement | None = Field(None, description=(
+        "the CPUs of the servers started here and of the load processes (Placement, "
+        "below)"))
+    request: RequestSettings = Field(default_factory=RequestSettings, description=(
+        "what every user sends (Requests, below)"))
+    workload: Workload = Field(default_factory=Workload, description=(
+        "what the clients do (Workload, below)"))
+    slo: Slo | None = Field(None, description=(
+        "latency objectives: the crossover on SLO goodput too (SLO, below)"))
+    verify: bool | None = Field(None, description=(
+        "run a verification arm with the recommended setting after the pair (default: "
+        "yes when the spec-on arm is simulated)"))
+    arms: Annotated[list[Arm], Field(min_length=1, description=(
+        "the servers compared (Arms, below)"))]
 
     @field_validator("arms")
     @classmethod
@@ -906,3 +930,34 @@ def load_scenario(path: str | Path) -> Scenario:
     except yaml.YAMLError as exc:
         raise UserError(f"{p}: YAML syntax error: {exc}") from exc
     return parse_scenario(raw, p.resolve().parent, source=str(p))
+
+
+def _default_words(f: Any) -> str:
+    """A field's default as the reference shows it."""
+    if f.is_required():
+        return "required"
+    value = f.default_factory() if f.default_factory is not None else f.default
+    if isinstance(value, BaseModel):
+        return "its section's defaults"
+    if value in (None, ""):
+        return "none"
+    return f"`{str(value).lower() if isinstance(value, bool) else value}`"
+
+
+def keys_reference() -> str:
+    """A Markdown table per model of the scenario keys outside `settings`' declarations
+    (those have their own tables): key, default and meaning, from each field's
+    description (docs/settings.md holds it ahead of `settings.reference()`)."""
+    windows = {d.name for d in declared(Windows)}
+    sections: tuple[tuple[str, type[BaseModel], set[str]], ...] = (
+        ("The scenario's top level", Scenario, windows), ("Arms: each of `arms:`", Arm, set()),
+        ("Command arms: an arm's `command:`", CommandArm, set()),
+        ("Placement: `placement:`", Placement, set()),
+        ("Distributed: `distributed:`", Distributed, set()), ("SLO: `slo:`", Slo, set()))
+    out: list[str] = []
+    for title, model, skip in sections:
+        out += [f"## {title}", "", "| key | default | meaning |", "|---|---|---|"]
+        out += [f"| `{name}` | {_default_words(f)} | {f.description} |"
+                for name, f in model.model_fields.items() if name not in skip]
+        out.append("")
+    return "\n".join(out)

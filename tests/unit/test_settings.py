@@ -21,7 +21,16 @@ from specload.loadgen import shape, workload_options
 from specload.loadgen.options import RunOptions, add_arguments
 from specload.loadgen.workload_options import WorkloadOptions
 from specload.runner.locust_proc import LoadMode, locust_command, request_args, workload_args
-from specload.scenario import parse_scenario
+from specload.scenario import (
+    Arm,
+    CommandArm,
+    Distributed,
+    Placement,
+    Scenario,
+    Slo,
+    keys_reference,
+    parse_scenario,
+)
 from specload.settings import (
     Declared,
     Request,
@@ -160,7 +169,14 @@ def test_a_bound_is_declared_once_and_holds_on_both_sides(
 
 def test_the_settings_page_is_the_declaration() -> None:
     page = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
-    assert page.read_text().endswith(reference()), "regenerate docs/settings.md's tables"
+    assert page.read_text().endswith(keys_reference() + "\n" + reference()), (
+        "regenerate docs/settings.md's tables")
+
+
+@pytest.mark.parametrize("model", [Scenario, Arm, CommandArm, Placement, Distributed, Slo])
+def test_every_scenario_key_says_what_it_is(model: type) -> None:
+    """The scenario's own keys carry their help in their models, not in comments."""
+    assert [n for n, f in model.model_fields.items() if not f.description] == []
 
 
 def test_a_scenario_read_back_from_its_manifest_gives_the_same_command(tmp_path: Path) -> None:
