@@ -38,6 +38,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from specload import cpu_sets, engines
@@ -932,11 +933,11 @@ def load_scenario(path: str | Path) -> Scenario:
     return parse_scenario(raw, p.resolve().parent, source=str(p))
 
 
-def _default_words(f: Any) -> str:
+def _default_words(f: FieldInfo) -> str:
     """A field's default as the reference shows it."""
     if f.is_required():
         return "required"
-    value = f.default_factory() if f.default_factory is not None else f.default
+    value = f.get_default(call_default_factory=True)
     if isinstance(value, BaseModel):
         return "its section's defaults"
     if value in (None, ""):

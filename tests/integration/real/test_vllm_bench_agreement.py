@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import statistics
-import time
 import urllib.request
 from pathlib import Path
 
@@ -33,8 +31,9 @@ import pytest
 
 from specload import cpu_sets
 from specload.runner import placement
+from specload.runner.metrics_scrape import parse_metrics
 from tests.support import vllm_bench, vllm_server
-from tests.support.sweeps import read_csv, run_dir_of, run_sweep, write_scenario
+from tests.support.sweeps import read_csv, run_dir_of, run_sweep, wait_for, write_scenario
 
 pytestmark = pytest.mark.real
 PROMPTS = Path(__file__).resolve().parents[3] / "src" / "specload" / "data" / "prompts.jsonl"
@@ -65,20 +64,19 @@ def _prompts(path: Path, n: int) -> Path:
 
 
 def _running(url: str) -> float:
-    """The server's `vllm:num_requests_running` gauge."""
+    """The server's `vllm:num_requests_running` gauge, read as the sampler reads it."""
     with urllib.request.urlopen(url + "/metrics", timeout=5) as answer:
-        text = answer.read().decode()
-    found = re.search(r"^vllm:num_requests_running\{[^}]*\} (\S+)$", text, re.M)
-    return float(found.group(1)) if found else 0.0
+        return parse_metrics(answer.read().decode()).get("vllm:num_requests_running", 0.0)
 
 
-def _await_load(url: str, bench: vllm_bench.Run, timeout_s: float = 180) -> None:
+def _await_load(url: str, bench: vllm_bench.Run) -> None:
     """Returns once the client holds its C on the server."""
-    deadline = time.monotonic() + timeout_s
-    while _running(url) < C:
-        if bench.proc.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"vLLM's client never held {C} requests on the server")
-        time.sleep(0.5)
+    def held() -> bool:
+        if bench.proc.poll() is not None:
+            pytest.fail(f"vLLM's client ended before it held {C} requests on the server")
+        return _running(url) >= C
+
+    wait_for(held, 180, f"vLLM's client to hold {C} requests on the server")
 
 
 def _specload(url: str, load: frozenset[int], prompts: Path, folder: Path
