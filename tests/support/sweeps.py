@@ -25,6 +25,7 @@ import yaml
 
 from specload.errors import UserError
 from specload.runner.ownership import owning
+from specload.runner.plan import Pass
 
 # Files every arm folder holds after a sweep, whatever the load mode.
 ARM_FILES = {
@@ -177,9 +178,18 @@ class BackgroundSweep:
             pass
 
 
-def finish_every_repeat(sweep: Any, arms: list[Any]) -> None:
-    """A stand-in for `runner.rounds.run_rounds` in unit tests: every repeat of `arms` done."""
-    for arm in arms:
-        for rep in arm.reps:
-            rep.status = "done"
-        arm.refresh_status()
+class Passes:
+    """A stand-in for `runner.execute.run_pass` in unit tests: it keeps each pass it is
+    given and marks every repeat in it done (its rungs listed as finished)."""
+
+    def __init__(self) -> None:
+        self.seen: list[Pass] = []
+
+    def __call__(self, sweep: Any, todo: Pass) -> None:
+        self.seen.append(todo)
+        sweep.report = None
+        for rnd in todo.rounds:
+            for run in rnd.runs:
+                arm = sweep.manifest.arm(run.arm)
+                next(r for r in arm.reps if r.rep == run.rep).status = "done"
+                arm.refresh_status()

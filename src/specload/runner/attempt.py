@@ -17,7 +17,6 @@ import os
 import shutil
 import ssl
 import time
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from specload.runner.locust_proc import LoadMode, LocustProcess, locust_command,
 from specload.runner.manifest import worker_clocks, worker_events
 from specload.runner.metrics_scrape import MetricsSampler
 from specload.runner.placement import CpuPlan, usable
+from specload.runner.plan import Level, missing
 from specload.runner.progress import (
     WorkerEvents,
     arm_failure,
@@ -106,6 +106,7 @@ class Sweep:
     # when the first rung began and how many rungs have ended since, for the pace
     load_started: float | None = None
     rungs_done: int = 0
+    report: Report | None = None  # the run analysed since the last pass, once it is
 
     @property
     def rung_s(self) -> float:
@@ -128,7 +129,7 @@ class Sweep:
                 continue
             for rep in arm.reps:
                 if rep.status != "done":
-                    total += len(missing_levels(self, arm, rep))
+                    total += len(missing_levels(self, arm.name, rep))
         if self._verify_to_come():
             total += len(self.scenario.levels) * self.scenario.repeats
         return total * self.rung_s
@@ -142,24 +143,18 @@ class Sweep:
     def arm(self, name: str) -> Arm:
         return next(a for a in self.scenario.arms if a.name == name)
 
-    def planned(self, arm_name: str) -> list[float]:
-        """Every rung each repeat of the arm runs: the crossover search's so far for the
-        arms it compares (a rung measured twice twice), else the scenario's."""
-        search = self.manifest.search
-        if search is not None and arm_name in search.arms:
-            return list(search.planned())
-        return list(self.scenario.levels)
-
     def analysed(self, step: str) -> Report | None:
-        """The run as far as it went, analysed as `specload report` does; None, after
-        saying that `step` cannot go on, when there is nothing to analyse."""
+        """The run as far as it went, analysed as `specload report` does (once after
+        each pass); None, after saying that `step` cannot go on, when there is nothing
+        to analyse."""
         from specload.report.render import build  # only now: pandas loads slowly
 
-        try:
-            return build(self.run_dir)
-        except UserError as exc:
-            say(f"{step}, the run cannot be analysed ({exc})")
-            return None
+        if self.report is None:
+            try:
+                self.report = build(self.run_dir)
+            except UserError as exc:
+                say(f"{step}, the run cannot be analysed ({exc})")
+        return self.report
 
 
 # --- one repeat -------------------------------------------------------------------------
@@ -370,10 +365,16 @@ def run_levels(sweep: Sweep, live: Serving, levels: list[float], announce: bool 
             merge_part(run_prefix, live.prefix, sweep.scenario.levels)
 
 
-def missing_levels(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> list[float]:
-    """The rungs the repeat has still to run (one planned twice and run once: once)."""
-    done = Counter(finished_levels(sweep.run_dir / rep.dir / "locust"))
-    return sorted((Counter(sweep.planned(arm_entry.name)) - done).elements())
+def finished(sweep: Sweep) -> dict[str, list[Level]]:
+    """The rungs each repeat's folder has finished, by the repeat's folder."""
+    return {rep.dir: finished_levels(sweep.run_dir / rep.dir / "locust")
+            for arm in sweep.manifest.arms for rep in arm.reps}
+
+
+def missing_levels(sweep: Sweep, arm_name: str, rep: RepEntry) -> list[Level]:
+    """The rungs the repeat has still to run, from its folder (`plan.missing`)."""
+    return missing(sweep.scenario, sweep.manifest, arm_name,
+                   finished_levels(sweep.run_dir / rep.dir / "locust"))
 
 
 class Restarts:
@@ -394,18 +395,6 @@ class Restarts:
         self.left -= 1
         say(f"[{label}] {exited}; starting it again to repeat that rung "
             f"({self.left} restart(s) left)")
-
-
-def run_rep(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> None:
-    """Run the missing rungs of one repeat, the server started again if it exits and
-    may; raises RepFailed or KeyboardInterrupt."""
-    restarts = Restarts(sweep, arm_entry)
-    while missing := missing_levels(sweep, arm_entry, rep):
-        try:
-            with serving(sweep, arm_entry, rep) as live:
-                run_levels(sweep, live, missing)
-        except ServerExited as exc:
-            restarts.take(arm_entry.name, exc)
 
 
 def _start_server(sweep: Sweep, server: ArmServer, arm_entry: ArmEntry, rep: RepEntry,

@@ -1,11 +1,11 @@
-"""The crossover search of a `ladder: auto` sweep: a coarse pass, then refinement rounds.
+"""The crossover search of a `ladder: auto` sweep, as a stage: a coarse pass, then rounds.
 
 The coarse pass runs `search.coarse` on every compared arm; after each pass the run is
 analysed and `search.refine` gives the next round's rungs (printed, each with its
-reason) or why the search stops. A round runs its rungs on every compared arm as the
-planned rounds do (`runner/rounds.py`): one Locust run and one server start per arm
-and repeat. The passes are kept in the manifest (`SearchEntry`) as they are planned and
-run, so `--resume` finishes a pass cut short and goes on searching from there.
+reason) or why the search stops. A round's rungs run on every compared arm as planned
+rungs do (`runner/loop.py`): one Locust run and one server start per arm and repeat.
+The passes are kept in the manifest (`SearchEntry`) as they are planned and run, so
+`--resume` finishes a pass cut short and goes on searching from there.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from specload.manifest import ArmEntry, SearchEntry, SearchRound
 from specload.runner.attempt import Sweep, say
-from specload.runner.rounds import run_rounds
+from specload.runner.loop import PLANNED
 from specload.search import COARSE_RATIO, Found, coarse, refine
 
 if TYPE_CHECKING:
@@ -68,54 +68,74 @@ def _found(report: Report, log: SearchEntry, round_s: float) -> Found | None:
         elapsed_s=sum(r.spent_s for r in log.rounds), round_s=round_s)
 
 
-def _run_pass(sweep: Sweep, arms: list[ArmEntry], log: SearchEntry) -> bool:
-    """Run what the last pass has left on every arm; whether every arm finished it."""
-    started = time.monotonic()
-    n = len(log.rounds) - 1
-    sweep.adding = f"search round {n}" if n else None
-    try:
-        run_rounds(sweep, arms)
-    finally:
-        sweep.adding = None
-    log.rounds[-1].spent_s += time.monotonic() - started
-    sweep.save()
-    return all(a.status == "done" for a in arms)
+class Search:
+    """The stage of a `ladder: auto` sweep's crossover search, on its compared arms: the
+    pass on record (the coarse one, or the last round cut short), then a round per
+    refinement, until `search.refine` stops it or an arm does not finish a pass."""
 
+    def __init__(self) -> None:
+        self.compared: list[str] = []
+        self.log: SearchEntry | None = None
+        self.started = 0.0  # when the pass under way began
 
-def explore(sweep: Sweep, arms: list[ArmEntry]) -> Report | None:
-    """Run the search on the compared `arms`; the run as last analysed (nothing ran
-    since), or None when the search could not go on."""
-    spec = sweep.scenario.search
-    assert spec is not None
-    log = _plan(sweep, arms)
-    _apply(sweep, log)
-    round_s = sweep.rung_s * len(arms) * sweep.scenario.repeats
-    while True:
-        if not _run_pass(sweep, arms, log):
+    def arms(self, sweep: Sweep) -> list[str]:
+        return self.compared
+
+    def next(self, sweep: Sweep) -> str | None:
+        if self.log is None:
+            return self._first(sweep)
+        log = self.log
+        log.rounds[-1].spent_s += time.monotonic() - self.started
+        sweep.save()
+        if any(r.status != "done" for a in self.compared for r in sweep.manifest.arm(a).reps):
             say("search: stopped, an arm did not finish its rungs (resume to go on)")
             return None
         report = sweep.analysed("search: stopped")
         if report is None or log.stop is not None:
-            return report
+            return None
+        return self._refine(sweep, log, report)
+
+    def _first(self, sweep: Sweep) -> str | None:
+        if not sweep.scenario.searching:
+            return None
+        arms = [sweep.manifest.arm(n) for n in sweep.selected]
+        compared = [a for a in arms if a.role in ("spec_on", "spec_off")]
+        if {a.role for a in compared} != {"spec_on", "spec_off"}:
+            say("search: needs a spec-on and a spec-off arm among the arms run; they run "
+                "its coarse pass")
+            return None
+        self.compared = [a.name for a in compared]
+        self.log = _plan(sweep, compared)
+        return self._begin(sweep, self.log)
+
+    def _begin(self, sweep: Sweep, log: SearchEntry) -> str:
+        _apply(sweep, log)
+        self.started = time.monotonic()
+        n = len(log.rounds) - 1
+        return f"search round {n}" if n else PLANNED
+
+    def _refine(self, sweep: Sweep, log: SearchEntry, report: Report) -> str | None:
+        spec = sweep.scenario.search
+        assert spec is not None
+        round_s = sweep.rung_s * len(self.compared) * sweep.scenario.repeats
         found = _found(report, log, round_s)
         if found is None:
             log.stop = "no spec-on/spec-off pair to search a crossover of"
             say(f"search: {log.stop}")
             sweep.save()
-            return report
+            return None
         step = refine(spec, found, rounds_done=len(log.rounds) - 1)
         if step.stop is not None:
             log.stop = step.stop
             sweep.save()
-            rungs = len(log.planned())
-            say(f"search: {step.stop} ({rungs} rungs per arm in {len(log.rounds)} "
-                f"pass(es))")
-            return report
+            say(f"search: {step.stop} ({len(log.planned())} rungs per arm in "
+                f"{len(log.rounds)} pass(es))")
+            return None
         n = len(log.rounds)
         log.rounds.append(SearchRound(levels=step.levels, reasons=[p.why for p in step.rungs]))
         for p in step.rungs:
             say(f"search: round {n}: C={p.level}: {p.why}")
-        for arm in arms:
-            for rep in arm.reps:
+        for name in self.compared:
+            for rep in sweep.manifest.arm(name).reps:
                 rep.status = "pending"
-        _apply(sweep, log)
+        return self._begin(sweep, log)

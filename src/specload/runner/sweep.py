@@ -1,11 +1,11 @@
 """`specload sweep`: run every arm (and repeat) of a scenario through the ladder, then report.
 
 Sets the sweep up (the scenario and its overrides, the run folder, the manifest, the
-API key, the TLS trust), runs the arms' repeats in rounds (`runner/rounds.py`, each
-repeat by `runner/attempt.py`; with `ladder: auto`, the compared arms' crossover search,
-`runner/search.py`; more while they disagree, `runner/tiebreak.py`), then the
-verification arm with the recommended schedule (`runner/verify.py`), and builds the
-report. The manifest is rewritten after every state change. A failing arm (server
+API key, the TLS trust), runs its stages through the one loop (`runner/loop.py`: with
+`ladder: auto` the compared arms' crossover search, the planned ladder, tie-break
+repeats while the repeats disagree, the verification arm with the recommended
+schedule), each pass built as data (`runner/plan.py`) and run by `runner/execute.py`,
+and builds the report. The manifest is rewritten after every state change. A failing arm (server
 unreachable or dead, Locust failing) is marked failed and the others still run. Ctrl-C
 (or SIGTERM) stops Locust and the servers, keeps every finished rung and marks the run
 interrupted; `--resume RUN_DIR` then runs only the missing rungs. `--dry-run` prints the plan.
@@ -23,16 +23,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from specload import api_key
 from specload.errors import UserError
-from specload.manifest import (
-    MANIFEST,
-    ArmEntry,
-    Manifest,
-    read_manifest,
-)
+from specload.manifest import MANIFEST, Manifest, read_manifest
 from specload.runner import health_checks, placement
 from specload.runner.attempt import Sweep, say
 from specload.runner.locust_proc import (
@@ -40,26 +35,17 @@ from specload.runner.locust_proc import (
     locust_command,
     worker_command,
 )
+from specload.runner.loop import Ladder, Stage, drive
 from specload.runner.manifest import new_manifest
 from specload.runner.ownership import owning
 from specload.runner.progress import (
     fmt_s,
 )
-from specload.runner.rounds import run_arm, run_rounds
-from specload.runner.search import explore
-from specload.runner.tiebreak import settle
-from specload.runner.verify import (
-    VERIFY_ARM,
-    add_arm,
-    hand_steps,
-    has_verify_arm,
-    verify_arm,
-    write_files,
-)
+from specload.runner.search import Search
+from specload.runner.tiebreak import TieBreak
+from specload.runner.verify import VERIFY_ARM
+from specload.runner.verify_stage import Verify
 from specload.scenario import Scenario, load_scenario, parse_scenario
-
-if TYPE_CHECKING:
-    from specload.report.render import Report
 
 # --- setup ------------------------------------------------------------------------------
 
@@ -155,62 +141,6 @@ def print_plan(scenario: Scenario, mode: LoadMode, cpus: placement.CpuPlan, out:
     say(f"locust command {each}: " + shlex.join(example))
 
 
-def _pair_done(sweep: Sweep) -> bool:
-    arms = [a for a in sweep.manifest.arms if a.role in ("spec_on", "spec_off")]
-    return {a.role for a in arms} == {"spec_on", "spec_off"} and all(
-        a.status == "done" for a in arms)
-
-
-def run_verify(sweep: Sweep, report: Report | None = None) -> None:
-    """Add and run the verification arm once the compared arms are done (see verify.py);
-    `report`: the compared arms' run already analysed, if it was."""
-    if not sweep.scenario.verify_default or has_verify_arm(sweep.scenario):
-        return
-    if not _pair_done(sweep):
-        say("verify: skipped, the spec-on and spec-off arms did not all finish")
-        return
-    report = report or sweep.analysed("verify: skipped")
-    if report is None:
-        return
-    from specload.report.render import schedule_to_verify
-
-    found = schedule_to_verify(report)
-    if found is None:
-        say("verify: no schedule to verify (the recommendation below says why)")
-        return
-    ranges = found.ranges()
-    if not all(isinstance(k, int) for _, _, k in ranges):
-        say("verify: the schedule's draft length is unknown (set the arm's `k`)")
-        return
-    schedule = [[int(v) for v in r] for r in ranges]
-    folder = write_files(sweep.run_dir, found)
-    on = next(a for a in sweep.scenario.arms if a.arm_role == "spec_on")
-    arm = verify_arm(on, found, folder)
-    sweep.scenario, entry = add_arm(sweep.scenario, sweep.manifest.scenario, arm, schedule)
-    sweep.manifest.arms.append(entry)
-    if entry.by_hand:
-        sweep.save()
-        for line in hand_steps(sweep.run_dir, folder, arm.url):
-            say(line)
-        return
-    sweep.selected.append(VERIFY_ARM)
-    say(f"[{VERIFY_ARM}] the recommended schedule ({found.folder}): {schedule}")
-    run_arm(sweep, entry)
-
-
-def _search(sweep: Sweep, arms: list[ArmEntry]) -> tuple[Report | None, list[ArmEntry]]:
-    """A `ladder: auto` run's crossover search on its compared arms (`runner/search.py`):
-    the run as last analysed, and the arms left to run through the rungs it planned."""
-    if not sweep.scenario.searching:
-        return None, arms
-    compared = [a for a in arms if a.role in ("spec_on", "spec_off")]
-    if {a.role for a in compared} != {"spec_on", "spec_off"}:
-        say("search: needs a spec-on and a spec-off arm among the arms run; they run its "
-            "coarse pass")
-        return None, arms
-    return explore(sweep, compared), [a for a in arms if a not in compared]
-
-
 def _build_report(run_dir: Path) -> int:
     """`specload report RUN_DIR` on the finished (or interrupted) run; 1 if it fails."""
     from specload.report import render  # only now: pandas loads slowly
@@ -295,6 +225,15 @@ def main(args: argparse.Namespace) -> int:
                         f"some space, then `specload sweep --resume {run_dir}`") from None
 
 
+def stages(whole: bool) -> list[Stage]:
+    """What a sweep runs, in order: the crossover search (`ladder: auto`), the planned
+    ladder of the arms it did not run and, unless `--arms` picked some arms, tie-break
+    repeats and the verification arm."""
+    search = Search()
+    after: list[Stage] = [TieBreak(), Verify()] if whole else []
+    return [search, Ladder(search), *after]
+
+
 def _run(sweep: Sweep, args: argparse.Namespace) -> int:
     """The sweep itself, in a run folder it owns; returns the exit status."""
     run_dir, manifest = sweep.run_dir, sweep.manifest
@@ -304,12 +243,7 @@ def _run(sweep: Sweep, args: argparse.Namespace) -> int:
         say(line)
     try:
         with _interrupts(sweep):
-            arms = [a for a in manifest.arms if a.name in sweep.selected]
-            searched, rest = _search(sweep, arms)
-            run_rounds(sweep, rest)
-            if args.arms is None:
-                compared = [a for a in manifest.arms if a.role in ("spec_on", "spec_off")]
-                run_verify(sweep, settle(sweep, compared) or searched)
+            drive(sweep, stages(whole=args.arms is None))
     except KeyboardInterrupt:
         sweep.save()
         say(f"interrupted: finished rungs kept; resume with: specload sweep --resume {run_dir}")
