@@ -47,11 +47,11 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # the test hosts live with the tests: tests/support/netns.py
 
-from specload.records import SERVER_TRACE_NAME  # noqa: E402
 from specload.report import render  # noqa: E402
 from specload.report.load_health import client_row  # noqa: E402
 from specload.report.run_files import read_rep  # noqa: E402
 from specload.report.windows import Window  # noqa: E402
+from specload.runfiles.records import SERVER_TRACE_NAME  # noqa: E402
 from specload.runner.sim_launcher import SimOptions, launch  # noqa: E402
 from tests.support import netns  # noqa: E402
 from tests.support.sweeps import run_dir_of  # noqa: E402
@@ -123,9 +123,9 @@ def run(args: argparse.Namespace, folder: Path) -> tuple[Path, dict[str, str]]:
     with netns.Network() as net:
         master, load_a, load_b, server = (net.add(r) for r in
                                           ("master", "load-a", "load-b", "server"))
-        sim = launch(SimOptions(profile=str(profile_file(folder, args.step_ms)), spec="off",
-                                host=server.ip, port=0, trace_path=folder / "trace.jsonl",
-                                wrapper=server.command(())), folder / "sim.log")
+        sim = launch(SimOptions.of(profile=str(profile_file(folder, args.step_ms)), spec="off",
+                                   host=server.ip, port=0, trace_path=folder / "trace.jsonl",
+                                   wrapper=server.command(())), folder / "sim.log")
         workers = []
         try:
             sc = folder / "fleet.yaml"

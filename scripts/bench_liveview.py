@@ -41,7 +41,7 @@ from pathlib import Path
 
 import psutil
 
-from specload.records import CLIENT_LAG_LIMIT_MS, CLIENT_STATS_SUFFIX, RUNGS_SUFFIX
+from specload.runfiles.records import CLIENT_LAG_LIMIT_MS, CLIENT_STATS_SUFFIX, RUNGS_SUFFIX
 from specload.runner.processes import free_port
 from specload.runner.sim_launcher import SimOptions, launch
 
@@ -156,7 +156,7 @@ def main() -> int:
                         help="gevent reports a greenlet that holds the loop this long")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-liveview-"))
-    sim = launch(SimOptions(profile="bench-20ms", spec="off"), folder / "sim.log")
+    sim = launch(SimOptions.of(profile="bench-20ms", spec="off"), folder / "sim.log")
     results: dict[str, list[dict[str, float]]] = {m: [] for m in MODES}
     try:
         for rep in range(args.repeats):

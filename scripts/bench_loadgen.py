@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 import psutil
 
-from specload.records import CLIENT_STATS_SUFFIX, REQUESTS_SUFFIX, decode_chunks
+from specload.runfiles.records import CLIENT_STATS_SUFFIX, REQUESTS_SUFFIX, decode_chunks
 from specload.runner.processes import free_port
 from specload.runner.sim_launcher import LaunchError, SimOptions, launch
 
@@ -77,8 +77,8 @@ class Sim:
         self.trace = trace
         self.context = ssl.create_default_context(cafile=str(ca)) if ca else None
         try:
-            self.process = launch(SimOptions(profile=profile, spec=spec, trace_path=trace,
-                                             extra_args=extra_args),
+            self.process = launch(SimOptions.of(profile=profile, spec=spec, trace_path=trace,
+                                                extra_args=extra_args),
                                   trace.with_suffix(".log"))
         except LaunchError as exc:
             raise SystemExit(str(exc)) from None

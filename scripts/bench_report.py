@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from specload import records
 from specload.report import chunk_arrays, client_metrics, measure_cache, run_files
 from specload.report.windows import rung_windows
+from specload.runfiles import records
 
 LADDER = (1, 2, 5, 10, 30, 70, 100, 250)
 WARMUP_S = 5.0

@@ -28,12 +28,12 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from specload.ladder import DEFAULT_LADDER
+from specload.config.settings import Search
+from specload.ladder.rungs import DEFAULT_LADDER
+from specload.ladder.search import Found, coarse, refine
 from specload.report.c_star_interval import c_star_interval
 from specload.report.crossover import find_crossover
 from specload.runner.processes import free_port
-from specload.search import Found, coarse, refine
-from specload.settings import Search
 from specload.sim.curve import predict
 from specload.sim.profile import load_profile
 

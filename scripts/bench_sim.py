@@ -47,7 +47,7 @@ def scrape(url: str) -> dict[str, float]:
 
 def start_server(profile: str, spec: str, log: Path) -> SimProcess:
     try:
-        return launch(SimOptions(profile=profile, spec=spec), log)
+        return launch(SimOptions.of(profile=profile, spec=spec), log)
     except LaunchError as exc:
         raise SystemExit(str(exc)) from None
 

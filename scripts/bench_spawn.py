@@ -36,7 +36,7 @@ from locust.env import Environment
 
 from specload.loadgen import locustfile_ladder, plugin, spawn_batches
 from specload.loadgen.users import ChatStreamUser
-from specload.records import CLIENT_STATS_SUFFIX, RUNGS_SUFFIX
+from specload.runfiles.records import CLIENT_STATS_SUFFIX, RUNGS_SUFFIX
 from specload.runner.processes import free_port
 from specload.runner.sim_launcher import SimOptions, launch
 
@@ -119,7 +119,7 @@ def ladder_part(args: argparse.Namespace) -> None:
     """The Locust runs, before and after, per process count."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        sim = launch(SimOptions(profile="bench-20ms", spec="off", port=free_port()),
+        sim = launch(SimOptions.of(profile="bench-20ms", spec="off", port=free_port()),
                      folder / "sim.log")
         try:
             print(f"C = {args.users}, lag p99 per second (ms): the rung's first "

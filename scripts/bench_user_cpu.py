@@ -25,14 +25,14 @@ from pathlib import Path
 
 import psutil
 
-from specload.records import RequestRecord, encode_chunks
+from specload.runfiles.records import RequestRecord, encode_chunks
 from specload.runner.sim_launcher import LaunchError, SimOptions, SimProcess, launch
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def start_sim(trace: Path) -> SimProcess:
-    options = SimOptions(profile="h100-llama8b-eagle3", spec="on", trace_path=trace)
+    options = SimOptions.of(profile="h100-llama8b-eagle3", spec="on", trace_path=trace)
     try:
         return launch(options, trace.with_suffix(".log"))
     except LaunchError as exc:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from specload.user_cache import cache_root
+from specload.host.user_cache import cache_root
 
 ARCH = "gemma3"
 # Gemma 3's hyperparameters the narrow draft sets; every other key is the target's

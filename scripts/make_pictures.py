@@ -38,11 +38,11 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
+from specload.config.scenario import load_scenario
 from specload.report import figures, render
 from specload.runner.locust_proc import LoadMode, locust_command
 from specload.runner.processes import free_port
 from specload.runner.sim_launcher import SimOptions, launch
-from specload.scenario import load_scenario
 
 REPO = Path(__file__).resolve().parents[1]
 QUICKSTART = REPO / "scenarios" / "quickstart.yaml"
@@ -119,7 +119,7 @@ def tokens_tab_picture(folder: Path) -> None:
     scenario = load_scenario(QUICKSTART)
     arm = next(a for a in scenario.arms if a.sim is not None and a.sim.spec == "on")
     assert arm.sim is not None
-    sim = launch(SimOptions(profile=arm.sim.profile, spec=arm.sim.spec, seed=arm.sim.seed),
+    sim = launch(SimOptions(arm.sim.settings()),
                  folder / "sim.log")
     port = free_port()
     base = f"http://127.0.0.1:{port}"

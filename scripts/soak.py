@@ -168,8 +168,8 @@ def fault_specs(share: float) -> tuple[str, ...]:
 
 
 def start_sim(args: argparse.Namespace, out: Path) -> SimProcess:
-    options = SimOptions(profile=args.profile, spec="on", seed=args.seed,
-                         faults=fault_specs(args.faults), trace_path=out / "trace.jsonl")
+    options = SimOptions.of(profile=args.profile, spec="on", seed=args.seed,
+                            faults=fault_specs(args.faults), trace_path=out / "trace.jsonl")
     try:
         return launch(options, out / "sim.log")
     except LaunchError as exc:

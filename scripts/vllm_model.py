@@ -32,7 +32,7 @@ SPECIALS = ["<|pad|>", "<|bos|>", "<|eos|>", "<|end|>", "<|system|>", "<|user|>"
 
 def cache_root() -> Path:
     """specload's per-user cache, where the engine scripts keep what they make once: the
-    rule of specload/user_cache.py, written out here because this script runs in the
+    rule of specload/host/user_cache.py, written out here because this script runs in the
     vLLM venv, where specload is not installed."""
     given = os.environ.get("SPECLOAD_CACHE")
     if given:

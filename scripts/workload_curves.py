@@ -32,9 +32,9 @@ import yaml
 from make_pictures import screenshot
 from plotly import graph_objects as go
 
+from specload.config.scenario import load_scenario
 from specload.report import compare, figures, render
 from specload.report.crossover import PairResult
-from specload.scenario import load_scenario
 from specload.sim.core import EngineCore
 from specload.sim.profile import load_profile
 from specload.sim.scheduler import Seq

@@ -17,10 +17,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from specload import __version__, engines, stdout_pipe
+from specload import __version__, engines
+from specload.config.settings import Simulator, add_options, problems
 from specload.errors import UserError
-from specload.ladder import DEFAULT_LADDER, LadderError, parse_ladder, validate_ladder
-from specload.settings import Simulator, add_options, problems
+from specload.host import stdout_pipe
+from specload.ladder.rungs import DEFAULT_LADDER, LadderError, parse_ladder, validate_ladder
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,12 +33,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"specload: error: {where}{message} (see {self.prog} --help)\n")
 
 
-def _add_engine_args(p: argparse.ArgumentParser) -> None:
-    """The simulated engine's identity, shared by `sim` and `sim-curve`."""
-    p.add_argument("--profile", default="seed-glm", help="built-in profile name or YAML path")
-    p.add_argument("--spec", choices=("on", "off", "adaptive"), default="on")
-    p.add_argument("--num-speculative-tokens", "-k", type=int, default=None, dest="k",
-                   help="draft length k (default: the profile's)")
+def _add_adaptive_schedule(p: argparse.ArgumentParser) -> None:
+    """The simulated engine's adaptive schedule as text, for `sim` and `sim-curve` (a
+    scenario's `adaptive_schedule` is its JSON form)."""
     p.add_argument("--adaptive-schedule", default=None, metavar="SCHEDULE",
                    help="--spec adaptive: k per batch size instead of the profile's "
                    "speculative.adaptive, as 1-15:3,16-:0 or JSON [[1, 15, 3], "
@@ -51,17 +49,12 @@ def _add_sim(sub: argparse._SubParsersAction) -> None:
         description="Serve a simulated inference server (continuous batching and "
         "speculative decoding on a roofline cost model) until SIGINT/SIGTERM.",
     )
-    _add_engine_args(p)
-    p.add_argument("--host", default="127.0.0.1")
+    add_options(p, Simulator)
+    _add_adaptive_schedule(p)
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on")
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--model-name", default=None, help="model id served (default: profile's)")
     p.add_argument("--trace", default=None, help="write ground-truth JSON lines to FILE")
-    p.add_argument("--flavor", default="vllm",
-                   choices=engines.sim_flavors(),
-                   help="whose streaming, health and metrics conventions to follow "
-                   "(default: %(default)s)")
-    add_options(p, Simulator)
     p.add_argument("--metrics", action="store_true",
                    help="serve /metrics where the engine needs a flag for it (llama.cpp's "
                    "--metrics; without it llamacpp answers 501)")
@@ -73,13 +66,6 @@ def _add_sim(sub: argparse._SubParsersAction) -> None:
                    "(keeps it off the command line)")
     p.add_argument("--connection-close", action="store_true",
                    help="streamed responses say `Connection: close` and end the connection")
-    p.add_argument("--tls-cert", default=None, metavar="FILE", help="serve HTTPS: certificate")
-    p.add_argument("--tls-key", default=None, metavar="FILE", help="serve HTTPS: private key")
-    p.add_argument("--fault", action="append", default=[], metavar="KIND:FRACTION[:PARAM]",
-                   help="inject a fault into a seeded fraction of requests (repeatable): "
-                   "error500, error400, error429[:retry_after_s], cut[:after_tokens], empty, "
-                   "stall_first_byte[:seconds], stall_between[:seconds], malformed, "
-                   "stream_error; e.g. --fault cut:0.1:20")
     p.set_defaults(func=_run_sim)
 
 
@@ -100,15 +86,14 @@ def _add_sim_curve(sub: argparse._SubParsersAction) -> None:
         "sim-curve",
         help="predict a simulated server's steady-state tok/s per concurrency (no sleeping)",
     )
-    _add_engine_args(p)
+    add_options(p, Simulator, only=("profile", "spec", "k", "seed", "acceptance_length"))
+    _add_adaptive_schedule(p)
     p.add_argument("--ladder", type=_ladder, default=list(DEFAULT_LADDER),
                    help="comma-separated increasing concurrencies (default: %(default)s)")
-    add_options(p, Simulator, only=("acceptance_length",))
     p.add_argument("--max-tokens", type=int, default=None,
                    help="output tokens per request (default: the profile's workload)")
     p.add_argument("--prompt-tokens", type=int, default=None,
                    help="prompt tokens per request (default: the profile's workload)")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_run_sim_curve)
 
@@ -136,7 +121,7 @@ def _add_sim_fit(sub: argparse._SubParsersAction) -> None:
                    help="output length of the run's requests (default: their mean)")
     p.add_argument("--max-evals", type=int, default=400,
                    help="simulated candidate profiles at most (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the fit's simulations")
     p.set_defaults(func=_run_sim_fit)
 
 
@@ -151,7 +136,8 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--processes", type=int, default=None,
                    help="Locust load processes on this machine (-1: one per core)")
     p.add_argument("--arms", default=None, help="comma-separated arm names to run")
-    p.add_argument("--repeats", type=int, default=None)
+    p.add_argument("--repeats", type=int, default=None,
+                   help="repeats of every arm (default: the scenario's `repeats`)")
     p.add_argument("--resume", default=None, metavar="RUN_DIR",
                    help="complete an interrupted run folder")
     p.add_argument("--dry-run", action="store_true", help="validate and print the plan")
@@ -227,6 +213,9 @@ def _entry(module: str) -> Callable[[argparse.Namespace], int]:
 def _run_sim(args: argparse.Namespace) -> int:
     """`specload sim`, once the simulator's declared settings hold (`settings.Simulator`)."""
     found = problems(args, Simulator)
+    if args.flavor not in engines.sim_flavors():
+        found.append(f"--flavor must be one of {', '.join(engines.sim_flavors())}, got "
+                     f"{args.flavor!r}")
     if found:
         raise UserError("sim: " + "; ".join(found))
     return _entry("specload.sim.server")(args)
@@ -253,6 +242,32 @@ def build_parser() -> argparse.ArgumentParser:
                 _add_sim_fit, _add_engines):
         add(sub)
     return parser
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def reference() -> str:
+    """docs/cli.md's text: each subcommand, what it does and its options with their
+    defaults, from the parser itself (a test keeps the page so)."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    out: list[str] = []
+    said = {a.dest: a.help for a in sub._choices_actions}
+    for name, p in sub.choices.items():
+        out += [f"## specload {name}", "", _cell(p.description or said[name]), "",
+                "| option | default | meaning |", "|---|---|---|"]
+        for a in p._actions:
+            if isinstance(a, argparse._HelpAction):
+                continue
+            flags = ", ".join(f"`{f}`" for f in a.option_strings) or f"`{a.dest.upper()}`"
+            shown = "" if a.default in (None, argparse.SUPPRESS, (), []) or a.default is False \
+                else f"`{a.default}`"
+            helped = (a.help or "").replace("%(default)s", str(a.default))
+            out.append(f"| {flags} | {_cell(shown)} | {_cell(helped)} |")
+        out.append("")
+    return "\n".join(out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -31,11 +31,11 @@ from typing import Any
 
 import pandas as pd
 
-from specload import records
 from specload.engines.spec_command import parse_command
 from specload.errors import UserError
-from specload.pools import map_jobs
+from specload.host.pools import map_jobs
 from specload.report.render import Report, build
+from specload.runfiles import records
 from specload.sim import SimConfigError
 from specload.sim.core import SpecMode
 from specload.sim.curve import check_lengths

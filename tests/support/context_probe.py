@@ -15,10 +15,11 @@ import urllib.request
 
 import orjson
 
-from specload import engines, prompt_fit
-from specload.prompts import Prompt, load_prompts
+from specload import engines
 from specload.runner.context_check import listed_context, listing, remote_counter
 from specload.runner.health_checks import listed_models, probe
+from specload.traffic import prompt_fit
+from specload.traffic.prompts import Prompt, load_prompts
 
 MAX_TOKENS = 24
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from specload import records
+from specload.runfiles import records
 
 HISTORY_COLUMNS = ["Timestamp", "User Count", "Type", "Name", "Requests/s", "Failures/s",
                    "50%", "Total Request Count", "Total Failure Count",

@@ -33,9 +33,9 @@ def start_sim(
 ) -> SimProcess:
     """One simulated server on 127.0.0.1 and a free port, its log and trace in `tmp_dir`."""
     tag = time.monotonic_ns()
-    options = SimOptions(profile=profile, spec=spec, k=k, seed=seed, faults=tuple(faults),
-                         trace_path=tmp_dir / f"sim-trace-{tag}.jsonl" if trace else None,
-                         extra_args=("--flavor", flavor, *extra_args))
+    options = SimOptions.of(profile=profile, spec=spec, k=k, seed=seed, faults=tuple(faults),
+                               flavor=flavor, extra_args=tuple(extra_args),
+                               trace_path=tmp_dir / f"sim-trace-{tag}.jsonl" if trace else None)
     return launch(options, tmp_dir / f"sim-{tag}.log", ready_timeout_s=READY_TIMEOUT_S)
 
 

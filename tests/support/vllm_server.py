@@ -30,7 +30,7 @@ from pathlib import Path
 
 import yaml
 
-from specload import cpu_sets
+from specload.host import cpu_sets
 from specload.runner.processes import free_port
 from tests.support import engine_process
 from tests.support.setup_scripts import printed_path

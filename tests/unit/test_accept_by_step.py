@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from specload import accept_by_step
-from specload.accept_by_step import STEP_BINS, decode, encode, label
+from specload.runfiles import accept_by_step
+from specload.runfiles.accept_by_step import STEP_BINS, decode, encode, label
 
 
 def test_steps_are_binned_in_powers_of_two_and_the_cell_round_trips() -> None:

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from specload.arrival_plan import (
+from specload.traffic.arrivals import (
     ArrivalPlan,
     RateError,
     parse_rates,

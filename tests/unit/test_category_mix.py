@@ -7,9 +7,9 @@ from collections import Counter
 
 import pytest
 
-from specload.category_mix import CategoryMix
 from specload.errors import UserError
-from specload.prompts import PromptOrder, load_prompts
+from specload.traffic.category_mix import CategoryMix
+from specload.traffic.prompts import PromptOrder, load_prompts
 
 
 @pytest.mark.parametrize("given", ["code:0.5,chat:0.5", "code:1, chat:1", {"code": 2, "chat": 2}])

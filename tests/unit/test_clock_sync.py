@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from specload.clock_sync import (
+from specload.runfiles.clock_sync import (
     DOUBTFUL_IN_A_ROW,
     EXCHANGES_PER_ROUND,
     UNCERTAINTY_LIMIT_S,

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from specload.conversations import SessionDeck, load_conversations
 from specload.errors import UserError
-from specload.prompts import CATEGORIES
-from specload.workload import LengthSpec, ThinkTime
+from specload.traffic.conversations import SessionDeck, load_conversations
+from specload.traffic.prompts import CATEGORIES
+from specload.traffic.shapes import LengthSpec, ThinkTime
 from tests.support.ks import ks_pvalue, lognormal_cdf
 
 

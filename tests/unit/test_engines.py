@@ -8,8 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from specload import engine_metrics, engines
+from specload import engines
 from specload.engines import engine_from_command, resolve_engine
+from specload.engines import metrics as engine_metrics
 from specload.runner.metrics_scrape import parse_metrics
 from specload.sim import metrics
 from specload.sim.flavors import FLAVORS

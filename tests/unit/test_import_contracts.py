@@ -1,12 +1,15 @@
 """The layering rules, read from every module's imports (function-level ones included).
 
 - `sim` is an island: it imports nothing from specload outside `specload.sim`, and the
-  engine registry (`engines/`, `engine_metrics`) nothing from it: it names the sim's
+  engine registry (`engines/`) nothing from it: it names the sim's
   flavours as text, and tests/unit/test_engines.py holds the two together. Nor does the
   registry import the stages (report, runner, loadgen) or Locust: every process loads it.
 - `report` reads files only: nothing from locust, gevent, `loadgen` or `runner`.
-- `scenario` and the other top-level modules the report and runner share import nothing
-  from `loadgen` (imported only inside Locust processes), locust or gevent.
+- What the report and runner share (`config/`, `traffic/`, `runfiles/`, `ladder/`,
+  `host/`, `engines/`, `errors`) imports nothing from `loadgen` (imported only inside
+  Locust processes), `runner`, locust or gevent; nor do the stages' inputs (`config/`,
+  `traffic/`, `runfiles/`, `ladder/`, `host/`) import the stages (`config/` checks a
+  `sim:` arm with the simulator's rules).
 And at run time, importing the report and the CLI does not load Locust.
 """
 
@@ -58,7 +61,7 @@ def test_sim_is_an_island() -> None:
 
 
 def test_the_engines_reach_neither_the_simulator_nor_the_stages() -> None:
-    files = [*_files("engines/*.py"), SRC / "engine_metrics.py"]
+    files = _files("engines/*.py")
     stages = ("specload.sim", "specload.report", "specload.runner", "specload.loadgen",
               "locust", "gevent")
     assert _violations(files, stages) == []
@@ -69,12 +72,27 @@ def test_report_reads_files_only() -> None:
     assert _violations(_files("report/**/*.py"), forbidden) == []
 
 
-@pytest.mark.parametrize("module", ["scenario", "ladder", "records", "manifest", "prompts",
-                                    "errors", "engine_metrics", "clock_sync",
-                                    "workload_kinds"])
-def test_shared_top_level_modules_stay_out_of_locust(module: str) -> None:
+SHARED = ("config", "traffic", "runfiles", "ladder", "host", "engines")
+
+
+@pytest.mark.parametrize("package", SHARED)
+def test_shared_packages_stay_out_of_locust(package: str) -> None:
     forbidden = ("locust", "gevent", "geventhttpclient", "specload.loadgen", "specload.runner")
-    assert _violations([SRC / f"{module}.py"], forbidden) == []
+    assert _violations([*_files(f"{package}/**/*.py"), SRC / "errors.py"], forbidden) == []
+
+
+@pytest.mark.parametrize("package", ["config", "traffic", "runfiles", "ladder", "host"])
+def test_shared_packages_import_no_stage(package: str) -> None:
+    # the scenario checks a `sim:` arm with the simulator's own rules (profiles, faults)
+    stages = ("specload.report", "specload.runner", "specload.loadgen",
+              *(() if package == "config" else ("specload.sim",)))
+    assert _violations(_files(f"{package}/**/*.py"), stages) == []
+
+
+def test_the_root_holds_the_cli_and_packages_only() -> None:
+    # a new module goes into the package of its role (docs/design.md's Layout)
+    assert sorted(p.name for p in SRC.glob("*.py")) == [
+        "__init__.py", "cli.py", "errors.py", "fit_run.py"]
 
 
 def test_the_rules_see_imports() -> None:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from specload.ladder import (
+from specload.ladder.rungs import (
     DEFAULT_LADDER,
     MAX_SPAWN_RATE_PER_PROCESS,
     STRETCH_GRACE,

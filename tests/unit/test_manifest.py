@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from specload.config.scenario import parse_scenario
 from specload.errors import UserError
-from specload.manifest import ArmEntry, Manifest, RepEntry, read_manifest, write_manifest
-from specload.runner.manifest import new_manifest, worker_clocks, worker_events
-from specload.scenario import parse_scenario
+from specload.runfiles.manifest import ArmEntry, Manifest, RepEntry, read_manifest, write_manifest
+from specload.runner.manifest_entries import new_manifest, worker_clocks, worker_events
 
 RAW = {
     "name": "t",

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specload.errors import UserError
-from specload.prompts import load_prompts, parse_jsonl, parse_sharegpt
+from specload.traffic.prompts import load_prompts, parse_jsonl, parse_sharegpt
 
 BIG = 8 * 1024 * 1024
 

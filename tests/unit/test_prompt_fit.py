@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from specload import prompt_fit
-from specload.prompts import Prompt
+from specload.traffic import prompt_fit
+from specload.traffic.prompts import Prompt
 
 TEMPLATE = 5  # tokens the counter below adds per message
 

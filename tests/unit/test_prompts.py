@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from specload.errors import UserError
-from specload.prompts import (
+from specload.traffic.prompts import (
     CATEGORIES,
     PromptOrder,
     load_prompts,

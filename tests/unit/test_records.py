@@ -5,7 +5,7 @@ import io
 
 import pytest
 
-from specload.records import REQUEST_COLUMNS, RequestRecord, decode_chunks, encode_chunks
+from specload.runfiles.records import REQUEST_COLUMNS, RequestRecord, decode_chunks, encode_chunks
 
 
 def test_chunk_encoding_round_trips_without_drift() -> None:

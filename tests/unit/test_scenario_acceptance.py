@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from specload import engines
+from specload.config.scenario import parse_scenario
+from specload.config.settings import Simulator
+from specload.config.settings import to_args as settings_args
 from specload.errors import UserError
-from specload.runner.manifest import new_manifest
-from specload.scenario import parse_scenario
+from specload.runner.manifest_entries import new_manifest
 
 OFF = {"name": "off", "sim": {"profile": "seed-glm", "spec": "off"}}
 # What each engine's start command must carry at a mean acceptance length of 2.5 (the
@@ -50,7 +52,7 @@ def test_a_sim_arm_gets_its_acceptance_length_and_a_resumed_run_the_same_arms() 
                           "sim": {"profile": "seed-glm", "spec": "on"}})
     on = scenario.arms[:2]
     assert [a.sim.acceptance_length for a in on] == [2.0, 4.0]
-    assert "--acceptance-length" in on[0].sim.extra_args()
+    assert "--acceptance-length" in settings_args(on[0].sim.settings(), Simulator)
     again = parse_scenario(scenario.public_dict(), Path("."))
     assert [a.name for a in again.arms] == ["on-a2", "on-a4", "off"]
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from specload.config.scenario import parse_scenario
 from specload.errors import UserError
-from specload.scenario import parse_scenario
 
 OFF = {"name": "spec-off", "sim": {"profile": "h100-llama8b-eagle3", "spec": "off"}}
 

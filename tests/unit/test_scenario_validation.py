@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from specload.config.scenario import load_scenario
 from specload.errors import UserError
-from specload.scenario import load_scenario
 
 GOOD = """\
 name: quick

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from specload.config.scenario import Scenario, parse_scenario
 from specload.errors import UserError
 from specload.runner.locust_proc import LOCUSTFILES, LoadMode, locust_command
-from specload.scenario import Scenario, parse_scenario
 
 BASE: dict[str, Any] = {"name": "w", "arms": [{"name": "a", "url": "http://127.0.0.1:1"}]}
 
@@ -95,7 +95,7 @@ def test_a_broken_conversations_file_names_its_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize("path", sorted(Path("scenarios").glob("*.yaml")), ids=lambda p: p.stem)
 def test_manifest_dump_of_every_shipped_scenario_parses_again(path: Path) -> None:
     """`--resume` re-reads the scenario from manifest.json, where every key is written."""
-    from specload.scenario import load_scenario
+    from specload.config.scenario import load_scenario
 
     sc = load_scenario(path)
     again = parse_scenario(json.loads(json.dumps(sc.public_dict())), path.parent, source="m")

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from specload import search
-from specload.search import Found
-from specload.settings import Search
+from specload.config.settings import Search
+from specload.ladder import search
+from specload.ladder.search import Found
 
 
 def _spec(**kw: object) -> Search:

@@ -17,21 +17,18 @@ import pytest
 from locust.argument_parser import LocustArgumentParser
 
 from specload.cli import build_parser
-from specload.loadgen import shape, workload_options
-from specload.loadgen.options import RunOptions, add_arguments
-from specload.loadgen.workload_options import WorkloadOptions
-from specload.runner.locust_proc import LoadMode, locust_command, request_args, workload_args
-from specload.scenario import (
+from specload.config.scenario import (
     Arm,
     CommandArm,
     Distributed,
     Placement,
     Scenario,
+    SimArm,
     Slo,
     keys_reference,
     parse_scenario,
 )
-from specload.settings import (
+from specload.config.settings import (
     Declared,
     Request,
     Simulator,
@@ -41,12 +38,19 @@ from specload.settings import (
     from_attributes,
     reference,
 )
-from specload.settings import to_args as settings_args
-from specload.workload import LengthSpec
+from specload.config.settings import to_args as settings_args
+from specload.loadgen import shape, workload_options
+from specload.loadgen.options import RunOptions, add_arguments
+from specload.loadgen.workload_options import WorkloadOptions
+from specload.runner.locust_proc import LoadMode, locust_command, request_args, workload_args
+from specload.traffic.shapes import LengthSpec
 
 # settings whose value names a file the scenario checks
 SHAREGPT = '[{"conversations": [{"from": "human", "value": "hi"}]}]'
-FILES = {"prompts": SHAREGPT, "conversations": SHAREGPT, "ca_bundle": "not parsed here\n"}
+FILES = {"prompts": SHAREGPT, "conversations": SHAREGPT, "ca_bundle": "not parsed here\n",
+         "tls_cert": "not parsed here\n", "tls_key": "not parsed here\n"}
+# values the scenario checks against what exists (profiles, flavours, fault kinds)
+KNOWN = {"profile": "bench-20ms", "flavor": "sglang", "faults": ("cut:0.1:20",)}
 
 
 def other_value(d: Declared, tmp_path: Path) -> Any:
@@ -55,6 +59,8 @@ def other_value(d: Declared, tmp_path: Path) -> Any:
         path = tmp_path / f"{d.name}.json"
         path.write_text(FILES[d.name])
         return str(path)
+    if d.name in KNOWN:
+        return KNOWN[d.name]
     if d.rule.choices:
         return next(c for c in d.rule.choices if c != d.default)
     if d.rule.distribution is not None:
@@ -123,7 +129,7 @@ def test_every_simulator_setting_round_trips(tmp_path: Path) -> None:
     sc = scenario_with(tmp_path, arms=[{"name": "a", "sim": sim}])
     arm = sc.arms[0].sim
     assert arm is not None
-    parsed = build_parser().parse_args(["sim", *arm.extra_args()])
+    parsed = build_parser().parse_args(["sim", *settings_args(arm.settings(), Simulator)])
     for d in declared(Simulator):
         assert getattr(parsed, d.name) == getattr(arm, d.name) != d.default, d.name
     defaults = build_parser().parse_args(["sim"])
@@ -148,7 +154,8 @@ def test_every_setting_has_help_and_a_flag(cls: type) -> None:
     assert len(set(flags)) == len(flags)
     for d in declared(cls):
         assert d.help and d.flag.startswith("--") and "_" not in d.flag, d.name
-        assert d.default is None or isinstance(d.default, d.base), d.name
+        assert d.default is None or isinstance(d.default, tuple if d.rule.repeat else d.base), \
+            d.name
 
 
 @pytest.mark.parametrize(("key", "value", "message"), [
@@ -173,7 +180,7 @@ def test_the_settings_page_is_the_declaration() -> None:
         "regenerate docs/settings.md's tables")
 
 
-@pytest.mark.parametrize("model", [Scenario, Arm, CommandArm, Placement, Distributed, Slo])
+@pytest.mark.parametrize("model", [Scenario, Arm, SimArm, CommandArm, Placement, Distributed, Slo])
 def test_every_scenario_key_says_what_it_is(model: type) -> None:
     """The scenario's own keys carry their help in their models, not in comments."""
     assert [n for n, f in model.model_fields.items() if not f.description] == []
@@ -189,8 +196,10 @@ def test_a_scenario_read_back_from_its_manifest_gives_the_same_command(tmp_path:
     mode = LoadMode()
     assert (locust_command(again, "URL", tmp_path, again.levels, mode)
             == locust_command(sc, "URL", tmp_path, sc.levels, mode))
-    assert [a.sim.extra_args() for a in again.arms if a.sim] == [
-        a.sim.extra_args() for a in sc.arms if a.sim] == [["--flavor", "vllm"]] * 2
+    assert [a.sim.settings() for a in again.arms if a.sim] == [
+        a.sim.settings() for a in sc.arms if a.sim]
+    assert [settings_args(a.sim.settings(), Simulator) for a in sc.arms if a.sim] == [
+        [], ["--spec", "off"]]
 
 
 @pytest.mark.parametrize(("values", "message"), [

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from specload.user_cache import cache_root
+from specload.host.user_cache import cache_root
 from tests.support import script_module
 
 

@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 
 import specload
-from specload.manifest import Manifest
+from specload.config.scenario import Workload
 from specload.report import figures, quality
 from specload.report.rate_axis import guessed_kind, workload_kind
 from specload.report.rung_columns import BY_NAME, Combine, View
+from specload.runfiles.manifest import Manifest
 from specload.runner.locust_proc import LOCUSTFILES
-from specload.scenario import Workload
-from specload.workload_kinds import (
+from specload.traffic.kinds import (
     KINDS,
     OPEN,
     SESSION_KEYS,

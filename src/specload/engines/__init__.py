@@ -8,7 +8,7 @@ built-in modules' entries and then every entry point of the `specload.engines` g
 `Engine`), loaded when this package is first imported: the sweep, the Locust processes
 and the report all find the same engines. The scenario validates `engine:`,
 `sim.flavor` and the placeholders against it; the sampler and the report read the
-series through `engine_metrics`; the report writes every switch's setting and the runner
+series through `engines/metrics.py`; the report writes every switch's setting and the runner
 fills the verification arm's start line. An arm's engine is the scenario's `engine:`,
 else guessed from its start command, else the engine its sim flavour imitates (vLLM when
 it has none). `register` adds an engine to this process alone.

@@ -33,6 +33,21 @@ def table(rows: list[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
+def reference() -> str:
+    """docs/engines.md's table: every built-in engine's row, and the /metrics series it
+    is read by (a test keeps the page so)."""
+    lines = ["| id | name | load switch | sim flavours | per-request drafts | /metrics "
+             "series read |", "|---|---|---|---|---|---|"]
+    for e in engines.REGISTRY.values():
+        if engines.ORIGIN.get(e.id) != "built-in":
+            continue
+        cells = {**row(e), "series": "; ".join(f"`{s.key}` ({s.meaning})" for s in e.series)
+                 or "-"}
+        cells.pop("from")
+        lines.append("| " + " | ".join(cells.values()) + " |")
+    return "\n".join(lines)
+
+
 def main(args: argparse.Namespace) -> int:
     print(table([row(e) for e in engines.REGISTRY.values()]))
     return 0

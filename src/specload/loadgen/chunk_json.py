@@ -239,8 +239,8 @@ def error_message_from_body(body: bytes) -> str:
         return _preview(body)
     if isinstance(obj, dict):
         msg = _error_message(obj) or obj.get("detail")
-        if msg is not None:
-            return _shorten(str(msg))
+        if msg is not None and (short := _shorten(str(msg))):  # a blank message says nothing
+            return short
     return _preview(body)
 
 

@@ -28,7 +28,7 @@ from locust.runners import MasterRunner, WorkerRunner
 
 from specload.loadgen import wall_clock
 from specload.loadgen.inflight import IN_FLIGHT
-from specload.records import (
+from specload.runfiles.records import (
     CLIENT_LAG_LIMIT_MS,
     CLIENT_STATS_COLUMNS,
     CLIENT_STATS_SUFFIX,

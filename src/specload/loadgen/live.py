@@ -38,7 +38,7 @@ from locust.runners import STATE_MISSING, MasterRunner, WorkerRunner
 
 from specload.loadgen import wall_clock
 from specload.loadgen.inflight import IN_FLIGHT
-from specload.records import LIVE_SUFFIX, REQUEST_COLUMNS, rung_time
+from specload.runfiles.records import LIVE_SUFFIX, REQUEST_COLUMNS, rung_time
 
 LOCAL = "local"
 _START = REQUEST_COLUMNS.index("start")

@@ -15,7 +15,7 @@ from locust import events
 from specload.loadgen import open_loop, plugin, shape, workload_options
 from specload.loadgen.open_loop import OpenLoopUser, OpenSessionUser
 from specload.loadgen.rate_shape import RateShape
-from specload.workload_kinds import OPEN
+from specload.traffic.kinds import OPEN
 
 __all__ = ["OpenLoopUser", "OpenSessionUser", "RateShape"]
 

@@ -1,6 +1,6 @@
 """Open-loop arrivals: users that send when the arrival plan says, not when they are free.
 
-The plan (`specload.arrival_plan`) is pure data made before the run; the rate shape
+The plan (`specload.traffic.arrivals`) is pure data made before the run; the rate shape
 (`rate_shape.py`) starts it and hands each load process its share of the arrival times
 (directly, or in a `specload_plan` message to each worker), which `ARRIVALS` queues.
 The process's users are a pool of at most `--max-in-flight` (Locust spreads them over
@@ -28,13 +28,13 @@ from locust import events
 from locust.env import Environment
 from locust.runners import WorkerRunner
 
-from specload.arrival_plan import ArrivalPlan, share
 from specload.loadgen import wall_clock
-from specload.loadgen.context import ProcessContext
 from specload.loadgen.inflight import IN_FLIGHT
+from specload.loadgen.process_state import ProcessState
 from specload.loadgen.sessions import SessionRunner, _deck
 from specload.loadgen.users import ChatStreamUser, Tags
-from specload.records import LATE_LIMIT_MS
+from specload.runfiles.records import LATE_LIMIT_MS
+from specload.traffic.arrivals import ArrivalPlan, share
 
 log = logging.getLogger(__name__)
 MSG_PLAN = "specload_plan"
@@ -100,7 +100,7 @@ class OpenLoopUser(ChatStreamUser):
         finally:
             ARRIVALS.sending -= 1
 
-    def arrive(self, ctx: ProcessContext, model: str, tags: Tags) -> None:
+    def arrive(self, ctx: ProcessState, model: str, tags: Tags) -> None:
         self.stream(ctx, ctx.next_prompt(), model, tags=tags)
 
 
@@ -114,7 +114,7 @@ class OpenSessionUser(OpenLoopUser):
         super().__init__(environment)
         self.sessions = SessionRunner(self)
 
-    def arrive(self, ctx: ProcessContext, model: str, tags: Tags) -> None:
+    def arrive(self, ctx: ProcessState, model: str, tags: Tags) -> None:
         self.sessions.session = None
         schedule: dict[str, Any] = {"scheduled": tags.scheduled, "cap_late": tags.cap_late}
         while True:

@@ -23,12 +23,12 @@ from typing import Self, TypeVar
 from locust import events
 from locust.env import Environment
 
-from specload import prompt_fit
-from specload.settings import Request, add_options, from_attributes, problems
+from specload.config.settings import Request, add_options, from_attributes, problems
+from specload.traffic import prompt_fit
 
 
 def add_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
-    """Register the settings `cls` declares (`settings.py`) as Locust options, each shown
+    """Register the settings `cls` declares (`config/settings.py`) as Locust options, each shown
     in the web UI's form with its help."""
     # on the parser itself: only LocustArgumentParser.add_argument knows include_in_web_ui
     # (argument groups bypass it)

@@ -20,18 +20,18 @@ from __future__ import annotations
 from types import ModuleType
 
 from specload.loadgen import (
-    context,
     health_probe,
     keepalive,
     loop_clock,
     options,
+    process_state,
     recorder,
     spawn_message,
     tokens_tab,
     worker_watch,
 )
 
-CORE: tuple[ModuleType, ...] = (options, context, health_probe, tokens_tab, worker_watch,
+CORE: tuple[ModuleType, ...] = (options, process_state, health_probe, tokens_tab, worker_watch,
                                  recorder, keepalive, spawn_message)
 _installed: set[str] = set()
 

@@ -1,6 +1,6 @@
 """`RateShape`: the open-loop rate ladder as a Locust load shape.
 
-The shape makes the arrival plan (`specload.arrival_plan`) from `--rates`, `--warmup`,
+The shape makes the arrival plan (`specload.traffic.arrivals`) from `--rates`, `--warmup`,
 `--measure`, `--arrivals`, `--arrival-cv` and `--seed`, starts it a moment after the
 first tick (`LEAD_S`: the pool spawns and each load process gets its share, its start
 moved to the process's own clock by the offset the master measured) and keeps
@@ -20,13 +20,13 @@ from typing import Any
 
 from locust.runners import STATE_MISSING, MasterRunner
 
-from specload.arrival_plan import ArrivalPlan, RateError, RateWindow, plan_rates
+from specload.config.settings import Windows, from_attributes
 from specload.loadgen.live import Span
 from specload.loadgen.open_loop import ARRIVALS, MSG_PLAN, load_share
 from specload.loadgen.shape import LadderShape, RungsFile
 from specload.loadgen.workload_options import WorkloadOptions
-from specload.records import RATE_RUNGS_COLUMNS, RUNGS_SUFFIX
-from specload.settings import Windows, from_attributes
+from specload.runfiles.records import RATE_RUNGS_COLUMNS, RUNGS_SUFFIX
+from specload.traffic.arrivals import ArrivalPlan, RateError, RateWindow, plan_rates
 
 log = logging.getLogger(__name__)
 LEAD_S = 2.0

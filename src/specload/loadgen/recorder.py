@@ -47,7 +47,7 @@ from locust.runners import (
 from specload.loadgen.inflight import IN_FLIGHT
 from specload.loadgen.live import LOCAL, LiveRungs, ProcessState, local_state
 from specload.loadgen.options import RunOptions
-from specload.records import (
+from specload.runfiles.records import (
     REQUEST_COLUMNS,
     REQUESTS_SUFFIX,
     WRITE_FAILED_EXIT,

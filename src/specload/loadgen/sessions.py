@@ -21,12 +21,12 @@ from typing import Any, ClassVar
 import gevent
 from locust.env import Environment
 
-from specload.conversations import Conversation, SessionDeck, load_conversations
-from specload.loadgen.context import EXTENSIONS, ProcessContext
 from specload.loadgen.inflight import IN_FLIGHT
+from specload.loadgen.process_state import EXTENSIONS, ProcessState
 from specload.loadgen.users import ChatStreamUser, Reply, Tags
 from specload.loadgen.workload_options import WorkloadOptions
-from specload.prompts import Prompt
+from specload.traffic.conversations import Conversation, SessionDeck, load_conversations
+from specload.traffic.prompts import Prompt
 
 
 class Session:
@@ -68,14 +68,14 @@ class SessionRunner:
         self.session: Session | None = None
         self.started = 0
 
-    def new_session(self, ctx: ProcessContext) -> Session:
+    def new_session(self, ctx: ProcessState) -> Session:
         deck = _deck(ctx)
         conversation, turns = deck.deal()
         self.started += 1
         session_id = f"{ctx.client_id}-{self.user.user_id}-{self.started}"
         return Session(session_id, conversation, turns)
 
-    def turn(self, ctx: ProcessContext, model: str, backoff_s: float = 0.0,
+    def turn(self, ctx: ProcessState, model: str, backoff_s: float = 0.0,
              **tags: Any) -> Reply:
         """Send the next turn (of a new session if none is open); end the session after
         its last turn or a failed one."""
@@ -117,12 +117,12 @@ class ChatSessionUser(ChatStreamUser):
         self._pause = _deck(ctx).pause()
 
 
-def _deck(ctx: ProcessContext) -> SessionDeck:
+def _deck(ctx: ProcessState) -> SessionDeck:
     assert ctx.sessions is not None, "the context has no session deck"
     return ctx.sessions
 
 
-def _attach_deck(ctx: ProcessContext) -> None:
+def _attach_deck(ctx: ProcessState) -> None:
     """Give the context a session deck when a user class of the run holds sessions."""
     if not any(getattr(u, "uses_sessions", False) for u in ctx.env.user_classes):
         return

@@ -1,6 +1,6 @@
 """`LadderShape`: the concurrency ladder as a Locust load shape, plus its rungs file.
 
-The shape walks through the plan from `specload.ladder` with its pure `advance`: each
+The shape walks through the plan from `specload.ladder.rungs` with its pure `advance`: each
 rung holds its user count through a warmup (until the closed loop has turned over once,
 at most `--warmup` seconds) and a measure window (at least `--measure` seconds and until
 `--min-requests` requests that started in it have completed, at most `--max-measure`
@@ -33,7 +33,8 @@ from typing import Any
 from locust import LoadTestShape, events
 from locust.runners import MasterRunner
 
-from specload.ladder import (
+from specload.config.settings import Windows, from_attributes
+from specload.ladder.rungs import (
     DEFAULT_DRAIN_S,
     DEFAULT_LADDER,
     LadderError,
@@ -53,8 +54,7 @@ from specload.loadgen.inflight import IN_FLIGHT
 from specload.loadgen.live import LiveRungs, Span
 from specload.loadgen.options import add_arguments
 from specload.loadgen.recorder import MSG_DRAIN
-from specload.records import RUNGS_COLUMNS, RUNGS_SUFFIX, rung_time
-from specload.settings import Windows, from_attributes
+from specload.runfiles.records import RUNGS_COLUMNS, RUNGS_SUFFIX, rung_time
 
 log = logging.getLogger(__name__)
 

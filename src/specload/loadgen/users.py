@@ -49,7 +49,6 @@ from locust import FastHttpUser, constant, task
 from locust.env import Environment
 from locust.exception import CatchResponseError, StopUser
 
-from specload import accept_by_step
 from specload.errors import UserError
 from specload.loadgen import keepalive, spawn_batches, tls, wall_clock
 from specload.loadgen.chunk_json import (
@@ -59,17 +58,18 @@ from specload.loadgen.chunk_json import (
     error_message_from_body,
     parse_chunk,
 )
-from specload.loadgen.context import ModelDiscoveryError, ProcessContext
 from specload.loadgen.http_post import StreamPost
 from specload.loadgen.inflight import IN_FLIGHT
 from specload.loadgen.measure import Measured, StreamTally
 from specload.loadgen.options import RunOptions
+from specload.loadgen.process_state import ModelDiscoveryError, ProcessState
 from specload.loadgen.reader import LineReader
 from specload.loadgen.recorder import Recorder
 from specload.loadgen.sse import SSEDecoder
 from specload.loadgen.start_gate import StartGate
-from specload.prompts import Prompt, request_seed
-from specload.records import LATE_LIMIT_MS, RequestRecord, encode_chunks
+from specload.runfiles import accept_by_step
+from specload.runfiles.records import LATE_LIMIT_MS, RequestRecord, encode_chunks
+from specload.traffic.prompts import Prompt, request_seed
 
 log = logging.getLogger(__name__)
 TTFT_TYPE = "TTFT"
@@ -148,16 +148,16 @@ class StreamingUser(FastHttpUser):
         self.ssl_context_factory = tls.context_factory(opts.ca_bundle or None, opts.insecure)
         super().__init__(environment)
         self.recorder = Recorder.for_env(environment)
-        self.ctx: ProcessContext | None = None
+        self.ctx: ProcessState | None = None
         self.user_id = 0
         self._post: StreamPost | None = None
         self._backoff = Backoff(opts.failure_backoff_s)
         spawn_batches.user_created()
 
-    def _setup(self) -> ProcessContext:
+    def _setup(self) -> ProcessState:
         """Join this test's process context (at the first task, so StopUser stays quiet)."""
         try:
-            self.ctx = ctx = ProcessContext.for_env(self.environment)
+            self.ctx = ctx = ProcessState.for_env(self.environment)
         except (UserError, ValueError):  # bad option or prompt file: logged at test_start
             raise StopUser() from None
         self.user_id = ctx.next_user_id()
@@ -183,7 +183,7 @@ class StreamingUser(FastHttpUser):
             return
         self.settle(self.stream(ctx, ctx.next_prompt(), model, waited))
 
-    def model(self, ctx: ProcessContext) -> str | None:
+    def model(self, ctx: ProcessState) -> str | None:
         """The model to request; None (reported as a failed `GET /v1/models`) while the
         server cannot say."""
         try:
@@ -204,7 +204,7 @@ class StreamingUser(FastHttpUser):
             self._backoff.failed()
         return reply
 
-    def stream(self, ctx: ProcessContext, prompt: Prompt, model: str,
+    def stream(self, ctx: ProcessState, prompt: Prompt, model: str,
                backoff_s: float = 0.0, tags: Tags = NO_TAGS) -> Reply:
         """Send one streaming request, report it to Locust and record it."""
         if self.start_gate:
@@ -345,7 +345,7 @@ class StreamingUser(FastHttpUser):
         if measured.tokens_source == "chunks":
             _warn_chunk_counting()
 
-    def _record(self, ctx: ProcessContext, sent: _Sent, measured: Measured, out: _Outcome,
+    def _record(self, ctx: ProcessState, sent: _Sent, measured: Measured, out: _Outcome,
                 interrupted: bool) -> None:
         if not self.recorder.enabled:
             return

@@ -1,19 +1,19 @@
 """The master's watch over its workers: each one's clock offset, and workers it loses.
 
 Clocks: the master measures every worker process's clock against its own with the
-exchange of `specload.clock_sync`, over Locust's custom messages (`specload_clock_ping`, and
-the worker's `specload_clock_pong` carrying t2, t3 and its `client_id`). A round of
-`clock_sync.EXCHANGES_PER_ROUND` pings starts a second after the worker connected (Locust
-fires `worker_connect` "immediately after the connection is established, so init event
-may not yet have finished on worker", `locust/event.py`, 2.47: the worker may not
-listen for pings yet) and again every `clock_sync.ROUND_EVERY_S`, while a test runs or
-waits to start (not while it stops: a stopping worker's message loop is busy stopping
-its users). Each round's best exchange goes to `<prefix>_clock.csv`
-(`records.CLOCK_COLUMNS`) and to the live rungs, which put the worker's rows on the
-master's clock (an uncertain round only until a sure one comes; it is measured again a
-second later); what `clock_sync.problem` finds doubtful becomes an event. A worker that
-never answers (an older specload) is taken as on the master's clock after
-`UNANSWERED_ROUNDS` rounds, with an event saying so.
+exchange of `specload.runfiles.clock_sync`, over Locust's custom messages
+(`specload_clock_ping`, and the worker's `specload_clock_pong` carrying t2, t3 and its
+`client_id`). A round of `clock_sync.EXCHANGES_PER_ROUND` pings starts a second after
+the worker connected (Locust fires `worker_connect` "immediately after the connection is
+established, so init event may not yet have finished on worker", `locust/event.py`,
+2.47: the worker may not listen for pings yet) and again every
+`clock_sync.ROUND_EVERY_S`, while a test runs or waits to start (not while it stops: a
+stopping worker's message loop is busy stopping its users). Each round's best exchange
+goes to `<prefix>_clock.csv` (`records.CLOCK_COLUMNS`) and to the live rungs, which put
+the worker's rows on the master's clock (an uncertain round only until a sure one comes;
+it is measured again a second later); what `clock_sync.problem` finds doubtful becomes
+an event. A worker that never answers (an older specload) is taken as on the master's
+clock after `UNANSWERED_ROUNDS` rounds, with an event saying so.
 
 Losing a worker: a Locust worker sends a heartbeat every second and the master counts
 down `HEARTBEAT_LIVENESS` (3) missed ones before it marks the worker `STATE_MISSING`
@@ -49,10 +49,10 @@ from locust.runners import (
     WorkerRunner,
 )
 
-from specload import clock_sync
 from specload.loadgen import wall_clock
 from specload.loadgen.live import LiveRungs
-from specload.records import (
+from specload.runfiles import clock_sync
+from specload.runfiles.records import (
     CLOCK_COLUMNS,
     CLOCK_SUFFIX,
     EVENTS_COLUMNS,

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from locust import events
 
-from specload.arrival_plan import RateError, parse_rates, validate_rates
+from specload.config.settings import Workload
 from specload.loadgen.options import FromLocust, add_arguments
-from specload.settings import Workload
-from specload.workload import LengthSpec, ThinkTime
+from specload.traffic.arrivals import RateError, parse_rates, validate_rates
+from specload.traffic.shapes import LengthSpec, ThinkTime
 
 
 def add_workload_arguments(parser: argparse.ArgumentParser) -> None:

@@ -17,8 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from specload import records
-from specload.pools import map_jobs
+from specload.host.pools import map_jobs
 from specload.report import (
     client_metrics,
     clock_align,
@@ -37,6 +36,7 @@ from specload.report.rung_columns import (
     spread_names,
 )
 from specload.report.windows import rung_windows
+from specload.runfiles import records
 
 # Below this many bytes of request records, worker processes cost more than they save.
 PARALLEL_MIN_BYTES = 20_000_000

@@ -30,11 +30,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from specload import accept_by_step
-from specload.records import TIMEOUT_KINDS
 from specload.report import chunk_arrays
 from specload.report.chunk_arrays import Chunks
 from specload.report.windows import Window
+from specload.runfiles import accept_by_step
+from specload.runfiles.records import TIMEOUT_KINDS
 
 PERCENTILES = (50, 90, 99)
 
@@ -396,6 +396,100 @@ def _workload_columns(r: _Rows, in_w: np.ndarray, sel: np.ndarray, w: Window
     return out
 
 
+@dataclass(frozen=True)
+class _Window:
+    """One window and which requests each column group reads in it."""
+
+    r: _Rows
+    ch: Chunks
+    w: Window
+    tokens: float  # tokens that arrived in it
+    chunks: float  # chunks that arrived in it
+    estimated_tokens: float  # of those, tokens estimated for requests cut short
+    in_w: np.ndarray  # started in it
+    sel: np.ndarray  # started in it and succeeded
+    ended: np.ndarray  # succeeded and finished in it
+    overlap: np.ndarray  # each request's seconds in flight in it
+    decoding: np.ndarray  # each request's seconds streaming in it, from its first token
+    per_request: np.ndarray  # each request's tokens that arrived in it
+
+
+def _throughput(x: _Window) -> dict[str, object]:
+    w, live = x.w, x.decoding > 0
+    tpot_p50 = _pcts(x.r.tpot[x.sel], "tpot")["tpot_p50_ms"]
+    return {
+        "output_tok_s": x.tokens / w.length,
+        "output_tok_s_se": tok_s_se(x.per_request[live], x.decoding[live], w.length),
+        # all of a request's tokens in one chunk: TPOT 0, no pace to speak of
+        "decode_tok_s_per_user": 1000.0 / tpot_p50 if tpot_p50 > 0 else float("nan"),
+        "request_tok_s_p50": _pcts(x.r.per_request_tok_s[x.sel], "x")["x_p50_ms"],
+        "requests_per_s": float(np.count_nonzero(x.ended)) / w.length,
+        "achieved_concurrency": float(x.overlap.sum()) / w.length,
+    }
+
+
+def _requests(x: _Window) -> dict[str, object]:
+    r, in_w = x.r, x.in_w
+    return {
+        "requests": int(np.count_nonzero(x.sel)),
+        "requests_started": int(np.count_nonzero(in_w)),
+        **_failure_columns(r, in_w),
+        "interrupted": int(np.count_nonzero(r.interrupted & in_w)),
+        "reconnects": int(r.reconnects[in_w].sum()),
+        "backoff_share": float(r.backoff_s[in_w].sum()) / (x.w.users * x.w.length),
+    }
+
+
+def _tokens(x: _Window) -> dict[str, object]:
+    r, sel = x.r, x.sel
+    return {
+        "tokens_per_chunk": x.tokens / x.chunks if x.chunks else np.nan,
+        "output_tokens_mean": float(r.tokens[sel].mean()) if sel.any() else np.nan,
+        # drawn lengths: two arms' means differ by chance (`quality.token_mismatch`)
+        "output_tokens_se": (float(r.tokens[sel].std(ddof=1) / np.sqrt(sel.sum()))
+                             if sel.sum() > 1 else np.nan),
+        "finish_length_share": _share(r.finish == "length", sel),
+        "chunk_counted_share": _share(r.source == "chunks", sel),
+        "estimated_token_share": x.estimated_tokens / x.tokens if x.tokens else 0.0,
+        **_lengths(r.prompt_tokens[sel], "prompt_tokens"),
+        **_lengths(r.tokens[sel], "output_tokens"),
+    }
+
+
+def _latency(x: _Window) -> dict[str, object]:
+    r = x.r
+    # every request started here whose TTFT is known or censored, finished or not
+    ttft_rows = x.in_w & ~np.isnan(r.ttft)
+    tpot_p = _pcts(r.tpot[x.sel], "tpot")
+    # nothing that started here finished: the pace of the streams in the window
+    queued = not np.isfinite(tpot_p["tpot_p50_ms"])
+    return {
+        **_censored_pcts(r.ttft[ttft_rows], r.waited_ms[ttft_rows], "ttft"),
+        **tpot_p,
+        **_pcts(stream_tpot(x.ch, r.start, x.w) if queued else np.zeros(0), "stream_tpot"),
+        # the gaps between chunks of the successful requests that started here
+        **_itl_pcts(*x.ch.after_first(np.flatnonzero(x.sel))),
+        **_pcts(r.e2e[x.sel], "e2e"),
+    }
+
+
+def _workload(x: _Window) -> dict[str, object]:
+    return {**_workload_columns(x.r, x.in_w, x.sel, x.w)}
+
+
+def _acceptance(x: _Window) -> dict[str, object]:
+    return {**_request_acceptance(x.r, x.ended), **_acceptance_by_step(x.r, x.ended)}
+
+
+def _categories(x: _Window) -> dict[str, object]:
+    return {"by_category": _by_category(x.r, x.per_request, x.overlap, x.sel, x.ended)}
+
+
+# The per-rung columns, a function per group: a new column goes into its group's.
+COLUMN_GROUPS = (_throughput, _requests, _tokens, _latency, _workload, _acceptance,
+                 _categories)
+
+
 def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd.DataFrame:
     """One row per window with every client-side metric of the summary.
 
@@ -416,60 +510,18 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
     rows = []
     for i, w in enumerate(windows):
         in_w = r.started_in == i
-        sel = r.ok & in_w
-        overlap = np.clip(np.minimum(r.end, w.end) - np.maximum(r.start, w.start), 0, None)
-        decoding = np.clip(np.minimum(r.end, w.end) - np.maximum(streaming, w.start), 0, None)
-        tpot_p = _pcts(r.tpot[sel], "tpot")
-        per_request = np.bincount(share_row[share_w == i], share_tokens[share_w == i],
-                                  minlength=len(decoding))
-        row: dict[str, object] = {
-            "rung": w.rung,
-            "concurrency": w.users,
-            "window_start": w.start,
-            "window_s": w.length,
-            "output_tok_s": tokens_by_w[i] / w.length,
-            "output_tok_s_se": tok_s_se(per_request[decoding > 0], decoding[decoding > 0],
-                                        w.length),
-            # all of a request's tokens in one chunk: TPOT 0, no pace to speak of
-            "decode_tok_s_per_user": (1000.0 / tpot_p["tpot_p50_ms"]
-                                      if tpot_p["tpot_p50_ms"] > 0 else float("nan")),
-            "request_tok_s_p50": _pcts(r.per_request_tok_s[sel], "x")["x_p50_ms"],
-            "requests_per_s": float(np.count_nonzero(r.ok & (r.ended_in == i))) / w.length,
-            "requests": int(np.count_nonzero(sel)),
-            "requests_started": int(np.count_nonzero(in_w)),
-            **_failure_columns(r, in_w),
-            "interrupted": int(np.count_nonzero(r.interrupted & in_w)),
-            "reconnects": int(r.reconnects[in_w].sum()),
-            "tokens_per_chunk": tokens_by_w[i] / chunks_by_w[i] if chunks_by_w[i] else np.nan,
-            "achieved_concurrency": float(overlap.sum()) / w.length,
-            "backoff_share": float(r.backoff_s[in_w].sum()) / (w.users * w.length),
-            "output_tokens_mean": float(r.tokens[sel].mean()) if sel.any() else np.nan,
-            # drawn lengths: two arms' means differ by chance (`quality.token_mismatch`)
-            "output_tokens_se": (float(r.tokens[sel].std(ddof=1) / np.sqrt(sel.sum()))
-                                 if sel.sum() > 1 else np.nan),
-            "finish_length_share": _share(r.finish == "length", sel),
-            "chunk_counted_share": _share(r.source == "chunks", sel),
-            "estimated_token_share": (est_tokens[i] / tokens_by_w[i] if tokens_by_w[i]
-                                      else 0.0),
-        }
-        # every request started here whose TTFT is known or censored, finished or not
-        ttft_rows = in_w & ~np.isnan(r.ttft)
-        row.update(_censored_pcts(r.ttft[ttft_rows], r.waited_ms[ttft_rows], "ttft"))
-        row.update(tpot_p)
-        # nothing that started here finished: the pace of the streams in the window
-        queued = not np.isfinite(tpot_p["tpot_p50_ms"])
-        row.update(_pcts(stream_tpot(ch, r.start, w) if queued else np.zeros(0),
-                         "stream_tpot"))
-        # the gaps between chunks of the successful requests that started here
-        row.update(_itl_pcts(*ch.after_first(np.flatnonzero(sel))))
-        row.update(_pcts(r.e2e[sel], "e2e"))
-        row.update(_lengths(r.prompt_tokens[sel], "prompt_tokens"))
-        row.update(_lengths(r.tokens[sel], "output_tokens"))
-        row.update(_workload_columns(r, in_w, sel, w))
-        row.update(_request_acceptance(r, r.ok & (r.ended_in == i)))
-        row.update(_acceptance_by_step(r, r.ok & (r.ended_in == i)))
-        row["by_category"] = _by_category(r, per_request, overlap, sel,
-                                          r.ok & (r.ended_in == i))
+        x = _Window(
+            r, ch, w, tokens_by_w[i], chunks_by_w[i], est_tokens[i], in_w, r.ok & in_w,
+            r.ok & (r.ended_in == i),
+            overlap=np.clip(np.minimum(r.end, w.end) - np.maximum(r.start, w.start), 0, None),
+            decoding=np.clip(np.minimum(r.end, w.end) - np.maximum(streaming, w.start), 0,
+                             None),
+            per_request=np.bincount(share_row[share_w == i], share_tokens[share_w == i],
+                                    minlength=len(r.start)))
+        row: dict[str, object] = {"rung": w.rung, "concurrency": w.users,
+                                  "window_start": w.start, "window_s": w.length}
+        for group in COLUMN_GROUPS:
+            row.update(group(x))
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -3,7 +3,7 @@
 Rung windows are on the master's clock; each request row, client-stats row and chunk
 time on the clock of the load process that wrote it (its `client_id`). A distributed
 run's `<prefix>_clock.csv` (`records.CLOCK_COLUMNS`) holds every worker process's
-offset from the master, measured about every 10 s (`specload.clock_sync`). `align`
+offset from the master, measured about every 10 s (`specload.runfiles.clock_sync`). `align`
 subtracts from each row's times the offset of its process, interpolated linearly in
 time between the process's rounds (and held before the first and after the last), so
 a clock that drifts is followed; chunk times are offsets from a request's start and
@@ -24,8 +24,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from specload.clock_sync import ROUND_EVERY_S, UNCERTAINTY_LIMIT_S
 from specload.report.windows import Window
+from specload.runfiles.clock_sync import ROUND_EVERY_S, UNCERTAINTY_LIMIT_S
 
 CLOCK_ROW_COLUMNS = ("workers_lost", "lost_detail", "clock_problems", "clock_detail",
                      "clock_offset_max_ms", "clock_uncertainty_max_ms")

@@ -5,7 +5,7 @@ Every figure takes the summary table (one row per arm and concurrency) or the pa
 results, puts concurrency (for open-loop runs, the arrival rate) on a log axis where it
 is the x axis, labels both axes with units, gives each arm the same colour in every
 figure, and shows the numbers on hover. `FIGURES` registers each by the name a workload
-kind lists (`workload_kinds.py`), with what it draws from; `all_figures` draws a kind's
+kind lists (`traffic/kinds.py`), with what it draws from; `all_figures` draws a kind's
 figures in its order, each where the run has something to show in it.
 """
 
@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from specload import accept_by_step
 from specload.report.acceptance_map import AcceptanceMap
 from specload.report.categories import CategoryPair
 from specload.report.client_metrics import ACCEPT_HIST_BIN
@@ -26,7 +25,8 @@ from specload.report.crossover import PairResult
 from specload.report.envelope import EFFICIENCY_GOAL, Envelope
 from specload.report.plotjs import Figure, bar, heatmap, scatter, template
 from specload.report.rate_axis import RatePair
-from specload.workload_kinds import LADDER, RATES, USERS, WorkloadKind
+from specload.runfiles import accept_by_step
+from specload.traffic.kinds import LADDER, RATES, USERS, WorkloadKind
 
 PALETTE = tuple(template()["layout"]["colorway"])  # plotly's own line colours
 C_AXIS = LADDER.title

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from specload.records import LEGACY_SERVER_TRACE_NAME, SERVER_TRACE_NAME
 from specload.report.windows import Window
+from specload.runfiles.records import LEGACY_SERVER_TRACE_NAME, SERVER_TRACE_NAME
 
 
 def trace_path(prefix: Path) -> Path | None:

@@ -28,12 +28,6 @@ from typing import IO, Any
 import orjson
 import pandas as pd
 
-from specload.records import (
-    CLIENT_LAG_LIMIT_MS,
-    CLIENT_STATS_COLUMNS,
-    REQUEST_COLUMNS,
-    rung_time,
-)
 from specload.report import clock_align
 from specload.report.client_metrics import measure
 from specload.report.load_health import client_row
@@ -42,6 +36,12 @@ from specload.report.run_files import clock_from_rows, frame_from_rows
 from specload.report.rung_columns import View, headings, names
 from specload.report.table import text
 from specload.report.windows import Window
+from specload.runfiles.records import (
+    CLIENT_LAG_LIMIT_MS,
+    CLIENT_STATS_COLUMNS,
+    REQUEST_COLUMNS,
+    rung_time,
+)
 
 BIN_S = 2.0  # the charts' time step
 LOAD_WINDOW_S = 5.0  # the saturation indicator judges the load processes' last seconds

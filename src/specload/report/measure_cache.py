@@ -4,7 +4,7 @@ A sweep analyses its run after each step that needs it (the crossover search, a
 tiebreak, the verify arm) and once more for its report, and `specload report` may run
 again on a finished run; each time, `report/aggregate.py` measured every repeat from its
 files again. `measured` keeps the table one measurement gives under `<cache>/measured/`
-(`user_cache.py`), named by a digest of everything the table depends on:
+(`host/user_cache.py`), named by a digest of everything the table depends on:
 - each of the repeat's files (those of its Locust prefix and the simulator's trace
   beside them): path, size, inode and change times, taken before they are read;
 - every source file of specload;
@@ -34,8 +34,8 @@ import pandas as pd
 import pyarrow as pa
 
 import specload
-from specload.records import LEGACY_SERVER_TRACE_NAME, SERVER_TRACE_NAME
-from specload.user_cache import cache_root
+from specload.host.user_cache import cache_root
+from specload.runfiles.records import LEGACY_SERVER_TRACE_NAME, SERVER_TRACE_NAME
 
 FOLDER = "measured"
 MAX_TABLES = 1000

@@ -2,7 +2,7 @@
 
 Each warning names its arm, concurrency and repeat where it has them, a short kind and
 a one-sentence message. Per rung, the checks its workload kind lists (`CHECKS`, by the
-names in `workload_kinds.py`): failures above 1% (with their top reason);
+names in `traffic/kinds.py`): failures above 1% (with their top reason);
 achieved concurrency more than 10% under target (saying when backoff after failures
 held it down; not for chat sessions, whose think time keeps requests in flight below
 the sessions, nor open-loop rungs, whose load is their rate); an open-loop rate more
@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from specload.manifest import Manifest
-from specload.records import CLIENT_LAG_LIMIT_MS, CONCURRENCY_SHORTFALL
 from specload.report.crossover import PairResult
-from specload.workload_kinds import USERS, WorkloadKind
+from specload.runfiles.manifest import Manifest
+from specload.runfiles.records import CLIENT_LAG_LIMIT_MS, CONCURRENCY_SHORTFALL
+from specload.traffic.kinds import USERS, WorkloadKind
 
 RATE_SHORTFALL = 0.02
 CLIENT_CPU_LIMIT = 90.0

@@ -8,7 +8,7 @@ that held starts back is not flattered): by Little's law, the ratio of requests 
 flight too. Its noise band, decisions and crossings come from `crossover.find_crossover`
 on the rate axis; the rate where speculation stops paying off is rate*, given with the
 requests in flight and the server's batch size there. `workload_kind` tells which
-kind of run (`workload_kinds.py`) a report reads: the one its manifest names, guessed
+kind of run (`traffic/kinds.py`) a report reads: the one its manifest names, guessed
 from the summary's columns only where no manifest says.
 """
 
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from specload.manifest import Manifest
 from specload.report.crossover import NOISE_BAND, Crossover, find_crossover, rung_decisions
 from specload.report.run_files import ArmSource
-from specload.workload_kinds import KINDS, OPEN, SESSIONS, USERS, WorkloadKind
+from specload.runfiles.manifest import Manifest
+from specload.traffic.kinds import KINDS, OPEN, SESSIONS, USERS, WorkloadKind
 
 RATE_COLUMNS = ("rate", "speedup", "band_lo", "band_hi", "decision", "e2e_sched_mean_ms_on",
                 "e2e_sched_mean_ms_off", "output_tok_s_on", "output_tok_s_off",

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from specload import engine_metrics, engines
+from specload import engines
+from specload.engines import metrics as engine_metrics
 from specload.engines import schedule as es
 from specload.report.crossover import (
     ALWAYS,

@@ -50,7 +50,7 @@ from specload.report.run_files import RunSource, discover
 from specload.report.rung_columns import Combine, View, combined_by, headings
 from specload.report.slo import SloTarget, arm_goodput, slo_from_scenario
 from specload.report.table import NONE_SENT, cell
-from specload.workload_kinds import KINDS, RATES, USERS, WorkloadKind
+from specload.traffic.kinds import KINDS, RATES, USERS, WorkloadKind
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_JSON = "summary.json"

@@ -23,11 +23,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from specload import records
 from specload.engines import resolve_engine
 from specload.errors import UserError
-from specload.manifest import MANIFEST, Manifest, RepEntry, read_manifest
 from specload.report import clock_align
+from specload.runfiles import records
+from specload.runfiles.manifest import MANIFEST, Manifest, RepEntry, read_manifest
 
 SWEEP_PREFIX_NAME = "locust"
 _REP_DIR = re.compile(r"^rep-(\d+)$")

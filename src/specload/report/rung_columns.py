@@ -208,3 +208,14 @@ def views_of(name: str) -> tuple[View, ...]:
 def spread_names(name: str) -> tuple[str, ...]:
     """The summary's spread columns of a `MEAN_SPREAD` column: its min, max and std."""
     return tuple(f"{name}_{stat}" for stat in SPREAD_STATS)
+
+
+def reference() -> str:
+    """docs/columns.md's table: every declared column, its unit, heading, how a rung's
+    repeats combine and where it is shown (a test keeps the page so)."""
+    lines = ["| column | unit | heading | repeats combine by | shown in |",
+             "|---|---|---|---|---|"]
+    for c in COLUMNS:
+        shown = ", ".join(v.value for v in views_of(c.name)) or "summary.csv"
+        lines.append(f"| `{c.name}` | {c.unit} | {c.heading} | {c.combine.value} | {shown} |")
+    return "\n".join(lines)

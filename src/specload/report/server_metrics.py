@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from specload.engine_metrics import names
+from specload.engines.metrics import names
 from specload.report.windows import Window
 
 SERVER_COLUMNS = ("server_output_tok_s", "accept_rate", "accept_len_mean",

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from specload import stdout_pipe
+from specload.config.scenario import Arm, Scenario
 from specload.engines import resolve_engine
 from specload.errors import UserError
-from specload.manifest import ArmEntry, Manifest, RepEntry, write_manifest
-from specload.records import (
+from specload.host import stdout_pipe
+from specload.runfiles.manifest import ArmEntry, Manifest, RepEntry, write_manifest
+from specload.runfiles.records import (
     CLIENT_STATS_COLUMNS,
     CLIENT_STATS_SUFFIX,
     SERVER_METRICS_SUFFIX,
@@ -36,7 +37,7 @@ from specload.records import (
 )
 from specload.runner import context_check, health_checks
 from specload.runner.locust_proc import LoadMode, LocustProcess, locust_command, worker_command
-from specload.runner.manifest import worker_clocks, worker_events
+from specload.runner.manifest_entries import worker_clocks, worker_events
 from specload.runner.metrics_scrape import MetricsSampler
 from specload.runner.placement import CpuPlan, usable
 from specload.runner.plan import Level, missing
@@ -56,8 +57,7 @@ from specload.runner.resume_parts import (
     merge_trace,
 )
 from specload.runner.servers import ArmServer, ServerError, server_for
-from specload.runner.verify import has_verify_arm
-from specload.scenario import Arm, Scenario
+from specload.runner.verify_arm import has_verify_arm
 
 if TYPE_CHECKING:
     from specload.report.render import Report

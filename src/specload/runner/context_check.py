@@ -23,12 +23,13 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from specload import engines, prompt_fit
-from specload.api_key import bearer
-from specload.manifest import PromptFitEntry
-from specload.prompts import Prompt, load_prompts
+from specload import engines
+from specload.config.api_key import bearer
+from specload.config.scenario import Arm, Scenario
+from specload.runfiles.manifest import PromptFitEntry
 from specload.runner.health_checks import listed_models, probe
-from specload.scenario import Arm, Scenario
+from specload.traffic import prompt_fit
+from specload.traffic.prompts import Prompt, load_prompts
 
 COUNT_TIMEOUT_S = 30.0
 COUNT_THREADS = 4

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from contextlib import ExitStack
 
-from specload.manifest import RepEntry, utc_now
+from specload.runfiles.manifest import RepEntry, utc_now
 from specload.runner.attempt import (
     RepFailed,
     Restarts,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from specload.api_key import bearer
+from specload.config.api_key import bearer
 
 READY_PATHS = ("/health", "/v1/models")
 # A silent server is probed after a sixth of the silence that stalls it, with a probe

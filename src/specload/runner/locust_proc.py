@@ -4,7 +4,7 @@ The runner never imports Locust (it monkey-patches the interpreter with gevent);
 runs `python -m locust -f <packaged locustfile> --headless --csv PREFIX
 --csv-full-history --host URL` with the rungs (the ladder, or an open workload's rates),
 the request and workload settings and the load mode (the locustfile and the option
-passing the rungs are the workload kind's, `workload_kinds.py`): one process,
+passing the rungs are the workload kind's, `traffic/kinds.py`): one process,
 `--processes N` on this machine, or a master (`--master --expect-workers N
 --master-bind-host H`) that workers started elsewhere connect to; with workers, the
 users of a lost one restart on the others (`--enable-rebalancing`).
@@ -31,14 +31,14 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import specload
-from specload.manifest import PromptFitEntry
-from specload.prompt_fit import Fit, cut_text, skip_text
-from specload.prompts import run_seed
+from specload.config.scenario import RequestSettings, Scenario, Workload
+from specload.config.settings import Request, Windows, to_args
+from specload.config.settings import Workload as SettingsWorkload
+from specload.runfiles.manifest import PromptFitEntry
 from specload.runner.processes import free_port, spawn_group, stop_process_group
-from specload.scenario import RequestSettings, Scenario, Workload
-from specload.settings import Request, Windows, to_args
-from specload.settings import Workload as SettingsWorkload
-from specload.workload_kinds import KINDS, USERS
+from specload.traffic.kinds import KINDS, USERS
+from specload.traffic.prompt_fit import Fit, cut_text, skip_text
+from specload.traffic.prompts import run_seed
 
 _LOADGEN = Path(specload.__file__).resolve().parent / "loadgen"
 LOCUSTFILES = {kind.name: _LOADGEN / kind.locustfile for kind in KINDS.values()}

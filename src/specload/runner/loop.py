@@ -1,10 +1,10 @@
 """The sweep's one loop: each stage in turn adds to the plan, and the runner runs it.
 
 A `Stage` decides what runs next from the results so far, and only by adding to the
-manifest: the crossover search its rounds (`runner/search.py`), the ladder the planned
-rungs (`Ladder`), the tie-break a repeat (`runner/tiebreak.py`), the verification its
-arm (`runner/verify_stage.py`). It names the arms its passes run; `plan.build` turns the
-manifest and the run folder into the pass, and `execute.run_pass` runs it. A fresh
+manifest: the crossover search its rounds, the ladder the planned rungs, the tie-break
+a repeat, the verification its arm (`runner/stages/`, a module each). It names the arms
+its passes run; `plan.build` turns the manifest and the run folder into the pass, and
+`execute.run_pass` runs it. A fresh
 sweep and a `--resume` go through the same stages: what is done on disk is simply not
 in the pass.
 """
@@ -32,24 +32,6 @@ class Stage(Protocol):
         """Add the stage's next pass to the manifest, and say what it adds (`PLANNED`:
         the rungs on record); None, once it has said why, when the stage is over."""
         ...
-
-
-class Ladder:
-    """The planned rungs of every selected arm that an earlier stage (the search) did
-    not run, in one pass."""
-
-    def __init__(self, *before: Stage) -> None:
-        self.before, self.done = before, False
-
-    def arms(self, sweep: Sweep) -> list[str]:
-        taken = {name for stage in self.before for name in stage.arms(sweep)}
-        return [name for name in sweep.selected if name not in taken]
-
-    def next(self, sweep: Sweep) -> str | None:
-        if self.done:
-            return None
-        self.done = True
-        return PLANNED
 
 
 Runner = Callable[[Sweep, Pass], None]

@@ -2,7 +2,7 @@
 
 A background thread of the runner GETs the metrics URL once per interval, parses the
 text with prometheus_client's reference parser, keeps every registered engine's series
-(`specload.engine_metrics`, read at each sample, plus latency histograms' `_sum` and
+(`specload.engines.metrics`, read at each sample, plus latency histograms' `_sum` and
 `_count`) and appends long-format rows `ts, metric, value`.
 Each row's value combines the series' label sets as its entry says: counters and queue
 sizes add up across data-parallel ranks, ratio gauges are averaged, weighted by the
@@ -31,10 +31,10 @@ from pathlib import Path
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-from specload import engine_metrics
-from specload.api_key import bearer
-from specload.engine_metrics import Series
-from specload.records import FETCH_METRIC, SERVER_METRICS_COLUMNS
+from specload.config.api_key import bearer
+from specload.engines import metrics as engine_metrics
+from specload.engines.metrics import Series
+from specload.runfiles.records import FETCH_METRIC, SERVER_METRICS_COLUMNS
 
 
 def _kept() -> tuple[dict[str, Series], frozenset[str]]:

@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specload import cpu_sets
+from specload.config.scenario import Arm, Scenario
 from specload.errors import UserError
-from specload.scenario import Arm, Scenario
+from specload.host import cpu_sets
 
 CPUS_PLACEHOLDER = "{cpus}"
 NCPUS_PLACEHOLDER = "{ncpus}"

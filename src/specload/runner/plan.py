@@ -17,8 +17,8 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from specload.manifest import ArmEntry, Manifest, RepEntry
-from specload.scenario import Scenario
+from specload.config.scenario import Scenario
+from specload.runfiles.manifest import ArmEntry, Manifest, RepEntry
 
 Level = int | float  # what a rung steps: users, sessions, or an open load's arrival rate
 

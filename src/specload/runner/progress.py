@@ -21,14 +21,14 @@ from typing import Any
 
 import orjson
 
-from specload.records import (
+from specload.report.rung_columns import View, names
+from specload.report.table import NONE_SENT
+from specload.runfiles.records import (
     CONCURRENCY_SHORTFALL,
     EVENTS_SUFFIX,
     LIVE_SUFFIX,
     LOCUST_FAILURES_SUFFIX,
 )
-from specload.report.rung_columns import View, names
-from specload.report.table import NONE_SENT
 
 # An arm where more than this share of requests failed is marked failed.
 FAILED_ARM_SHARE = 0.5

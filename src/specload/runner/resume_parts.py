@@ -24,7 +24,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from specload.records import (
+from specload.runfiles.records import (
     CLIENT_STATS_SUFFIX,
     CLOCK_SUFFIX,
     EVENTS_SUFFIX,

@@ -22,10 +22,10 @@ import time
 from abc import ABC, abstractmethod
 from pathlib import Path
 
+from specload.config.scenario import Arm
 from specload.runner import health_checks, placement
 from specload.runner.processes import log_tail, spawn_group, stop_process_group
 from specload.runner.sim_launcher import LaunchError, SimOptions, SimProcess, launch
-from specload.scenario import Arm
 
 SIM_READY_TIMEOUT_S = 60.0
 READY_PROBE_TIMEOUT_S = 5.0
@@ -117,8 +117,7 @@ class SimServer(ArmServer):
         super().__init__(arm)
         sim = arm.sim
         assert sim is not None
-        self.options = SimOptions(profile=sim.profile, spec=sim.spec, k=sim.k, seed=sim.seed,
-                                  faults=tuple(sim.faults), trace_path=trace_path,
+        self.options = SimOptions(sim.settings(), trace_path=trace_path,
                                   extra_args=tuple(sim.extra_args()), cpus=cpus)
         self.process: SimProcess | None = None
         self.draft_k: int | None = None

@@ -18,10 +18,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from specload.config.settings import Simulator, to_args
 from specload.runner.processes import log_tail, spawn_group, stop_process_group
 
 READY_LINE = re.compile(r"specload-sim listening on (https?://\S+)")
@@ -36,13 +37,10 @@ class LaunchError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class SimOptions:
-    """What to pass to `specload sim` (defaults: the simulator's own)."""
+    """What to pass to `specload sim`: its settings (`settings.Simulator`, whose defaults
+    are the simulator's own) and where and how it runs."""
 
-    profile: str = "h100-llama8b-eagle3"
-    spec: str = "on"
-    k: int | None = None
-    seed: int = 0
-    faults: Sequence[str] = ()
+    settings: Simulator = field(default_factory=Simulator)
     trace_path: Path | None = None
     host: str = "127.0.0.1"
     port: int = 0
@@ -51,17 +49,20 @@ class SimOptions:
     wrapper: Sequence[str] = field(default_factory=tuple)
     cpus: frozenset[int] | None = None  # where it runs (None: wherever the caller may)
 
+    @classmethod
+    def of(cls, **keys: Any) -> SimOptions:
+        """Options from keyword arguments, `settings.Simulator`'s among them (`profile`,
+        `spec`, `faults`, ...)."""
+        names = {f.name for f in fields(Simulator)}
+        own = {k: v for k, v in keys.items() if k not in names}
+        return cls(Simulator(**{k: v for k, v in keys.items() if k in names}), **own)
+
     def command(self) -> list[str]:
         cmd = [*self.wrapper, sys.executable, "-m", "specload.cli", "sim",
-               "--profile", self.profile,
-               "--spec", self.spec, "--host", self.host, "--port", str(self.port),
-               "--seed", str(self.seed)]
-        if self.k is not None:
-            cmd += ["-k", str(self.k)]
+               "--host", self.host, "--port", str(self.port),
+               *to_args(self.settings, Simulator)]
         if self.trace_path is not None:
             cmd += ["--trace", str(self.trace_path)]
-        for fault in self.faults:
-            cmd += ["--fault", fault]
         return cmd + list(self.extra_args)
 
 

@@ -25,9 +25,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from specload import api_key
+from specload.config import api_key
+from specload.config.scenario import Scenario, load_scenario, parse_scenario
 from specload.errors import UserError
-from specload.manifest import MANIFEST, Manifest, read_manifest
+from specload.runfiles.manifest import MANIFEST, Manifest, read_manifest
 from specload.runner import health_checks, placement
 from specload.runner.attempt import Sweep, say
 from specload.runner.locust_proc import (
@@ -35,17 +36,17 @@ from specload.runner.locust_proc import (
     locust_command,
     worker_command,
 )
-from specload.runner.loop import Ladder, Stage, drive
-from specload.runner.manifest import new_manifest
+from specload.runner.loop import Stage, drive
+from specload.runner.manifest_entries import new_manifest
 from specload.runner.ownership import owning
 from specload.runner.progress import (
     fmt_s,
 )
-from specload.runner.search import Search
-from specload.runner.tiebreak import TieBreak
-from specload.runner.verify import VERIFY_ARM
-from specload.runner.verify_stage import Verify
-from specload.scenario import Scenario, load_scenario, parse_scenario
+from specload.runner.stages.ladder import Ladder
+from specload.runner.stages.search import Search
+from specload.runner.stages.tiebreak import TieBreak
+from specload.runner.stages.verify import Verify
+from specload.runner.verify_arm import VERIFY_ARM
 
 # --- setup ------------------------------------------------------------------------------
 

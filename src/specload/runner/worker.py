@@ -9,7 +9,7 @@ with a `ConnectionError` after 60 retries (`CONNECT_RETRY_COUNT`), about 5 minut
 command runs `python -m locust -f - --worker --processes N` in a loop, one console line
 per start, and the new workers wait for the next master. `-f -` has each start download
 the master's own locustfile (`argument_parser.download_locustfile_from_master`): an arm's
-workload kind decides the locustfile and its user classes (`workload_kinds.py`), and a
+workload kind decides the locustfile and its user classes (`traffic/kinds.py`), and a
 worker with another one's fails every spawn (`KeyError: 'ChatSessionUser'`). Locust
 writes the download under the temporary directory, so each start gets its own
 (`TMPDIR`): two workers on one file system never import a file the other is writing.
@@ -41,9 +41,9 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import IO
 
-from specload import stdout_pipe
 from specload.errors import UserError
-from specload.pools import usable_cores
+from specload.host import stdout_pipe
+from specload.host.pools import usable_cores
 from specload.runner.processes import stop_process_group
 from specload.runner.progress import fmt_s
 

@@ -29,9 +29,9 @@ import orjson
 from aiohttp import web
 
 from specload.sim import auth, metrics
-from specload.sim.engine import Engine
 from specload.sim.generate import MAX_BODY_BYTES, Generation, Settings, json_response
 from specload.sim.openai_request import ApiError, Limits, chat_token_ids
+from specload.sim.step_loop import StepLoop
 
 HEALTH_GENERATE_TIMEOUT_S = 20.0  # SGLANG_HEALTH_CHECK_TIMEOUT's default
 GENERATION_ROUTES: dict[str, Literal["chat", "completions"]] = {
@@ -41,7 +41,7 @@ GENERATION_ROUTES: dict[str, Literal["chat", "completions"]] = {
 class SimApi:
     """The routes, bound to the engine ranks and the server's settings."""
 
-    def __init__(self, engines: list[Engine], settings: Settings, spec_mode: str,
+    def __init__(self, engines: list[StepLoop], settings: Settings, spec_mode: str,
                  interrupt: bool | None = None, *, api_key: str | None = None,
                  metrics_on: bool = False) -> None:
         self.engines = engines
@@ -63,7 +63,7 @@ class SimApi:
         self.generation = Generation(engines, settings)
 
     @property
-    def engine(self) -> Engine:
+    def engine(self) -> StepLoop:
         """The first rank (the only one without data parallelism)."""
         return self.engines[0]
 

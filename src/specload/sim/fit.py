@@ -315,7 +315,7 @@ def fit(base: Profile, obs: Observations, free: Sequence[str] | None = None, *,
     that fits the sweep better is kept: whether a second pass over the weights costs a
     whole read is the machine's (a memory-bound CPU's, not a compute-bound one's). The
     two fits are independent: `map_jobs` runs them (one after the other by default;
-    `specload.pools.map_jobs` spreads them over processes), and the answer is the same
+    `specload.host.pools.map_jobs` spreads them over processes), and the answer is the same
     either way."""
     forms = [base]
     if base.hardware.compute_tile_tokens:

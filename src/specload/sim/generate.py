@@ -27,12 +27,12 @@ from aiohttp import web
 
 from specload.sim import sse
 from specload.sim.categories import category_of
-from specload.sim.engine import Engine, Stream
 from specload.sim.faults import Fault, FaultPicker
 from specload.sim.flavors import Flavor
 from specload.sim.openai_request import ApiError, GenRequest, Limits, parse_request
 from specload.sim.receive_stamps import received_at
 from specload.sim.scheduler import Seq
+from specload.sim.step_loop import StepLoop, Stream
 from specload.sim.textgen import TokenStream, digest, output_length, reply_token_text
 from specload.sim.trace import TraceWriter
 
@@ -215,12 +215,12 @@ def client_gone(call: Call) -> None:
 class Generation:
     """Serves generation requests for one server: `await gen.serve(request, endpoint)`."""
 
-    def __init__(self, engines: list[Engine], settings: Settings) -> None:
+    def __init__(self, engines: list[StepLoop], settings: Settings) -> None:
         self.engines = engines
         self.s = settings
         self.final = FinalFields(settings.flavor, settings.spec_metrics_k)
 
-    def finish(self, call: Call, engine: Engine | None) -> None:
+    def finish(self, call: Call, engine: StepLoop | None) -> None:
         """End the request's trace record (once) and count it in the engine's histograms."""
         if call.traced:
             return
@@ -320,7 +320,7 @@ class Generation:
             words = words[:-1]
         return "".join(words)
 
-    async def _stream(self, call: Call, gen: GenRequest, engine: Engine, stream: Stream,
+    async def _stream(self, call: Call, gen: GenRequest, engine: StepLoop, stream: Stream,
                       words: TokenStream, reason: str, fault: Fault | None
                       ) -> web.StreamResponse:
         flavor = self.s.flavor
@@ -339,7 +339,7 @@ class Generation:
         return resp
 
     async def _stream_body(self, call: Call, gen: GenRequest, resp: web.StreamResponse,
-                           engine: Engine, stream: Stream, words: TokenStream, reason: str,
+                           engine: StepLoop, stream: Stream, words: TokenStream, reason: str,
                            fault: Fault | None) -> None:
         flavor = self.s.flavor
         w = sse.ChunkWriter(flavor, gen.endpoint == "chat",

@@ -182,7 +182,7 @@ class Unexplained(_Strict):
     waiting_share: NonNeg = 0.0
 
 
-class Workload(_Strict):
+class RequestLengths(_Strict):
     """Lengths: sim-curve's default request and the EOS length distribution."""
 
     prompt_tokens: int = Field(ge=1)  # sim-curve's prompt length
@@ -201,7 +201,7 @@ class Profile(_Strict):
     scheduler: Scheduler
     overheads: Overheads
     unexplained: Unexplained = Field(default_factory=Unexplained)
-    workload: Workload
+    workload: RequestLengths
     # where each parameter's value comes from, by dotted path ("overheads.step_s":
     # "fitted"); `specload sim-fit` writes it, the built-in profiles say it in comments
     origins: dict[str, str] = Field(default_factory=dict)
@@ -235,7 +235,7 @@ class Profile(_Strict):
 
 SECTIONS: dict[str, type[_Strict]] = {
     "hardware": Hardware, "model": Model, "speculative": Speculative, "scheduler": Scheduler,
-    "overheads": Overheads, "unexplained": Unexplained, "workload": Workload,
+    "overheads": Overheads, "unexplained": Unexplained, "workload": RequestLengths,
 }
 
 

@@ -29,13 +29,13 @@ from aiohttp import web
 from specload.sim import SimConfigError, heap_trim
 from specload.sim.api import SimApi
 from specload.sim.core import EngineCore
-from specload.sim.engine import Engine
 from specload.sim.faults import FaultPicker, parse_fault
 from specload.sim.flavors import DEFAULT_FLAVOR, FLAVORS, Flavor
 from specload.sim.generate import Settings
 from specload.sim.openai_request import Limits
 from specload.sim.profile import Profile, engine_profile
 from specload.sim.receive_stamps import listen_socket
+from specload.sim.step_loop import StepLoop
 from specload.sim.trace import TraceWriter
 
 
@@ -55,7 +55,7 @@ def build_api(args: argparse.Namespace, profile: Profile) -> SimApi:
         raise SimConfigError("--data-parallel must be 1 or more")
     slots = getattr(args, "slots", None) or flavor.slots
     caching = getattr(args, "prefix_caching", None)
-    engines = [Engine(EngineCore(profile, args.spec, args.k, args.seed + rank, slots, caching))
+    engines = [StepLoop(EngineCore(profile, args.spec, args.k, args.seed + rank, slots, caching))
                for rank in range(ranks)]
     context = getattr(args, "max_model_len", None) or profile.model.max_model_len
     if context > profile.model.max_model_len:
@@ -66,7 +66,7 @@ def build_api(args: argparse.Namespace, profile: Profile) -> SimApi:
                     max_output_tokens=profile.workload.max_output_tokens)
     settings = Settings(
         flavor=flavor, limits=limits, eos_mean=profile.workload.eos_mean_tokens,
-        seed=args.seed, faults=FaultPicker([parse_fault(f) for f in args.fault], args.seed),
+        seed=args.seed, faults=FaultPicker([parse_fault(f) for f in args.faults], args.seed),
         trace=TraceWriter(args.trace) if args.trace else None, created=int(time.time()),
         reasoning_tokens=getattr(args, "reasoning_tokens", 0) or 0,
         connection_close=bool(getattr(args, "connection_close", False)),
@@ -84,7 +84,7 @@ def build_api(args: argparse.Namespace, profile: Profile) -> SimApi:
                   api_key=key, metrics_on=metrics_on)
 
 
-def _spec_metrics_k(args: argparse.Namespace, flavor: Flavor, engines: list[Engine]
+def _spec_metrics_k(args: argparse.Namespace, flavor: Flavor, engines: list[StepLoop]
                     ) -> int | None:
     """The draft length of `metrics.speculative_decoding`'s histogram, when it is sent."""
     if getattr(args, "per_request_spec_decode_metrics", "none") == "none":

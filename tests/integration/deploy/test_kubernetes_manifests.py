@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from specload.scenario import parse_scenario
+from specload.config.scenario import parse_scenario
 from tests.support import REPO
 from tests.support.deploy import (
     BASE,

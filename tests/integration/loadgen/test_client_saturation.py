@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from specload.records import CLIENT_STATS_COLUMNS, CLIENT_STATS_SUFFIX
+from specload.runfiles.records import CLIENT_STATS_COLUMNS, CLIENT_STATS_SUFFIX
 from tests.support import REPO
 
 BURNER = REPO / "tests" / "support" / "cpu_burner.py"

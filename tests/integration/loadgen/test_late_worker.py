@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from specload.records import REQUESTS_SUFFIX
+from specload.runfiles.records import REQUESTS_SUFFIX
 from specload.runner.processes import free_port
 from tests.support import REPO
 from tests.support.sweeps import wait_for

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from specload.records import REQUESTS_SUFFIX
+from specload.runfiles.records import REQUESTS_SUFFIX
 from tests.support import REPO
 
 # Requests of ~2-3 s, and users spawned 1/3 s apart so that their requests do not end

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from specload.records import LATE_LIMIT_MS
 from specload.report import render
+from specload.runfiles.records import LATE_LIMIT_MS
 from tests.support import REPO
 from tests.support.ks import erlang_cdf, exponential_cdf, ks_pvalue
 

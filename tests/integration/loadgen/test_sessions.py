@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from specload.prompts import Prompt, request_seed
 from specload.sim.textgen import TokenStream, chat_prompt_tokens, digest
+from specload.traffic.prompts import Prompt, request_seed
 from tests.integration.loadgen.test_loadgen_groundtruth import check_against_trace
 from tests.support.ks import ks_pvalue, lognormal_cdf
 

@@ -59,9 +59,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specload.records import FETCH_METRIC
 from specload.report import render
 from specload.report.crossover import find_crossover
+from specload.runfiles.records import FETCH_METRIC
 from tests.support import llama_metrics as metrics
 from tests.support import llama_server
 from tests.support.ratios import ratio_range

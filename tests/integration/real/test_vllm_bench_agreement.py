@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from specload import cpu_sets
+from specload.host import cpu_sets
 from specload.runner import placement
 from specload.runner.metrics_scrape import parse_metrics
 from tests.support import vllm_bench, vllm_server

@@ -43,13 +43,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specload import accept_by_step
 from specload.engines.schedule import BATCH_SIZE_CEILING
-from specload.records import FETCH_METRIC
 from specload.report import render
 from specload.report.client_metrics import measure
 from specload.report.run_files import read_requests
 from specload.report.windows import Window
+from specload.runfiles import accept_by_step
+from specload.runfiles.records import FETCH_METRIC
 from tests.support import vllm_server
 from tests.support.ratios import ratio_range
 from tests.support.sweeps import read_csv, run_dir_of, run_sweep

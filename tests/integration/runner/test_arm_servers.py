@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from specload.config.scenario import Arm
 from specload.runner.processes import free_port
 from specload.runner.servers import CommandServer, ServerError, SimServer, UrlServer
-from specload.scenario import Arm
 
 
 def command_arm(start: str, port: int, **extra) -> Arm:

@@ -23,11 +23,11 @@ from typing import Any
 
 import pytest
 
-from specload.records import SERVER_TRACE_NAME
 from specload.report import render
 from specload.report.client_metrics import measure
 from specload.report.run_files import read_rep
 from specload.report.windows import Window
+from specload.runfiles.records import SERVER_TRACE_NAME
 from specload.runner.sim_launcher import SimOptions, SimProcess, launch
 from tests.support import netns
 from tests.support.sweeps import BackgroundSweep, read_csv, read_manifest, wait_for
@@ -81,8 +81,8 @@ def trace_tok_s(trace: list[dict[str, Any]], w: Window, ids: set[str] | None = N
 
 
 def start_sim(server: netns.Host, folder: Path) -> SimProcess:
-    options = SimOptions(profile=PROFILE, spec="on", host=server.ip, port=0,
-                         trace_path=folder / "trace.jsonl", wrapper=server.command(()))
+    options = SimOptions.of(profile=PROFILE, spec="on", host=server.ip, port=0,
+                            trace_path=folder / "trace.jsonl", wrapper=server.command(()))
     return launch(options, folder / "sim.log")
 
 

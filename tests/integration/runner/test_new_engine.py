@@ -21,11 +21,11 @@ import pytest
 
 from specload import engines
 from specload.cli import build_parser
+from specload.config.scenario import parse_scenario
 from specload.engines import schedule as es
 from specload.engines.spec_command import SpecSettings
 from specload.errors import UserError
 from specload.runner import sweep
-from specload.scenario import parse_scenario
 from specload.sim import metrics
 from specload.sim.flavors import FLAVORS
 from specload.sim.metrics import RankStats

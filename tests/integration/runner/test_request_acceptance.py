@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from specload import accept_by_step
-from specload.records import FETCH_METRIC
+from specload.runfiles import accept_by_step
+from specload.runfiles.records import FETCH_METRIC
 from tests.support.sweeps import read_csv, run_dir_of
 
 PROFILE = "h100-llama8b-eagle3"

@@ -28,7 +28,7 @@ import pytest
 from specload.report.acceptance_map import break_even
 from specload.sim.profile import load_profile, with_acceptance_length
 from specload.sim.virtual import run_closed_loop
-from specload.workload import LengthSpec
+from specload.traffic.shapes import LengthSpec
 from tests.support.sweeps import run_dir_of, run_sweep, write_scenario
 
 pytestmark = [pytest.mark.slow, pytest.mark.long(260)]

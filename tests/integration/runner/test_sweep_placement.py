@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from specload import cpu_sets
+from specload.host import cpu_sets
 from specload.runner import placement
 from specload.runner.ownership import CHILDREN_NAME
 from specload.runner.processes import free_port

@@ -28,7 +28,7 @@ import pytest
 from specload.runner.processes import free_port
 from specload.sim.curve import predict
 from specload.sim.profile import load_profile
-from specload.workload import LengthSpec
+from specload.traffic.shapes import LengthSpec
 from tests.support.sweeps import (
     BackgroundSweep,
     read_manifest,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from specload.workload import LengthSpec
+from specload.traffic.shapes import LengthSpec
 from tests.support.best_k import simulated_best_k
 from tests.support.sweeps import (
     assert_no_warning_but_the_machines,

@@ -70,8 +70,8 @@ def test_vllm_guards_v1_routes_with_a_bearer_key(sim_server) -> None:
 
 
 def test_key_from_the_environment_stays_out_of_files(tmp_path) -> None:
-    options = SimOptions(profile="bench-20ms", trace_path=tmp_path / "trace.jsonl",
-                         extra_args=("--flavor", "vllm", "--api-key-env", "SIM_TEST_KEY"))
+    options = SimOptions.of(profile="bench-20ms", trace_path=tmp_path / "trace.jsonl",
+                            extra_args=("--api-key-env", "SIM_TEST_KEY"))
     srv = launch(options, tmp_path / "sim.log", env={"SIM_TEST_KEY": KEY})
     try:
         assert call(srv.url, "/v1/models")[0] == 401

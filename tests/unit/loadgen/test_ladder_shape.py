@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from specload.loadgen.shape import LadderShape
-from specload.records import RUNGS_COLUMNS
+from specload.runfiles.records import RUNGS_COLUMNS
 
 T0 = 1_700_000_000.0
 

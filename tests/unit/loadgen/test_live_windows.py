@@ -18,7 +18,7 @@ from locust.argument_parser import get_parser
 from locust.env import Environment
 
 from specload.loadgen.live import LiveRungs, Span
-from specload.records import rung_time
+from specload.runfiles.records import rung_time
 
 T = 1_796_417_840.0
 

@@ -12,8 +12,8 @@ from locust.argument_parser import get_parser
 from locust.env import Environment
 
 from specload.loadgen import plugin
-from specload.loadgen.context import ModelDiscoveryError, ProcessContext, fetch_models
-from specload.prompts import PromptOrder, load_prompts
+from specload.loadgen.process_state import ModelDiscoveryError, ProcessState, fetch_models
+from specload.traffic.prompts import PromptOrder, load_prompts
 
 plugin.install()  # as a locustfile does: specload's arguments and listeners
 
@@ -27,8 +27,8 @@ def make_env(*args: str) -> Environment:
 def test_ids_headers_model_and_prompts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SPECLOAD_TEST_KEY", "k-123")
     env = make_env("--model", "my-model", "--api-key-env", "SPECLOAD_TEST_KEY", "--seed", "7")
-    ctx = ProcessContext.for_env(env)
-    assert ProcessContext.for_env(env) is ctx
+    ctx = ProcessState.for_env(env)
+    assert ProcessState.for_env(env) is ctx
     assert ctx.client_id == f"{socket.gethostname()}-{os.getpid()}"
     seqs, ids = zip(*(ctx.next_request() for _ in range(100)), strict=True)
     assert seqs == tuple(range(1, 101))
@@ -48,21 +48,21 @@ def test_ids_headers_model_and_prompts(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_no_key_no_header(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    assert ProcessContext.for_env(make_env()).auth_headers == {}
+    assert ProcessState.for_env(make_env()).auth_headers == {}
 
 
 def test_new_test_gets_a_new_context() -> None:
     env = make_env("--model", "m")
-    ctx = ProcessContext.for_env(env)
+    ctx = ProcessState.for_env(env)
     env.events.test_start.fire(environment=env)
-    assert ProcessContext.for_env(env) is not ctx
+    assert ProcessState.for_env(env) is not ctx
 
 
 @pytest.mark.parametrize(("given", "header"), [("off", ""), ("X-Request-ID", "X-Request-ID"),
                                                ("none", "")])
 def test_request_id_header_can_be_renamed_or_dropped(given: str, header: str) -> None:
     env = make_env("--model", "m", "--request-id-header", given)
-    assert ProcessContext.for_env(env).request_id_header == header
+    assert ProcessState.for_env(env).request_id_header == header
 
 
 def test_model_discovery_failure_is_one_line() -> None:

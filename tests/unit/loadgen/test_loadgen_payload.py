@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from specload.loadgen.options import RunOptions
 from specload.loadgen.users import ChatStreamUser, CompletionStreamUser
-from specload.prompts import Prompt, request_seed
+from specload.traffic.prompts import Prompt, request_seed
 
 PROMPT = Prompt(({"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}),
                 "chat")

@@ -1,4 +1,4 @@
-"""The recorder in a local runner: one CSV row per record, header from records.py."""
+"""The recorder in a local runner: one CSV row per record, header from runfiles/records.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from locust.env import Environment
 
 from specload.loadgen import plugin
 from specload.loadgen.recorder import Recorder
-from specload.records import REQUEST_COLUMNS, RequestRecord, decode_chunks, encode_chunks
+from specload.runfiles.records import REQUEST_COLUMNS, RequestRecord, decode_chunks, encode_chunks
 
 plugin.install()  # as a locustfile does: specload's arguments and listeners
 

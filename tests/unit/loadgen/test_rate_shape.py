@@ -8,11 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from specload.arrival_plan import plan_rates
 from specload.loadgen.inflight import IN_FLIGHT
 from specload.loadgen.open_loop import ARRIVALS
 from specload.loadgen.rate_shape import LEAD_S, RateShape
-from specload.records import RATE_RUNGS_COLUMNS
+from specload.runfiles.records import RATE_RUNGS_COLUMNS
+from specload.traffic.arrivals import plan_rates
 from tests.unit.loadgen.test_ladder_shape import T0, FakeClock, FakeLive
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from specload.conversations import Conversation
 from specload.loadgen.sessions import Session
+from specload.traffic.conversations import Conversation
 
 
 def test_each_turn_sends_the_history_with_the_replies() -> None:

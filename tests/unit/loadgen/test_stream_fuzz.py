@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 from itertools import pairwise
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from specload.loadgen.chunk_json import MalformedChunk, error_message_from_body
 from specload.loadgen.measure import StreamTally
 from specload.loadgen.sse import SSEDecoder
 from specload.loadgen.users import StreamingUser, _judge_complete_stream, _Outcome
-from specload.records import ERROR_KINDS, REQUEST_COLUMNS, RequestRecord, encode_chunks
+from specload.runfiles.records import ERROR_KINDS, REQUEST_COLUMNS, RequestRecord, encode_chunks
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-5, 10**12) | st.floats(allow_nan=True)
@@ -88,6 +88,7 @@ def test_arbitrary_bytes_end_in_a_result_or_a_failure_kind(body: bytes, cuts: li
 
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=300) | json_values.map(lambda v: json.dumps(v).encode()))
+@example(b'{"choices": null, "error": " "}')  # a blank message: the body is said instead
 def test_error_bodies_always_give_a_short_message(body: bytes) -> None:
     message = error_message_from_body(body)
     assert isinstance(message, str) and 0 < len(message) <= 200 and "\n" not in message

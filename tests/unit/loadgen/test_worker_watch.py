@@ -17,10 +17,10 @@ from locust.argument_parser import get_parser
 from locust.env import Environment
 from locust.runners import STATE_MISSING, STATE_RUNNING, WorkerNode
 
-from specload.clock_sync import Exchange
 from specload.loadgen.live import LiveRungs, ProcessState, Span
 from specload.loadgen.worker_watch import MSG_PONG, WorkerWatch, answer_ping
-from specload.records import CLOCK_COLUMNS, EVENTS_COLUMNS, REQUEST_COLUMNS
+from specload.runfiles.clock_sync import Exchange
+from specload.runfiles.records import CLOCK_COLUMNS, EVENTS_COLUMNS, REQUEST_COLUMNS
 from specload.runner.processes import free_port
 
 T = 1_700_000_000.0

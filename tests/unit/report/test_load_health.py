@@ -6,9 +6,9 @@ import math
 
 import pandas as pd
 
-from specload import records
 from specload.report.load_health import client_row
 from specload.report.windows import Window
+from specload.runfiles import records
 
 W = Window(0, 4, 10.0, 20.0)
 

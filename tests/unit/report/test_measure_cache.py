@@ -14,9 +14,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from specload import records
 from specload.report import aggregate, measure_cache, render, run_files
 from specload.report.run_files import RepSource
+from specload.runfiles import records
 from tests.support import run_files as make
 
 STEPS = [(0, 1, 95.0, 100.05, 130.05), (1, 4, 135.0, 140.05, 170.05)]

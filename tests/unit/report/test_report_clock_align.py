@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specload.records import RequestRecord
 from specload.report import clock_align, quality
 from specload.report.aggregate import RepJob, measure_rep
 from specload.report.run_files import RepSource, read_rep, read_requests
 from specload.report.windows import Window
+from specload.runfiles.records import RequestRecord
 from tests.support.run_files import steady_requests, write_prefix
 
 T = 1_700_000_000.0

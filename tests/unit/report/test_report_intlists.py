@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specload import records
 from specload.report import chunk_arrays, intlists, run_files
+from specload.runfiles import records
 
 # Rows (gaps, tokens) that a writer or a hand-edited file can produce.
 AWKWARD_ROWS = [

@@ -17,12 +17,12 @@ from typing import Any
 import orjson
 import pytest
 
-from specload.records import CLIENT_LAG_LIMIT_MS, CLIENT_STATS_COLUMNS, RequestRecord
 from specload.report import aggregate, client_metrics, run_files
 from specload.report.live_figures import BIN_S, LiveFigures, load_status, serve
 from specload.report.run_files import RepSource
 from specload.report.rung_columns import View, names
 from specload.report.windows import Window
+from specload.runfiles.records import CLIENT_LAG_LIMIT_MS, CLIENT_STATS_COLUMNS, RequestRecord
 from tests.support import run_files as make
 
 STEPS = [(0, 1, 95.0, 100.05, 130.05), (1, 4, 135.0, 140.05, 170.05)]

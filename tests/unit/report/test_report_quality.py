@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specload.manifest import Manifest
 from specload.report import client_metrics, quality
 from specload.report.crossover import Crossover, PairResult
 from specload.report.run_files import ArmSource
+from specload.runfiles.manifest import Manifest
 
 GOOD = {"arm": "on", "rep": 1, "concurrency": 10, "achieved_concurrency": 9.5,
         "client_cpu_max": 50.0, "client_lag_p99_max_ms": 2.0, "requests": 100, "failures": 0,

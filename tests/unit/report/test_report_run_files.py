@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from specload import records
 from specload.errors import UserError
 from specload.report import run_files
+from specload.runfiles import records
 from tests.support import run_files as make
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from specload import records
 from specload.report import windows
 from specload.report.windows import Window
+from specload.runfiles import records
 
 
 def _history(rows: list[tuple[int, int]]) -> pd.DataFrame:

@@ -23,7 +23,7 @@ from specload.report.rung_columns import (
     spread_names,
     views_of,
 )
-from specload.workload_kinds import KINDS
+from specload.traffic.kinds import KINDS
 
 
 def test_every_view_shows_declared_columns_once() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from specload.config.scenario import parse_scenario
 from specload.runner.locust_proc import (
     LOCUSTFILE,
     LoadMode,
@@ -11,7 +12,6 @@ from specload.runner.locust_proc import (
     request_args,
     worker_command,
 )
-from specload.scenario import parse_scenario
 
 RAW = {
     "name": "t",

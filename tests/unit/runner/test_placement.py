@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from specload import cpu_sets
+from specload.config.scenario import parse_scenario
 from specload.errors import UserError
+from specload.host import cpu_sets
 from specload.runner import placement
 from specload.runner.processes import spawn_group, stop_process_group
-from specload.scenario import parse_scenario
 
 
 @pytest.mark.parametrize(("text", "cpus", "back"), [

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from specload.manifest import ArmEntry, Manifest, RepEntry
+from specload.runfiles.manifest import ArmEntry, Manifest, RepEntry
 from specload.runner import execute
 from specload.runner.attempt import ServerExited
 from specload.runner.plan import Pass, Round, Run

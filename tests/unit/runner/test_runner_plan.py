@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from specload.manifest import Manifest, RepEntry, SearchEntry, SearchRound
-from specload.runner.manifest import new_manifest
+from specload.config.scenario import Scenario, parse_scenario
+from specload.runfiles.manifest import Manifest, RepEntry, SearchEntry, SearchRound
+from specload.runner.manifest_entries import new_manifest
 from specload.runner.plan import Pass, Run, build
-from specload.scenario import Scenario, parse_scenario
 
 
 def _scenario(**keys: Any) -> Scenario:

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import orjson
 
+from specload.config.scenario import parse_scenario
 from specload.runner.attempt import Sweep
 from specload.runner.locust_proc import LoadMode
-from specload.runner.manifest import new_manifest
+from specload.runner.manifest_entries import new_manifest
 from specload.runner.progress import (
     WorkerEvents,
     arm_failure,
@@ -19,7 +20,6 @@ from specload.runner.progress import (
     progress_line,
     rung_figures,
 )
-from specload.scenario import parse_scenario
 from tests.support import run_files as make
 
 LINE = {"rung": 2, "users": 10, "measure_start": 0.0, "measure_end": 10.0,

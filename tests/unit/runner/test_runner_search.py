@@ -9,11 +9,12 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from specload.manifest import SearchEntry, SearchRound
-from specload.runner.loop import Ladder, drive
-from specload.runner.manifest import new_manifest
-from specload.runner.search import Search
-from specload.scenario import parse_scenario
+from specload.config.scenario import parse_scenario
+from specload.runfiles.manifest import SearchEntry, SearchRound
+from specload.runner.loop import drive
+from specload.runner.manifest_entries import new_manifest
+from specload.runner.stages.ladder import Ladder
+from specload.runner.stages.search import Search
 from tests.support.sweeps import Passes
 
 

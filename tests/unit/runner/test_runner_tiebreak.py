@@ -7,11 +7,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from specload.manifest import ArmEntry, Manifest, RepEntry
 from specload.report import render
-from specload.runner import tiebreak
+from specload.runfiles.manifest import ArmEntry, Manifest, RepEntry
 from specload.runner.loop import drive
-from specload.runner.tiebreak import TieBreak
+from specload.runner.stages import tiebreak
+from specload.runner.stages.tiebreak import TieBreak
 from tests.support.sweeps import Passes
 
 

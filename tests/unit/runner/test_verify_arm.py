@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from specload.config.scenario import parse_scenario
 from specload.engines.schedule import Tier
 from specload.engines.spec_command import SpecSettings
 from specload.report.recommend import Schedule
-from specload.runner import verify
-from specload.scenario import parse_scenario
+from specload.runner import verify_arm as verify
 
 SCHEDULE = [[1, 15, 3], [16, 65536, 0]]
 VLLM = {"method": "eagle3", "model": "d", "num_speculative_tokens": 3,

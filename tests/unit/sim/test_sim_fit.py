@@ -8,7 +8,7 @@ from functools import partial
 import pytest
 import yaml
 
-from specload.pools import map_jobs
+from specload.host.pools import map_jobs
 from specload.sim import SimConfigError
 from specload.sim.acceptance import expected_tokens_per_step
 from specload.sim.curve import predict

@@ -7,11 +7,11 @@ import json
 import pytest
 import yaml
 
-from specload.records import ERROR_KINDS
+from specload.runfiles.records import ERROR_KINDS
 from specload.sim import SimConfigError
-from specload.sim.engine import LAG_WINDOW_S, LagMeter
 from specload.sim.faults import CLIENT_ERROR_KINDS, DEFAULT_PARAMS, FaultPicker, parse_fault
 from specload.sim.profile import PROFILES_DIR, builtin_names, load_profile
+from specload.sim.step_loop import LAG_WINDOW_S, LagMeter
 from specload.sim.textgen import TokenStream, digest, output_length, text_tokens
 
 

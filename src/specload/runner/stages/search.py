@@ -13,10 +13,10 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from specload.manifest import ArmEntry, SearchEntry, SearchRound
+from specload.ladder.search import COARSE_RATIO, Found, coarse, refine
+from specload.runfiles.manifest import ArmEntry, SearchEntry, SearchRound
 from specload.runner.attempt import Sweep, say
 from specload.runner.loop import PLANNED
-from specload.search import COARSE_RATIO, Found, coarse, refine
 
 if TYPE_CHECKING:
     from specload.report.render import Report

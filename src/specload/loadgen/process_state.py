@@ -1,6 +1,6 @@
 """What every user of one load process shares for one test: ids, prompts, model, headers.
 
-`ProcessContext.for_env(environment)` is built on first use after `test_start` (when
+`ProcessState.for_env(environment)` is built on first use after `test_start` (when
 workers have received the master's options) and dropped at the next `test_start`, so
 options changed in the web UI take effect. It hands out request ids (UUIDs: some
 servers accept nothing else in `X-Request-Id`, and they are unique across load
@@ -36,29 +36,30 @@ from locust import events
 from locust.env import Environment
 from locust.runners import LocalRunner, WorkerRunner
 
-from specload import api_key, prompt_fit
-from specload.category_mix import CategoryMix
-from specload.conversations import SessionDeck
+from specload.config import api_key
 from specload.errors import UserError
 from specload.loadgen.options import RunOptions
-from specload.prompts import Prompt, PromptOrder, load_prompts
-from specload.records import client_id
-from specload.workload import LengthSpec, PromptBuilder
+from specload.runfiles.records import client_id
+from specload.traffic import prompt_fit
+from specload.traffic.category_mix import CategoryMix
+from specload.traffic.conversations import SessionDeck
+from specload.traffic.prompts import Prompt, PromptOrder, load_prompts
+from specload.traffic.shapes import LengthSpec, PromptBuilder
 
 MODELS_PATH = "/v1/models"
 log = logging.getLogger(__name__)
 
-_contexts: WeakKeyDictionary[Environment, ProcessContext] = WeakKeyDictionary()
+_contexts: WeakKeyDictionary[Environment, ProcessState] = WeakKeyDictionary()
 _user_seq = count(1)
 # Called with every new context: what other workloads share per process (sessions.py).
-EXTENSIONS: list[Callable[[ProcessContext], None]] = []
+EXTENSIONS: list[Callable[[ProcessState], None]] = []
 
 
 class ModelDiscoveryError(Exception):
     """`GET /v1/models` failed or listed no model."""
 
 
-class ProcessContext:
+class ProcessState:
     """Per-process, per-test shared state of the streaming users."""
 
     def __init__(self, environment: Environment) -> None:
@@ -93,7 +94,7 @@ class ProcessContext:
             extend(self)
 
     @classmethod
-    def for_env(cls, environment: Environment) -> ProcessContext:
+    def for_env(cls, environment: Environment) -> ProcessState:
         ctx = _contexts.get(environment)
         if ctx is None:
             ctx = _contexts[environment] = cls(environment)
@@ -202,7 +203,7 @@ def _check_at_init(environment: Environment, **_: Any) -> None:
     if not isinstance(environment.runner, LocalRunner) or environment.parsed_options is None:
         return
     try:
-        ProcessContext(environment)
+        ProcessState(environment)
     except (UserError, ValueError) as exc:
         sys.stderr.write(f"specload: {exc}\n")
         raise SystemExit(2) from None
@@ -212,7 +213,7 @@ def _rebuild(environment: Environment, **_: Any) -> None:
     """Fresh context per test; a bad option or prompt file stops the run with one line."""
     _contexts.pop(environment, None)
     try:
-        ctx = ProcessContext.for_env(environment)
+        ctx = ProcessState.for_env(environment)
         if ctx.opts.insecure:
             log.warning("specload: --insecure: HTTPS certificates are not verified")
     except (UserError, ValueError) as exc:

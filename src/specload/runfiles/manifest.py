@@ -2,7 +2,7 @@
 
 The runner writes the manifest (what was planned, what ran, how each repeat ended) and
 rewrites it atomically after every state change; `--resume` and the report read it.
-Both sides use these models, as `records.py` does for the request rows, so a field
+Both sides use these models, as `runfiles/records.py` does for the request rows, so a field
 cannot be spelled one way by the writer and another by the reader. Readers accept
 unknown fields (a newer specload may add some) and manifests of older versions, whose
 arms may lack the newer fields. The manifest never holds secrets: API keys are named
@@ -126,7 +126,7 @@ class SearchRound(_Entry):
 
 
 class SearchEntry(_Entry):
-    """The crossover search of a `ladder: auto` run (`specload.search`): its arms, its
+    """The crossover search of a `ladder: auto` run (`specload.ladder.search`): its arms, its
     passes (the coarse one first) and why it stopped."""
 
     arms: list[str]

@@ -11,9 +11,9 @@ has added.
 
 from __future__ import annotations
 
-from specload.manifest import ArmEntry, RepEntry
+from specload.runfiles.manifest import ArmEntry, RepEntry
 from specload.runner.attempt import Sweep, say
-from specload.runner.manifest import rep_dir
+from specload.runner.manifest_entries import rep_dir
 
 
 def added(arms: list[ArmEntry], planned: int) -> int:

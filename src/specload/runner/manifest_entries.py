@@ -1,4 +1,4 @@
-"""A new sweep's manifest, built from its scenario (the model is `specload.manifest`).
+"""A new sweep's manifest, built from its scenario (the model is `specload.runfiles.manifest`).
 
 The manifest records the validated scenario (no secrets: API keys are referenced by
 environment variable name only), versions, the machine, and per arm its kind, spec
@@ -16,10 +16,17 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from specload import __version__
-from specload.clock_sync import Measurement, usable
-from specload.manifest import ArmEntry, Manifest, RepEntry, WorkerClock, WorkerEvent, utc_now
-from specload.records import CLOCK_SUFFIX, EVENTS_SUFFIX
-from specload.scenario import Arm, Scenario
+from specload.config.scenario import Arm, Scenario
+from specload.runfiles.clock_sync import Measurement, usable
+from specload.runfiles.manifest import (
+    ArmEntry,
+    Manifest,
+    RepEntry,
+    WorkerClock,
+    WorkerEvent,
+    utc_now,
+)
+from specload.runfiles.records import CLOCK_SUFFIX, EVENTS_SUFFIX
 
 
 def _locust_version() -> str:

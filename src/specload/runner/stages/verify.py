@@ -1,7 +1,7 @@
 """The verification stage: once the compared arms are done, add the `verify` arm and run it.
 
 It asks the analysed run for the schedule to verify (`report.render.schedule_to_verify`),
-writes its files and adds the arm (`runner/verify.py`) to the manifest, whose one pass
+writes its files and adds the arm (`runner/verify_arm.py`) to the manifest, whose one pass
 then runs it through the same ladder. A `url:` arm is set up by the user, so the stage
 prints what to do and `--resume RUN_DIR --arms verify` runs it. Nothing is added when the
 scenario does not ask for it, already has the arm, or a compared arm did not finish.
@@ -10,7 +10,7 @@ scenario does not ask for it, already has the arm, or a compared arm did not fin
 from __future__ import annotations
 
 from specload.runner.attempt import Sweep, say
-from specload.runner.verify import (
+from specload.runner.verify_arm import (
     VERIFY_ARM,
     add_arm,
     hand_steps,

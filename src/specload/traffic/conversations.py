@@ -23,8 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from specload.errors import UserError
-from specload.prompts import BUILTIN_NAME, PromptOrder, json_array, read_text, sharegpt_turns
-from specload.workload import LengthSpec, ThinkTime
+from specload.traffic.prompts import (
+    BUILTIN_NAME,
+    PromptOrder,
+    json_array,
+    read_text,
+    sharegpt_turns,
+)
+from specload.traffic.shapes import LengthSpec, ThinkTime
 
 BUILTIN_FILE = "data/conversations.jsonl"
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from specload.errors import UserError
-from specload.prompts import Prompt
+from specload.traffic.prompts import Prompt
 
 USAGE = "expected CATEGORY:WEIGHT,... (e.g. code:0.5,chat:0.5) or a mapping of them"
 

@@ -62,7 +62,7 @@ FETCH_METRIC = "specload:fetch_seconds"
 CLIENT_STATS_COLUMNS = ("ts", "client_id", "cpu_percent", "lag_p50_ms", "lag_p99_ms", "users",
                         "lag_samples", "lag_late", "chunks", "in_flight")
 CLIENT_LAG_LIMIT_MS = 10.0
-# One row per clock round per worker process (`specload.clock_sync`): when it was measured
+# One row per clock round per worker process (`specload.runfiles.clock_sync`): when it was measured
 # (master's clock), the process (`client_id` as in the request rows) and its Locust
 # node id, the offset (worker clock minus master clock) and the round trip of the best
 # of `exchanges` exchanges. The report subtracts the offset from the process's times.

@@ -1,4 +1,4 @@
-"""The real-time engine: runs `EngineCore` steps on the wall clock.
+"""The step loop: runs `EngineCore` steps on the wall clock, as a simulated server does.
 
 The only part of the simulator that touches the clock. Steps follow an anchored
 schedule: each step's deadline is the previous deadline plus the step's modelled
@@ -136,7 +136,7 @@ def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-class Engine:
+class StepLoop:
     """Owns the core and the step loop; HTTP handlers submit and abort requests."""
 
     def __init__(self, core: EngineCore, warn: Callable[[str], None] = _stderr) -> None:

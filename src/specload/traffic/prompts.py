@@ -7,7 +7,7 @@ kind of text. A JSON-lines file has one object per line with
 `category`. A ShareGPT file is a JSON array of `{"conversations": [{"from": "human",
 "value": ...}, ...]}`; the first human turn is the prompt. Errors name the file and the
 line (JSONL) or entry (ShareGPT); `read_text` and `sharegpt_turns` serve the
-multi-turn loader (`conversations.py`) too. `PromptOrder` is a seeded permutation walked
+multi-turn loader (`traffic/conversations.py`) too. `PromptOrder` is a seeded permutation walked
 as one global sequence that load processes share round-robin, so the requests' prompts
 (or conversations) are the same for every arm and do not depend on how many workers
 there are.

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from specload import engines
-from specload.manifest import ArmEntry
-from specload.runner.manifest import arm_entry
-from specload.scenario import Arm, Scenario
+from specload.config.scenario import Arm, Scenario
+from specload.runfiles.manifest import ArmEntry
+from specload.runner.manifest_entries import arm_entry
 
 if TYPE_CHECKING:  # the report loads pandas: the runner imports it only when verifying
     from specload.report.recommend import Schedule

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from specload.prompts import Prompt
+from specload.traffic.prompts import Prompt
 
 POLICIES = ("skip", "trim", "send")
 # a prompt is trimmed only to keep at least this many of its tokens; else it is left out

@@ -1,6 +1,6 @@
 """The open-loop load plan as pure data: a rate ladder and the time of every arrival.
 
-Like a k6 arrival-rate executor, and like `ladder.py` for closed loops, what the run
+Like a k6 arrival-rate executor, and like `ladder/rungs.py` for closed loops, what the run
 will do is computed before it starts. Each rung holds its rate through a warmup of
 `warmup_s` and a measure window of `measure_s`, back to back: the windows are fixed in
 time, because arrivals do not wait for the server. Every window gets exactly

@@ -5,7 +5,7 @@ A setting is a field of `Request`, `Windows`, `Workload` or `Simulator`, made wi
 name is the scenario key (`request.max_tokens`, `warmup_s`, `workload.think_time`) and
 the Locust option's destination; the option is `--` and the name with dashes unless
 the setting gives its own `flag`. Everything else is derived from these fields: the
-scenario's pydantic models (`scenario.py`), the Locust options that the command line,
+scenario's pydantic models (`config/scenario.py`), the Locust options that the command line,
 `--help` and the web UI's form show (`loadgen/options.py`), the runner's `locust`
 command line (`to_args`) and the checks the load generator runs on what it was given
 (`problems`, every problem at once, with the rules that tie two settings together,
@@ -22,18 +22,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_args, get_type_hints
 
-from specload.api_key import DEFAULT_ENV
-from specload.arrival_plan import ARRIVAL_KINDS, DEFAULT_MAX_IN_FLIGHT
-from specload.ladder import (
+from specload.config.api_key import DEFAULT_ENV
+from specload.ladder.rungs import (
     DEFAULT_DRAIN_S,
     DEFAULT_MEASURE_S,
     DEFAULT_MIN_REQUESTS,
     DEFAULT_WARMUP_S,
 )
-from specload.prompt_fit import POLICIES
-from specload.workload import Distribution, LengthError, LengthSpec, ThinkTime
+from specload.traffic.arrivals import ARRIVAL_KINDS, DEFAULT_MAX_IN_FLIGHT
+from specload.traffic.prompt_fit import POLICIES
+from specload.traffic.shapes import Distribution, LengthError, LengthSpec, ThinkTime
 
 ARRIVAL_UNITS: tuple[str, ...] = ("requests", "sessions")
+SPEC_MODES: tuple[str, ...] = ("on", "off", "adaptive")
 T = TypeVar("T")
 
 
@@ -53,6 +54,7 @@ class Rule:
     distribution: type[Distribution] | None = None
     scenario: bool = True  # False: a Locust option only, not a scenario key
     option: bool = True  # False: a scenario key only (the runner's), no Locust option
+    repeat: bool = False  # a list of values, its option given once for each
 
 
 def setting(default: Any, help: str, **rule: Any) -> Any:
@@ -75,7 +77,8 @@ class Declared:
 
     @property
     def base(self) -> builtins.type:
-        """The type without its None: `int` for `int | None` (None: not given)."""
+        """The type of one value: `int` for `int | None` (None: not given), `str` for a
+        repeated `tuple[str, ...]`."""
         args = [a for a in get_args(self.type) if a is not type(None)]
         return args[0] if args else self.type
 
@@ -88,6 +91,12 @@ class Declared:
         r = self.rule
         if value is None:
             return None
+        if r.repeat:
+            return next(filter(None, (self.problem_of_one(v) for v in value)), None)
+        return self.problem_of_one(value)
+
+    def problem_of_one(self, value: Any) -> str | None:
+        r = self.rule
         if r.ge is not None and value < r.ge:
             return f"{self.flag} must be >= {r.ge:g}, got {value}"
         if r.gt is not None and value <= r.gt:
@@ -151,11 +160,22 @@ def to_args(values: Any, cls: type) -> list[str]:
     for d, value in _values(values, cls):
         if value == d.default:
             continue
-        if d.base is bool:
+        if d.rule.repeat:
+            args += [a for v in value for a in (d.flag, _arg_text(v))]
+        elif d.base is bool:
             args.append(d.flag if value else "--no-" + d.flag.removeprefix("--"))
         else:
             args += [d.flag, _arg_text(value)]
     return args
+
+
+class _AppendTuple(argparse.Action):
+    """A repeated option's values, a tuple as its setting declares (argparse's `append`
+    gives a list, and appends to the default itself)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, (*getattr(namespace, self.dest, ()), values))
 
 
 def add_options(parser: argparse.ArgumentParser, cls: type, only: tuple[str, ...] = (),
@@ -167,7 +187,9 @@ def add_options(parser: argparse.ArgumentParser, cls: type, only: tuple[str, ...
             continue
         names = (d.flag, *d.rule.aliases)
         shared = {"dest": d.name, "default": d.default, "help": d.help, **extra}
-        if d.base is bool:
+        if d.rule.repeat:
+            parser.add_argument(*names, action=_AppendTuple, type=d.base, **shared)
+        elif d.base is bool:
             # off by default: a plain switch; else (on, or None: not given) --X and --no-X
             action = "store_true" if d.default is False else argparse.BooleanOptionalAction
             parser.add_argument(*names, action=action, **shared)
@@ -186,7 +208,7 @@ def reference(sections: tuple[tuple[str, type], ...] | None = None) -> str:
         for d in declared(cls):
             key = f"`{d.name}`" if d.rule.scenario else "(option only)"
             shown = str(d.default).lower() if isinstance(d.default, bool) else d.default
-            default = "none" if d.default in (None, "") else f"`{shown}`"
+            default = "none" if d.default in (None, "", ()) else f"`{shown}`"
             flag = f"`{d.flag}`" if d.rule.option else "(none)"
             out.append(f"| {key} | {flag} | {default} | {d.rule.unit} | {d.rule.help} |")
         out.append("")
@@ -320,8 +342,25 @@ class Workload:
 
 @dataclass(frozen=True, slots=True)
 class Simulator:
-    """How a built-in simulated server (`specload sim`, a `sim:` arm) behaves beyond its
-    profile, speculation and faults."""
+    """How a built-in simulated server (`specload sim`, a `sim:` arm) behaves: its
+    profile, speculation, flavour, faults and the rest."""
+
+    profile: str = setting("seed-glm", "built-in profile name or YAML path")
+    spec: str = setting("on", "speculative decoding on, off, or adaptive (k by batch size: "
+                        "adaptive_schedule, else the profile's)", choices=SPEC_MODES)
+    k: int | None = setting(None, "draft length (default: the profile's)",
+                            flag="--num-speculative-tokens", aliases=("-k",), ge=1, le=16)
+    seed: int = setting(0, "seed of the server's sampling: accepted drafts, faults, text",
+                        ge=0)
+    flavor: str = setting("vllm", "whose streaming, health and /metrics conventions to "
+                          "follow: an engine's simulator flavour (`specload engines`)")
+    faults: tuple[str, ...] = setting(
+        (), "faults injected into a seeded fraction of requests, each KIND:FRACTION[:PARAM] "
+        "(error500, error400, error429[:retry_after_s], cut[:after_tokens], empty, "
+        "stall_first_byte[:seconds], stall_between[:seconds], malformed, stream_error; "
+        "e.g. cut:0.1:20)", flag="--fault", repeat=True)
+    tls_cert: str | None = setting(None, "serve HTTPS: the certificate file (with tls_key)")
+    tls_key: str | None = setting(None, "serve HTTPS: the private key file (with tls_cert)")
 
     data_parallel: int = setting(1, "engine ranks behind the API, each with the profile's "
                                  "resources", ge=1, le=64)

@@ -21,7 +21,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from specload.settings import Search
+from specload.config.settings import Search
 
 AUTO = "auto"  # `ladder: auto`
 COARSE_RATIO = 16.0

@@ -10,7 +10,7 @@ follows), and `slo: {ttft_p99_ms, tpot_p99_ms}` makes the report recommend on go
 within those latencies. `workload:` says what the clients do (docs/workloads.md): `users`
 (closed loop, the default), `sessions` (multi-turn chat with think time, the ladder
 counts sessions) or `open` (arrivals at the `rates` of a rate ladder), each kind's keys
-and levels as `workload_kinds.py` declares them.
+and levels as `traffic/kinds.py` declares them.
 `load_scenario` collects YAML syntax errors, unknown keys, wrong types, ladder
 mistakes, duplicate arm names, bad URLs, missing files and prompt or conversation
 files that do not parse into a single `UserError`, one line per problem, each prefixed with
@@ -41,36 +41,35 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
-from specload import cpu_sets, engines
-from specload.arrival_plan import validate_rates
-from specload.category_mix import CategoryMix
-from specload.conversations import load_conversations
+from specload import engines
+from specload.config.settings import (
+    Request,
+    Search,
+    Simulator,
+    Windows,
+    declared,
+    from_attributes,
+    joint_problems,
+)
+from specload.config.settings import Workload as SettingsWorkload
 from specload.errors import UserError
-from specload.ladder import (
+from specload.host import cpu_sets
+from specload.ladder.rungs import (
     DEFAULT_LADDER,
     STRETCH_LIMIT,
     parse_ladder,
     validate_ladder,
     window_cap_s,
 )
-from specload.prompts import load_prompts
-from specload.search import AUTO, coarse
-from specload.settings import (
-    Request,
-    Search,
-    Simulator,
-    Windows,
-    declared,
-    joint_problems,
-    to_args,
-)
-from specload.settings import Workload as SettingsWorkload
+from specload.ladder.search import AUTO, coarse
 from specload.sim import SimConfigError
 from specload.sim.faults import DEFAULT_PARAMS as FAULT_KINDS
 from specload.sim.faults import parse_fault
 from specload.sim.profile import builtin_names, schedule_problems
-from specload.workload import Distribution, LengthError
-from specload.workload_kinds import (
+from specload.traffic.arrivals import validate_rates
+from specload.traffic.category_mix import CategoryMix
+from specload.traffic.conversations import load_conversations
+from specload.traffic.kinds import (
     KINDS,
     NAMES,
     USERS,
@@ -78,6 +77,8 @@ from specload.workload_kinds import (
     kinds_taking,
     workload_keys,
 )
+from specload.traffic.prompts import load_prompts
+from specload.traffic.shapes import Distribution, LengthError
 
 BUILTIN_PROFILES = tuple(builtin_names())
 SPEC_MODES = ("on", "off", "adaptive")
@@ -266,21 +267,17 @@ class RequestSettings(_model_of(Request)):  # type: ignore[misc]
 
 
 class SimArm(_model_of(Simulator)):  # type: ignore[misc]
-    """A built-in simulated server started by the runner: `settings.Simulator`'s keys and
-    its profile, speculation, faults and TLS files."""
+    """A built-in simulated server started by the runner: `settings.Simulator`'s keys,
+    whether it writes its trace, and an adaptive arm's schedule as data."""
 
-    profile: str = "seed-glm"
-    spec: Spec
-    k: int | None = Field(None, ge=1, le=16)
-    seed: int = 0
-    faults: list[str] = Field(default_factory=list)
-    trace: bool = True  # ground truth for every sim arm: server_trace.jsonl
-    flavor: str = "vllm"
+    spec: Spec = Field(description=(  # `specload sim` takes on by default; an arm says
+        "speculative decoding on, off, or adaptive: the one key a `sim:` arm must give"))
+    trace: bool = Field(True, description="write the server's ground truth for every "
+                        "request (server_trace.jsonl)")
     _flavor = field_validator("flavor")(lambda v: _registered(v, engines.sim_flavors()))
-    tls_cert: str | None = None
-    tls_key: str | None = None
-    # spec: adaptive: k per batch size, vLLM form [[lo, hi, k], ...] (default: the profile's)
-    adaptive_schedule: list[tuple[int, int, int]] | None = None
+    adaptive_schedule: list[tuple[int, int, int]] | None = Field(None, description=(
+        "spec adaptive: k per batch size, vLLM's form [[lo, hi, k], ...] (default: the "
+        "profile's)"))
 
     @field_validator("adaptive_schedule")
     @classmethod
@@ -304,14 +301,15 @@ class SimArm(_model_of(Simulator)):  # type: ignore[misc]
             raise ValueError("adaptive_schedule needs spec: adaptive")
         return self
 
+    def settings(self) -> Simulator:
+        """The arm's `specload sim` settings (its files' paths resolved)."""
+        return from_attributes(Simulator, self)
+
     def extra_args(self) -> list[str]:
-        """`specload sim` options beyond profile, spec, k, seed, faults and trace."""
-        args = ["--flavor", self.flavor, *to_args(self, Simulator)]
-        if self.tls_cert and self.tls_key:
-            args += ["--tls-cert", self.tls_cert, "--tls-key", self.tls_key]
-        if self.adaptive_schedule is not None:
-            args += ["--adaptive-schedule", json.dumps(self.adaptive_schedule)]
-        return args
+        """`specload sim` options beyond its settings: the adaptive schedule."""
+        if self.adaptive_schedule is None:
+            return []
+        return ["--adaptive-schedule", json.dumps(self.adaptive_schedule)]
 
     _spec_word = field_validator("spec", mode="before")(_yaml_bool_to_spec)
 
@@ -328,7 +326,7 @@ class SimArm(_model_of(Simulator)):  # type: ignore[misc]
 
     @field_validator("faults")
     @classmethod
-    def _faults_shape(cls, v: list[str]) -> list[str]:
+    def _faults_shape(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         for f in v:
             try:
                 parse_fault(f)
