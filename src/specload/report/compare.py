@@ -9,6 +9,7 @@ noise band: the range of ratios the two runs' repeats allow when both have repea
 above 1 says "up", below 1 "down", one that holds 1 "within noise". C* shifts are judged
 against the runs' C* ranges over repeats when both have them. Arms are matched by name,
 or by role when the names differ and each run has one spec-on and one spec-off arm.
+Runs that compare more than two arms also compare each rung's winner (`arms_verdict`).
 `write` puts compare.html (self-contained, plotly.js inlined) and compare.csv (one row per
 run, metric, arm or pair and concurrency) into the output folder.
 """
@@ -172,6 +173,22 @@ def _c_star_rows(run: Run, base: Run, keys: dict[str, dict[str, str]]
     return rows
 
 
+WINNER = "winner"  # the rung's best arm, or its tie, when more than two arms are compared
+VERDICT_METRICS = ("c_star", WINNER)  # one figure per run, or per rung, but not a ratio
+
+
+def _winner_rows(run: Run, base: Run) -> list[dict[str, object]]:
+    """At each rung both runs compared more than two arms: its winner, then and now."""
+    if run.report.arms is None or base.report.arms is None:
+        return []
+    then, now = base.report.arms.winners(), run.report.arms.winners()
+    return [{"run": run.label, "baseline": base.label, "metric": WINNER, "subject": "arms",
+             "concurrency": c, "baseline_value": math.nan, "value": math.nan,
+             "ratio": math.nan, "band_lo": math.nan, "band_hi": math.nan, "band": "",
+             "verdict": "same" if then[c] == now[c] else "changed",
+             "note": f"{then[c]} -> {now[c]}"} for c in sorted(set(then.index) & set(now.index))]
+
+
 def differences(runs: Sequence[Run]) -> pd.DataFrame:
     """Every other run against the first: tok/s per arm, speedup per pair, C* (CSV rows)."""
     keys = _keys(runs)
@@ -182,6 +199,7 @@ def differences(runs: Sequence[Run]) -> pd.DataFrame:
         rows += _rung_rows(run, base, TOK_S, _tok_s(run, keys[run.label]), base_tok)
         rows += _rung_rows(run, base, SPEEDUP, _speedups(run, keys[run.label]), base_speedup)
         rows += _c_star_rows(run, base, keys)
+        rows += _winner_rows(run, base)
     return pd.DataFrame(rows, columns=list(CSV_COLUMNS))
 
 
@@ -200,7 +218,7 @@ def renamed(run: Run) -> tuple[pd.DataFrame, list[PairResult]]:
 def change_figure(diffs: pd.DataFrame) -> Figure:
     """Each run's tok/s and speedup against the baseline's, in %, with the noise band."""
     fig = Figure()
-    rungs = diffs[diffs["metric"] != "c_star"]
+    rungs = diffs[~diffs["metric"].isin(VERDICT_METRICS)]
     for i, ((run, metric, subject), part) in enumerate(
             rungs.groupby(["run", "metric", "subject"], sort=False)):
         pct = 100 * (part["ratio"] - 1)
@@ -303,10 +321,16 @@ def main(args: argparse.Namespace) -> int:
     print(f"compare: {html_path}\ncsv: {csv_path}")
     for run in runs[1:]:
         mine = diffs[diffs["run"] == run.label]
-        moved = mine[mine["verdict"].isin(["up", "down"]) & (mine["metric"] != "c_star")]
+        figures_only = ~mine["metric"].isin(VERDICT_METRICS)
+        moved = mine[mine["verdict"].isin(["up", "down"]) & figures_only]
         print(f"{run.label} vs {runs[0].label}: {len(moved)} of "
-              f"{int((mine['metric'] != 'c_star').sum())} rung figures moved beyond the noise")
+              f"{int(figures_only.sum())} rung figures moved beyond the noise")
         for row in mine[mine["metric"] == "c_star"].itertuples(index=False):
             print(f"  C* {row.subject}: {text(row.baseline_value)} -> {text(row.value)} "
                   f"({row.note}{', ' + row.verdict if row.verdict else ''})")
+        won = mine[mine["metric"] == WINNER]
+        changed = won[won["verdict"] == "changed"]
+        if len(won):
+            print(f"  winner per rung: {len(changed)} of {len(won)} rungs changed" + "".join(
+                f"; C={row.concurrency:g}: {row.note}" for row in changed.itertuples(index=False)))
     return 0

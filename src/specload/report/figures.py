@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from specload.report.acceptance_map import AcceptanceMap
+from specload.report.arms_verdict import ArmsVerdict
 from specload.report.categories import CategoryPair
 from specload.report.client_metrics import ACCEPT_HIST_BIN
 from specload.report.crossover import PairResult
@@ -470,6 +471,29 @@ def envelope(found: Sequence[Envelope]) -> Figure:
     return fig
 
 
+def arms_envelope(found: Sequence[ArmsVerdict]) -> Figure:
+    """Every compared arm's share of the best arm's tok/s per rung, with its noise band,
+    and the envelope (share 1): where each choice wins and what it gives up."""
+    verdict = found[0]
+    fig = Figure()
+    for i, (arm, rows) in enumerate(verdict.table.groupby("arm", sort=False)):
+        colour = PALETTE[i % len(PALETTE)]
+        fig.add_trace(scatter(
+            x=rows["concurrency"], y=rows["share"], mode="lines+markers", name=str(arm),
+            line={"color": colour}, customdata=np.stack(
+                [rows["band_lo"], rows["band_hi"], rows["output_tok_s"]], axis=1),
+            error_y={"type": "data", "symmetric": False,
+                     "array": (rows["band_hi"] - rows["share"]).tolist(),
+                     "arrayminus": (rows["share"] - rows["band_lo"]).tolist(),
+                     "color": colour, "thickness": 1},
+            hovertemplate=f"{arm}<br>C=%{{x}}<br>share %{{y:.3f}} (band %{{customdata[0]:.3f}}"
+                          "-%{customdata[1]:.3f})<br>%{customdata[2]:.1f} tok/s<extra></extra>"))
+    fig.add_hline(y=1.0, line={"color": "grey", "dash": "dash"})
+    fig = _layout(fig, "Every arm against the envelope (the best arm at each rung)",
+                  "share of the best arm's tok/s")
+    return fig.update_yaxes(rangemode="normal")
+
+
 def acceptance_map(maps: Sequence[AcceptanceMap]) -> Figure:
     """The speedup over acceptance length x C as a heat map (1 in white), the break-even
     acceptance per C, and a spec-on arm whose acceptance was not set at what its server
@@ -531,7 +555,8 @@ class Registered:
     """One registered figure: what it draws from, and when it has something to show."""
 
     draw: Callable[[Any], Figure]
-    # or "pairs", "rate_pairs", "envelopes", "acceptance_maps", "categories"
+    # or "pairs", "rate_pairs", "envelopes", "arms_verdicts", "acceptance_maps",
+    # "categories"
     source: str = "summary"
     needs: str | None = None  # a summary column it is drawn only where measured
 
@@ -550,6 +575,7 @@ FIGURES: dict[str, Registered] = {
     "category_speedup": Registered(category_speedup, "categories"),
     "acceptance_map": Registered(acceptance_map, "acceptance_maps"),
     "envelope": Registered(envelope, "envelopes"),
+    "arms_envelope": Registered(arms_envelope, "arms_verdicts"),
     "batch_size": Registered(batch_size, needs="server_running_mean"),
     "per_user_throughput": Registered(per_user_throughput),
     "frontier": Registered(frontier),
@@ -573,10 +599,12 @@ def all_figures(summary: pd.DataFrame, pairs: Sequence[PairResult],
                 rate_pairs: Sequence[RatePair] = (), envelopes: Sequence[Envelope] = (),
                 kind: WorkloadKind = USERS,
                 acceptance_map: AcceptanceMap | None = None,
-                categories: Sequence[CategoryPair] = ()) -> list[Figure]:
+                categories: Sequence[CategoryPair] = (),
+                arms: ArmsVerdict | None = None) -> list[Figure]:
     """Every figure the kind shows, in its order (envelopes: those with rungs)."""
     sources = {"summary": summary, "pairs": list(pairs), "rate_pairs": list(rate_pairs),
                "envelopes": [e for e in envelopes if len(e.table)],
+               "arms_verdicts": [arms] if arms else [],
                "acceptance_maps": [acceptance_map] if acceptance_map else [],
                "categories": list(categories)}
     shown = [FIGURES[name] for name in kind.figures if FIGURES[name].shown(sources)]

@@ -31,6 +31,7 @@ from specload.report import categories, figures, quality
 from specload.report.acceptance import per_token_arms, per_token_note, with_acceptance
 from specload.report.acceptance_map import AcceptanceMap, analyse_map
 from specload.report.aggregate import combine_reps, measure_all
+from specload.report.arms_verdict import ArmsVerdict, analyse_arms, with_shares
 from specload.report.categories import CategoryPair
 from specload.report.crossover import Crossover, PairResult, analyse_pair, pair_arms
 from specload.report.envelope import Envelope, envelopes, with_efficiency
@@ -73,6 +74,7 @@ class Report:
     per_token: list[str] = field(default_factory=list)  # arms streaming one event per token
     acceptance_map: AcceptanceMap | None = None  # spec-on arms set to acceptance lengths
     categories: list[CategoryPair] = field(default_factory=list)  # pairs by prompt category
+    arms: ArmsVerdict | None = None  # more than two arms compared: the winner per rung
 
     @property
     def workload(self) -> str:
@@ -110,8 +112,10 @@ def build(path: str | Path, processes: int | None = None) -> Report:
                            recommended_folder(pairs, p)) for p in pairs]
     schedules = {a.name: a.schedule for a in source.manifest.arms} if source.manifest else {}
     found = envelopes(summary, source.arms, schedules)
-    return Report(source, per_rep, with_efficiency(summary, found), pairs, warnings, recs, slo,
-                  kind, study=analyse_study(source.arms, per_rep, summary), envelopes=found,
+    arms = analyse_arms(summary, per_rep, source.arms)
+    return Report(source, per_rep, with_shares(with_efficiency(summary, found), arms), pairs,
+                  warnings, recs, slo, kind, arms=arms,
+                  study=analyse_study(source.arms, per_rep, summary), envelopes=found,
                   per_token=per_token,
                   acceptance_map=analyse_map(source.arms, pairs, summary),
                   categories=categories.analyse(pairs, per_rep))
@@ -207,6 +211,7 @@ def summary_json(report: Report) -> dict[str, Any]:
         "rate_pairs": [p.as_dict() for p in report.rate_pairs],
         "multi_k": report.study.as_dict() if report.study else None,
         "verify": [e.as_dict() for e in report.envelopes],
+        "arms_side_by_side": report.arms.as_dict() if report.arms else None,
         "warnings": report.warnings,
         "per_token_arms": report.per_token,
         "search": manifest.search.model_dump(mode="json") if manifest and manifest.search
@@ -345,9 +350,10 @@ def _crossover_lines(report: Report, with_advice: bool = True) -> list[str]:
 
 
 def _study_lines(report: Report, with_advice: bool = True) -> list[str]:
-    """The multi-k study's picks and schedule, the acceptance map's break-even and
-    margin, and each verification arm's efficiency."""
-    lines = report.study.lines() if report.study else []
+    """More than two arms side by side, the multi-k study's picks and schedule, the
+    acceptance map's break-even and margin, and each verification arm's efficiency."""
+    lines = report.arms.lines() if report.arms else []
+    lines += report.study.lines() if report.study else []
     lines += report.acceptance_map.lines() if report.acceptance_map else []
     lines += [line for c in report.categories for line in c.lines()]
     if report.study and with_advice:
@@ -420,7 +426,13 @@ def _html(report: Report) -> str:
         warns = "<li>none</li>"
     plots = figures_html(figures.all_figures(report.summary, report.pairs, report.rate_pairs,
                                              report.envelopes, report.kind,
-                                             report.acceptance_map, report.categories))
+                                             report.acceptance_map, report.categories,
+                                             report.arms))
+    side = "" if report.arms is None else (
+        "<h2>Arms side by side</h2><p>Each arm's share of the best arm's tok/s per rung; the "
+        "winner, or the arms within the noise of each other.</p>"
+        + report.arms.shares().to_html(index=False, float_format="{:.3f}".format, border=0,
+                                       classes=TABLE_CLASS))
     frame = _table(report)
     note = table_note(frame, report.per_token)
     table = frame.to_html(index=False, na_rep="–", float_format=cell, border=0,
@@ -430,6 +442,7 @@ def _html(report: Report) -> str:
 <p>Source: {esc(str(report.source.out_dir))} · arms: {esc(", ".join(
         f"{a.name} ({a.role}, {len(a.reps)} rep)" for a in report.source.arms))}</p>
 <h2>Crossover {report.kind.axis.crossover}</h2><ul>{crossover}</ul>
+{side}
 <h2>Recommended setting</h2><ul>{recs or _no_recommendation(report)}</ul>
 <h2>Data-quality warnings ({len(report.warnings)})</h2><ul class="warn">{warns}</ul>
 <h2>Figures</h2>{plots}

@@ -81,6 +81,7 @@ server_output_tok_s   | tok/s       | server tok/s           |
 trace_ratio           | ratio       | vs trace               |
 speedup               | ratio       | speedup                | after
 envelope_efficiency   | ratio       | env. eff.              | after
+envelope_share        | ratio       | share of best          | after
 requests              | requests    | requests               | sum
 requests_started      | requests    | started                | sum
 failures              | requests    | failures               | sum
@@ -155,7 +156,8 @@ VIEWS: dict[View, tuple[str, ...]] = {
                  "decode_tok_s_per_user", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms",
                  "tokens_per_chunk", "accept_len", "req_accept_rate", "achieved_concurrency",
                  "prefix_hit_rate",
-                 "requests", "failures", "interrupted", "trace_ratio", "envelope_efficiency"),
+                 "requests", "failures", "interrupted", "trace_ratio", "envelope_efficiency",
+                 "envelope_share"),
     # chat sessions: C counts sessions; the batch offered is the requests in flight
     View.SESSIONS: ("arm", "concurrency", "achieved_concurrency", "server_running_mean",
                     "output_tok_s", "speedup", "prompt_tokens_p50", "prompt_tokens_p90",

@@ -3,7 +3,8 @@
 A multi-k study on h100-llama8b-eagle3 (k = 2 and 5 against spec-off, as k = 0) must
 pick the simulator's own best k per rung (virtual time, the same workload: see
 tests/support/best_k.py), write the schedule in the three engines' syntax, then run it
-as the verification arm, which resuming does not rerun. A url pair gets its
+as the verification arm, which resuming does not rerun, and name each rung's winner
+among the four arms. A url pair gets its
 verification arm by hand: the sweep prints the files and the --arms re-run. Ctrl-C
 during the verification arm keeps its finished rungs; --resume runs the rest.
 """
@@ -81,6 +82,14 @@ def test_multi_k_study_recovers_the_simulators_best_k_and_verifies_it(
     # at C = 4 the schedule drafts 5 tokens, the best arm's: the same server, step for step
     assert env["rungs"][0]["efficiency"] > 0.9, env
     assert "verify: envelope efficiency" in res.stdout
+    # four arms side by side: k = 5 (or the schedule drafting 5) leads at C = 4, and
+    # spec-off (or the schedule, off there) at C = 64
+    side = summary["arms_side_by_side"]
+    assert side["arms"] == ["spec-on-k2", "spec-on-k5", "spec-off", "verify"]
+    winners = {r["concurrency"]: r["winner"] for r in side["rungs"]}
+    assert "spec-on-k2" not in winners[4] and "spec-off" not in winners[4], winners
+    assert "spec-on-k2" not in winners[64] and "spec-on-k5" not in winners[64], winners
+    assert "4 arms side by side" in res.stdout and "best per load:" in res.stdout
 
     again = run_sweep("--resume", str(run_dir), timeout=120)
     assert again.returncode == 0, again.stdout + again.stderr

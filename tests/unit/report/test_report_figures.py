@@ -11,6 +11,7 @@ import pytest
 
 from specload.report import figures
 from specload.report.acceptance_map import AcceptanceMap, BreakEven
+from specload.report.arms_verdict import analyse_arms
 from specload.report.categories import CategoryPair
 from specload.report.crossover import ALWAYS, CROSSES, Crossover
 from specload.report.envelope import envelopes
@@ -146,6 +147,7 @@ def _every_source() -> dict[str, Any]:
                           "band_lo": [1.3, 1.0, 0.7], "band_hi": [1.5, 1.2, 0.9]})
     verify = s[s["arm"] == "off"].assign(arm="verify", output_tok_s=[15.0, 140.0, 1485.0])
     with_verify = pd.concat([s, verify], ignore_index=True)
+    three = pd.concat([s, verify.assign(arm="k7")], ignore_index=True)
     speedups = pd.DataFrame([[1.4, 1.1, 0.9], [1.6, 1.3, 1.05]], index=[2.0, 3.0],
                             columns=[1, 10, 100])
     categories = pd.DataFrame({"category": ["chat"] * 3 + ["code"] * 3,
@@ -155,6 +157,8 @@ def _every_source() -> dict[str, Any]:
     return {"summary": s, "pairs": [_pair()],
             "rate_pairs": [RatePair(on, off, rates, Crossover(CROSSES, 8.0, 5.0, 50.0))],
             "envelopes": envelopes(with_verify, [on, off, ArmSource("verify", "verify")], {}),
+            "arms_verdicts": [analyse_arms(
+                three, three.assign(rep=1), [on, off, ArmSource("k7", "spec_on")])],
             "acceptance_maps": [AcceptanceMap("off", speedups, [BreakEven(10, 2.6)],
                                               speedups, {})],
             "categories": [CategoryPair("on", "off", categories,
