@@ -87,7 +87,7 @@ def main() -> int:
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default="h100-llama8b-eagle3")
-    ap.add_argument("--spec", default="on", choices=("on", "off", "adaptive"))
+    ap.add_argument("--spec", default="on", choices=("on", "off", "schedule"))
     ap.add_argument("--concurrency", default="50,250", help="comma-separated C values")
     ap.add_argument("--warmup", type=float, default=5.0)
     ap.add_argument("--measure", type=float, default=20.0)

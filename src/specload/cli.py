@@ -37,7 +37,7 @@ def _add_adaptive_schedule(p: argparse.ArgumentParser) -> None:
     """The simulated engine's adaptive schedule as text, for `sim` and `sim-curve` (a
     scenario's `adaptive_schedule` is its JSON form)."""
     p.add_argument("--adaptive-schedule", default=None, metavar="SCHEDULE",
-                   help="--spec adaptive: k per batch size instead of the profile's "
+                   help="--spec schedule: k per batch size instead of the profile's "
                    "speculative.adaptive, as 1-15:3,16-:0 or JSON [[1, 15, 3], "
                    "[16, 100000, 0]] (k = 0: no drafting, the drafter's sync cost stays)")
 

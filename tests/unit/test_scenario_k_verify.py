@@ -86,7 +86,7 @@ def test_verify_needs_a_pair_and_a_command_template() -> None:
 
 
 def test_adaptive_schedule_is_checked_and_passed_to_the_simulator() -> None:
-    arm = {"name": "ad", "sim": {"spec": "adaptive",
+    arm = {"name": "ad", "sim": {"spec": "schedule",
                                  "adaptive_schedule": [[1, 8, 3], [9, 100000, 0]]}}
     sc = _scenario(arm, OFF)
     assert sc.arms[0].sim is not None
@@ -94,5 +94,5 @@ def test_adaptive_schedule_is_checked_and_passed_to_the_simulator() -> None:
     assert args[args.index("--adaptive-schedule") + 1] == "[[1, 8, 3], [9, 100000, 0]]"
     arm["sim"]["adaptive_schedule"] = [[1, 8, 3], [10, 100000, 0]]  # type: ignore[index]
     assert "not followed by a range from 9" in _problems(arm, OFF)
-    assert "needs spec: adaptive" in _problems(
+    assert "needs spec: schedule" in _problems(
         {"name": "on", "sim": {"spec": "on", "adaptive_schedule": [[1, 9, 1]]}}, OFF)

@@ -35,7 +35,7 @@ INVALID = [
     ("unknown key inside an arm", "name: x\narms:\n  - name: a\n    sim: {spec: on, kk: 3}\n",
      ["arms[0].sim.kk: unknown key"]),
     ("bad spec mode", "name: x\narms:\n  - name: a\n    sim: {spec: maybe}\n",
-     ["arms[0].sim.spec: must be one of on, off, adaptive"]),
+     ["arms[0].sim.spec: must be one of on, off, schedule"]),
     ("empty ladder", "name: x\nladder: []\n" + ARMS_TAIL, ["ladder: the ladder is empty"]),
     ("non-increasing ladder", "name: x\nladder: [1, 5, 5, 2]\n" + ARMS_TAIL,
      ["ladder: rung 2: the ladder must increase, but 5 follows 5",
@@ -157,7 +157,7 @@ def test_relative_paths_resolve_against_the_scenario_folder(tmp_path: Path) -> N
     (tmp_path / "p.jsonl").write_text('{"prompt": "hi"}\n')
     (tmp_path / "gpu.yaml").write_text("name: gpu\n")
     text = ("name: x\nrequest: {prompts: p.jsonl}\narms:\n  - name: a\n"
-            "    sim: {profile: gpu.yaml, spec: adaptive}\n")
+            "    sim: {profile: gpu.yaml, spec: schedule}\n")
     sc = load_scenario(write(tmp_path, text))
     assert sc.request.prompts == str(tmp_path / "p.jsonl")
     assert sc.arms[0].sim.profile == str(tmp_path / "gpu.yaml")

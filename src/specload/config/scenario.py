@@ -52,6 +52,7 @@ from specload.config.settings import (
     joint_problems,
 )
 from specload.config.settings import Workload as SettingsWorkload
+from specload.engines.spec_command import parse_command
 from specload.errors import UserError
 from specload.host import cpu_sets
 from specload.ladder.rungs import (
@@ -81,10 +82,14 @@ from specload.traffic.prompts import load_prompts
 from specload.traffic.shapes import Distribution, LengthError
 
 BUILTIN_PROFILES = tuple(builtin_names())
-SPEC_MODES = ("on", "off", "adaptive")
+SPEC_MODES = ("on", "off", "schedule", "adaptive")
 ARM_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
-Spec = Literal["on", "off", "adaptive"]
+# `schedule`: k by batch size from a schedule (the simulator's, or an engine's load switch
+# set by the start line, as the verification arm runs it); `adaptive`: the engine's own
+# controller (`engines.entry.AdaptiveMode`), never a schedule of specload's.
+Spec = Literal["on", "off", "schedule", "adaptive"]
+SimSpec = Literal["on", "off", "schedule"]
 Role = Literal["spec_on", "spec_off", "verify", "other"]
 # The placeholder of a command arm's start line in a multi-k study (those of
 # `command.verify_command` are the registered load switches', `engines.verify_placeholders`).
@@ -270,14 +275,28 @@ class SimArm(_model_of(Simulator)):  # type: ignore[misc]
     """A built-in simulated server started by the runner: `settings.Simulator`'s keys,
     whether it writes its trace, and an adaptive arm's schedule as data."""
 
-    spec: Spec = Field(description=(  # `specload sim` takes on by default; an arm says
-        "speculative decoding on, off, or adaptive: the one key a `sim:` arm must give"))
+    spec: SimSpec = Field(description=(  # `specload sim` takes on by default; an arm says
+        "speculative decoding on, off, or by a batch-size schedule: the one key a `sim:` "
+        "arm must give"))
     trace: bool = Field(True, description="write the server's ground truth for every "
                         "request (server_trace.jsonl)")
     _flavor = field_validator("flavor")(lambda v: _registered(v, engines.sim_flavors()))
     adaptive_schedule: list[tuple[int, int, int]] | None = Field(None, description=(
-        "spec adaptive: k per batch size, vLLM's form [[lo, hi, k], ...] (default: the "
+        "spec schedule: k per batch size, vLLM's form [[lo, hi, k], ...] (default: the "
         "profile's)"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _adaptive_word(cls, data: Any) -> Any:
+        """`spec: adaptive` is an engine's own controller, which the simulator does not
+        model; with `adaptive_schedule` it is a manifest's older word for `schedule`."""
+        if isinstance(data, dict) and data.get("spec") == "adaptive":
+            if data.get("adaptive_schedule") is None:
+                raise ValueError("spec: adaptive is an engine's own controller, which the "
+                                 "simulator does not model; spec: schedule runs k by batch "
+                                 "size (adaptive_schedule, else the profile's)")
+            return {**data, "spec": "schedule"}
+        return data
 
     @field_validator("adaptive_schedule")
     @classmethod
@@ -297,8 +316,8 @@ class SimArm(_model_of(Simulator)):  # type: ignore[misc]
     def _tls_pair(self) -> SimArm:
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("tls_cert and tls_key go together")
-        if self.adaptive_schedule is not None and self.spec != "adaptive":
-            raise ValueError("adaptive_schedule needs spec: adaptive")
+        if self.adaptive_schedule is not None and self.spec != "schedule":
+            raise ValueError("adaptive_schedule needs spec: schedule")
         return self
 
     def settings(self) -> Simulator:
@@ -388,7 +407,8 @@ class Arm(_Strict):
         "a server the runner starts and stops with shell commands (Command arms, below)"))
     url: str | None = Field(None, description="a server that is already running")
     spec: Spec | None = Field(None, description=(
-        "`on`, `off` or `adaptive`: the arm's side of the comparison"))
+        "`on`, `off`, `schedule` (k by batch size, set by the start line) or `adaptive` "
+        "(the engine's own controller, `specload engines`): the arm's speculation"))
     k: Annotated[int, Field(ge=0)] | list[Annotated[int, Field(ge=1, le=16)]] | None = Field(
         None, description="the draft length; a list runs one arm per k (`<name>-k<k>`)")
     acceptance: (Annotated[float, Field(ge=1, le=17)]
@@ -453,6 +473,39 @@ class Arm(_Strict):
         if self.sim and (self.sim.spec != "on" or self.sim.acceptance_length is not None):
             raise ValueError("an acceptance list on a sim arm needs sim.spec: on and no "
                              "sim.acceptance_length")
+        return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _verify_word(cls, data: Any) -> Any:
+        """A verification arm runs a schedule: `adaptive` is an older manifest's word."""
+        if isinstance(data, dict) and data.get("role") == "verify" and \
+                data.get("spec") == "adaptive":
+            return {**data, "spec": "schedule"}
+        return data
+
+    @model_validator(mode="after")
+    def _adaptive_fits(self) -> Arm:
+        """An arm on an engine's own adaptive mode: an engine that has one, turned on by
+        the start line, in a set-up it runs (`engines.entry.AdaptiveMode`)."""
+        if self.spec != "adaptive" or self.sim is not None:
+            return self
+        found, _ = engines.resolve_engine(self.model_dump(mode="json"))
+        engine = engines.REGISTRY.get(found or "")
+        if engine is None:
+            if self.command is None:
+                return self  # a url arm of an unnamed engine: nothing to check
+            raise ValueError("spec: adaptive needs the engine (`engine:`) to know its "
+                             "adaptive mode")
+        if engine.adaptive is None:
+            having = [e.id for e in engines.REGISTRY.values() if e.adaptive is not None]
+            raise ValueError(f"spec: adaptive: {engine.name} has no adaptive mode of its own "
+                             f"(engines with one: {', '.join(having)}); spec: schedule or on")
+        if self.command is not None:
+            start = self.command.start
+            problems = engine.adaptive.problems(start, parse_command(start).method)
+            if problems:
+                raise ValueError(f"spec: adaptive on {engine.name}: " + "; ".join(problems))
         return self
 
     @model_validator(mode="after")

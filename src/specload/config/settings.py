@@ -34,7 +34,7 @@ from specload.traffic.prompt_fit import POLICIES
 from specload.traffic.shapes import Distribution, LengthError, LengthSpec, ThinkTime
 
 ARRIVAL_UNITS: tuple[str, ...] = ("requests", "sessions")
-SPEC_MODES: tuple[str, ...] = ("on", "off", "adaptive")
+SPEC_MODES: tuple[str, ...] = ("on", "off", "schedule")
 T = TypeVar("T")
 
 
@@ -346,8 +346,9 @@ class Simulator:
     profile, speculation, flavour, faults and the rest."""
 
     profile: str = setting("seed-glm", "built-in profile name or YAML path")
-    spec: str = setting("on", "speculative decoding on, off, or adaptive (k by batch size: "
-                        "adaptive_schedule, else the profile's)", choices=SPEC_MODES)
+    spec: str = setting("on", "speculative decoding on, off, or by a batch-size schedule (k "
+                        "by batch size: adaptive_schedule, else the profile's)",
+                        choices=SPEC_MODES)
     k: int | None = setting(None, "draft length (default: the profile's)",
                             flag="--num-speculative-tokens", aliases=("-k",), ge=1, le=16)
     seed: int = setting(0, "seed of the server's sampling: accepted drafts, faults, text",

@@ -14,6 +14,7 @@ placeholder `command.verify_command` takes it in, the methods it switches and it
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -121,6 +122,40 @@ class ContextWindow:
 
 
 @dataclass(frozen=True, slots=True)
+class Refusal:
+    """A start line an engine's adaptive mode cannot run with (`pattern` matches it), and
+    why: the engine's own words and where they are."""
+
+    pattern: re.Pattern[str]
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class AdaptiveMode:
+    """An engine's own controller of speculation (`spec: adaptive` on an arm): the start
+    line that turns it on (`on` matches it; `how` says it), the set-ups it refuses or
+    silently leaves static, the speculative methods it runs with (empty: any), and what
+    to know about it. `check` reads what the start line points at (a config file) and
+    gives its problems."""
+
+    on: re.Pattern[str]
+    how: str
+    refusals: tuple[Refusal, ...] = ()
+    methods: tuple[str, ...] = ()  # vLLM method names (`spec_command`), empty: any
+    caveats: tuple[str, ...] = ()
+    check: Callable[[str], list[str]] | None = None
+
+    def problems(self, start: str, method: str | None) -> list[str]:
+        """Why an arm whose start line is `start` (speculating with `method`) cannot run
+        this mode: every reason, none when it can."""
+        found = [] if self.on.search(start) else [f"its start line does not turn it on: {self.how}"]
+        found += [r.reason for r in self.refusals if r.pattern.search(start)]
+        if self.methods and method is not None and method not in self.methods:
+            found.append(f"it runs with {', '.join(self.methods)}, not {method}")
+        return found + (self.check(start) if self.check is not None else [])
+
+
+@dataclass(frozen=True, slots=True)
 class Engine:
     """One engine: its names, its series, what it streams and what it can switch."""
 
@@ -135,4 +170,5 @@ class Engine:
     context: ContextWindow | None = None  # None: prompts are not checked against it
     switch: LoadSwitch | None = None
     synthetic: SyntheticAcceptance | None = None  # its benchmarking mode, if it has one
+    adaptive: AdaptiveMode | None = None  # its own controller of speculation, if it has one
     generic: bool = False  # stands for any engine not listed: every switch's setting

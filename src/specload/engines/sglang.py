@@ -11,13 +11,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from specload.engines.entry import (
     ACCEPTANCE,
+    AdaptiveMode,
     ContextWindow,
     Engine,
     LoadSwitch,
+    Refusal,
     Series,
     SyntheticAcceptance,
 )
@@ -137,6 +140,55 @@ SERIES = (
     Series("sglang:spec_accept_length", "accept_length", "mean", _SGLANG_RUNNING),
     Series("sglang:spec_accept_rate", "accept_rate", "mean", _SGLANG_RUNNING),
 )
+_STATIC = ("SGLang leaves adaptive mode off and keeps static settings, saying so only in "
+           "a warning line ('speculative_adaptive disabled: ... Falling back to static "
+           "speculative params', arg_groups/speculative_hook.py), ")
+
+
+def _config_problems(start: str) -> list[str]:
+    """A `--speculative-adaptive-config` file whose strategy cannot take its tiers: the
+    throughput-aware controller refuses a 0-step tier ("candidate_steps must be a
+    non-empty list of positive ints", speculative/throughput_aware_controller.py
+    `_parse_bs_candidates`). A file that cannot be read here is not checked."""
+    match = re.search(r"--speculative-adaptive-config[=\s]+(\S+)", start)
+    if match is None:
+        return []
+    try:
+        config = json.loads(Path(match.group(1).strip("'\"")).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(config, dict) or config.get("strategy") != "throughput_aware":
+        return []
+    zero = [key for key, slot in config.items() if isinstance(slot, dict)
+            and 0 in (slot.get("candidate_steps") or [])]
+    return [f"strategy throughput_aware refuses a 0-step tier (tiers {', '.join(zero)}): "
+            "\"candidate_steps must be a non-empty list of positive ints\" "
+            "(throughput_aware_controller.py); keep strategy ema"] if zero else []
+
+
+# `--speculative-adaptive`: per batch-size tier (default {"1": [1, 3, 5, 7], "8": [0, 1, 3],
+# "32": [0, 1], "64": [0]}, adaptive_spec_params.py DEFAULT_ADAPTIVE_CONFIG) an EMA of the
+# acceptance picks the steps among the tier's candidates (strategy ema; throughput_aware
+# picks by measured step costs). One candidate per tier is a fixed schedule: the load
+# switch's `spec: schedule`.
+ADAPTIVE = AdaptiveMode(
+    re.compile(r"--speculative-adaptive(?![-\w])"),
+    "--speculative-adaptive (its default tiers, or --speculative-adaptive-config with "
+    "several candidate steps per tier) (arg_groups/fields/spec.py)",
+    refusals=(
+        Refusal(re.compile(r"--enable-dp-attention\b"), _STATIC + "with attention data "
+                "parallelism: 'adaptive tier decisions are not synchronized across DP "
+                "ranks' (speculative/adaptive_spec_params.py adaptive_unsupported_reason)"),
+        Refusal(re.compile(r"--speculative-eagle-topk[=\s]+0*(?:[02-9]|\d{2,})"),
+                _STATIC + "with --speculative-eagle-topk other than 1 ('only topk=1 is "
+                "supported', adaptive_unsupported_reason)"),
+        Refusal(re.compile(r"--enable-two-batch-overlap\b"), _STATIC + "with two-batch "
+                "overlap (adaptive_unsupported_reason)"),
+    ),
+    methods=("eagle", "eagle3"),
+    caveats=("the tiers key on the batch padded to the next captured CUDA-graph size.",),
+    check=_config_problems)
+
 ENGINE = Engine(
     "sglang", "SGLang",
     re.compile(r"\bsglang[._]launch_server\b|\bsglang\s+serve\b"),
@@ -172,4 +224,5 @@ ENGINE = Engine(
                  "without SGLANG_SIMULATE_ACC_TOKEN_MODE=real-draft-token the accepted "
                  "tokens are one fixed token id, which some tokenizers decode to "
                  "nothing until the end (reported by InferenceX's recipes)")),
+    adaptive=ADAPTIVE,
 )

@@ -25,9 +25,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-# SGLang --speculative-algorithm -> vLLM speculative_config.method.
+# SGLang --speculative-algorithm -> vLLM speculative_config.method (SGLang's builtins:
+# python/sglang/srt/arg_groups/fields/spec.py; vLLM's names: vllm/config/speculative.py
+# SpeculativeMethod, `dflash` and `dspark` among them).
 _SGLANG_METHODS = {"EAGLE": "eagle", "EAGLE3": "eagle3", "NEXTN": "mtp", "MTP": "mtp",
-                   "STANDALONE": "draft_model", "NGRAM": "ngram"}
+                   "STANDALONE": "draft_model", "NGRAM": "ngram", "DFLASH": "dflash",
+                   "DSPARK": "dspark"}
 _VLLM_CONFIG_FLAGS = ("--speculative-config", "--speculative_config")
 _FLAGS = {
     "model": ("--speculative-model", "--speculative_model", "--speculative-draft-model-path",

@@ -17,9 +17,11 @@ from typing import Any
 
 from specload.engines.entry import (
     ACCEPTANCE,
+    AdaptiveMode,
     ContextWindow,
     Engine,
     LoadSwitch,
+    Refusal,
     RequestSpeculation,
     Series,
     SyntheticAcceptance,
@@ -117,6 +119,40 @@ SERIES = (
     Series("vllm:gpu_prefix_cache_queries_total", "prefix_queries"),  # before 0.9
     Series("vllm:gpu_prefix_cache_hits_total", "prefix_hits"),
 )
+def _refused(words: str) -> str:
+    return (f"vLLM refuses it with {words}: \"Adaptive verification is not currently "
+            f"compatible with {words}\" (vllm/config/vllm.py _validate_adaptive_verification)")
+
+
+# Adaptive verification (PR #47808 for DSpark; PR #52228 for every draft-model-based
+# speculator): each step scores the draft slots and picks a verify budget from step costs
+# profiled at start-up (docs/features/speculative_decoding/adaptive_verification.md).
+ADAPTIVE = AdaptiveMode(
+    re.compile(r'"?enable_adaptive_verification"?\s*:\s*true'),
+    '"enable_adaptive_verification": true in --speculative-config (SpeculativeConfig, '
+    "vllm/config/speculative.py)",
+    refusals=(
+        Refusal(re.compile(r"--enforce[-_]eager\b|cudagraph_mode\W+NONE\b"),
+                _refused("enforce_eager/cudagraph_mode=none") + "; its step costs are "
+                "profiled from captured CUDA graphs (docs: adaptive_verification.md)"),
+        Refusal(re.compile(r"--enable[-_]lora\b"), _refused("LoRA")),
+        Refusal(re.compile(r"(?:--pipeline[-_]parallel[-_]size|-pp)[=\s]+0*(?:[2-9]|\d{2,})"),
+                _refused("pipeline parallelism")),
+        Refusal(re.compile(r"\bVLLM_USE_V2_MODEL_RUNNER=0\b"),
+                "Model Runner V1 does not support adaptive draft verification "
+                "(vllm/config/vllm.py _get_v1_model_runner_unsupported_features)"),
+    ),
+    methods=("eagle", "eagle3", "mtp", "dflash", "dspark", "draft_model"),
+    caveats=(
+        "with it on, num_speculative_tokens_per_batch_size's k is a verify budget for the "
+        "whole batch (N requests x k), spread over the drafts by their chance to survive, "
+        "not each request's draft length (docs: dynamic_speculative_decoding.md, Adaptive "
+        "verification).",
+        "its step costs are profiled against a synthetic 8192-token KV context; for long "
+        "contexts set VLLM_ADAPTIVE_VERIFICATION_PROFILE_CONTEXT_LEN (docs: "
+        "adaptive_verification.md).",
+    ))
+
 ENGINE = Engine(
     "vllm", "vLLM",
     re.compile(r"\bvllm\s+serve\b|\bvllm\.entrypoints\b|vllm/vllm-openai"),
@@ -172,4 +208,5 @@ ENGINE = Engine(
             "inside the --speculative-config JSON; the length counts the target's token",
             "the CPU backend refuses it at start ('Synthetic acceptance not supported "
             "with CPU sampling', vllm/utils/cpu_triton_utils.py)")),
+    adaptive=ADAPTIVE,
 )

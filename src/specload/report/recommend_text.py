@@ -110,7 +110,10 @@ def _verdict_text(cross: Crossover, bound: Bound | None, top_batch: float | None
 
 
 def _deployment_text(engine: str, cross: Crossover, bound: Bound | None) -> str:
-    head = f"{engines.name_of(engine)} has no setting that turns speculation off by load."
+    own = engines.REGISTRY.get(engine)
+    head = (f"{engines.name_of(engine)} has no setting that turns speculation off by load"
+            + ("" if own is not None and own.adaptive else " nor an adaptive mode of its own")
+            + ".")
     if bound is None or not cross.off_above:
         what = "keep speculation on" if cross.speculate_to is not None else \
             "run it without speculation (drop the draft-model flags)"
@@ -171,7 +174,7 @@ def _schedule(rec: Recommendation, folder: str) -> None:
         methods = switch.methods
         if (methods is not None and spec.method not in (None, *methods)
                 and engine in (None, e.id)):
-            rec.notes.append(f"The arm ran method {spec.method}: {e.name}'s adaptive mode "
+            rec.notes.append(f"The arm ran method {spec.method}: {e.name}'s load switch "
                              f"takes only {' or '.join(m.upper() for m in methods)}.")
     # Every engine's file is written, so every engine's caveats go along; its own first.
     for e, switch in sorted(switches, key=lambda pair: pair[0].id != engine):

@@ -77,7 +77,7 @@ class ArmEntry(_Entry):
 
     name: str
     kind: str | None = None  # "sim", "command" or "url"
-    spec: str | None = None  # "on", "off" or "adaptive"
+    spec: str | None = None  # "on", "off", "schedule" or "adaptive" (the engine's own)
     role: str | None = None  # "spec_on", "spec_off" or "other"
     k: int | None = None
     acceptance: float | None = None  # the mean acceptance length its server is set to

@@ -27,7 +27,7 @@ from specload.runner.processes import log_tail, spawn_group, stop_process_group
 
 READY_LINE = re.compile(r"specload-sim listening on (https?://\S+)")
 # The start-up banner names the draft length it uses (`spec on k=4`).
-DRAFT_K = re.compile(r"spec (?:on|adaptive) k=(\d+)")
+DRAFT_K = re.compile(r"spec on k=(\d+)")
 READY_TIMEOUT_S = 60.0
 
 

@@ -6,7 +6,7 @@ verify (`report.render.schedule_to_verify`: the multi-k study's if the run is on
 the first pair's threshold), writes its recommendation's files and adds an arm `verify`
 (role `verify`) to the manifest's scenario too, so `--resume` finds it and a finished
 one is never rerun. A `sim:` spec-on arm becomes the same simulator with
-`spec: adaptive` and that schedule; a `command:` arm runs its `command.verify_command`,
+`spec: schedule` and that schedule; a `command:` arm runs its `command.verify_command`,
 where each registered load switch's placeholder becomes what its writer gives
 (`{vllm_speculative_config}` the whole vLLM `--speculative-config` JSON, compact and
 without single quotes so it goes inside '...'; `{sglang_adaptive_config}` and
@@ -58,12 +58,12 @@ def fill_template(template: str, schedule: Schedule, folder: Path) -> str:
 
 def verify_arm(on: Arm, schedule: Schedule, folder: Path) -> Arm:
     """The verification arm of spec-on arm `on` running `schedule`, its files in `folder`."""
-    common: dict[str, Any] = {"name": VERIFY_ARM, "role": VERIFY_ROLE, "spec": "adaptive",
+    common: dict[str, Any] = {"name": VERIFY_ARM, "role": VERIFY_ROLE, "spec": "schedule",
                               "engine": on.engine, "metrics_url": on.metrics_url,
                               "ready_url": on.ready_url}
     if on.sim:
         ranges = [(lo, hi, k) for lo, hi, k in schedule.ranges()]
-        sim = on.sim.model_copy(update={"spec": "adaptive", "k": None,
+        sim = on.sim.model_copy(update={"spec": "schedule", "k": None,
                                         "adaptive_schedule": ranges})
         return Arm(sim=sim, **common)
     if on.command:

@@ -51,10 +51,10 @@ class Counters:
 
 
 def resolve_k(profile: Profile, mode: SpecMode, k: int | None) -> int:
-    """The fixed draft length for `mode` (0 when off or adaptive); SimConfigError if bad."""
-    if mode == "adaptive" and k is not None:
-        raise SimConfigError("--num-speculative-tokens applies to --spec on; adaptive mode "
-                             "takes k from the profile's speculative.adaptive schedule")
+    """The fixed draft length for `mode` (0 when off or scheduled); SimConfigError if bad."""
+    if mode == "schedule" and k is not None:
+        raise SimConfigError("--num-speculative-tokens applies to --spec on; --spec schedule "
+                             "takes k by batch size from its schedule")
     if mode != "on":
         return 0
     k = profile.speculative.k if k is None else k
@@ -69,8 +69,9 @@ class EngineCore:
 
     def __init__(self, profile: Profile, mode: SpecMode, k: int | None, seed: int,
                  max_num_seqs: int | None = None, prefix_caching: bool | None = None) -> None:
-        if mode == "adaptive" and not profile.speculative.adaptive:
-            raise SimConfigError("--spec adaptive needs speculative.adaptive in the profile")
+        if mode == "schedule" and not profile.speculative.adaptive:
+            raise SimConfigError("--spec schedule needs a schedule: --adaptive-schedule, or "
+                                 "speculative.adaptive in the profile")
         self.profile = profile
         self.mode = mode
         self.k = resolve_k(profile, mode, k)
@@ -86,11 +87,11 @@ class EngineCore:
                                          spec.acceptance_by_batch)
         self.counters = Counters()
         schedule = profile.speculative.adaptive
-        self._k_for = (lambda b: k_for_batch(schedule, b)) if mode == "adaptive" else (
+        self._k_for = (lambda b: k_for_batch(schedule, b)) if mode == "schedule" else (
             lambda b: self.k)
         # the most tokens a step may draft: vLLM's num_speculative_tokens, a schedule's
         # largest k (one labelled per-position counter each)
-        self.max_k = max((k for _, _, k in schedule), default=0) if mode == "adaptive" \
+        self.max_k = max((k for _, _, k in schedule), default=0) if mode == "schedule" \
             else self.k
 
     def block_keys(self, token_text: str) -> tuple[int, ...]:

@@ -14,7 +14,7 @@ both stall the forward pass) and the drafter's forwards. A draft tree verifies
 per-request bookkeeping, queue scans) either adds to the GPU time or, for an engine
 that overlaps it with the GPU (SGLang's overlap scheduler, vLLM's async scheduling),
 hides under it: the step then takes the larger of the two. A k = 0 step
-with a drafter loaded (the adaptive mode's "off" tier) still pays a draft forward that
+with a drafter loaded (a batch-size schedule's "off" tier) still pays a draft forward that
 keeps the drafter's KV in sync, as a fraction of the step. A profile's `unexplained`
 time (what a published measurement shows beyond this model) is added last.
 """
@@ -26,7 +26,7 @@ from typing import Literal
 
 from specload.sim.profile import Profile
 
-SpecMode = Literal["on", "off", "adaptive"]
+SpecMode = Literal["on", "off", "schedule"]
 
 
 @dataclass(slots=True)
@@ -63,7 +63,7 @@ class CostModel:
 
     A step that speculates (k > 0) on a profile whose engine turns its overlap scheduler
     off for speculative decoding (SGLang's EAGLE worker) pays its host time on top of
-    the GPU's. In the adaptive `mode` a k = 0 step behaves as with speculation off, plus
+    the GPU's. In the `schedule` mode a k = 0 step behaves as with speculation off, plus
     the drafter's sync forward: the mode switches between the two arms' behaviours.
     """
 
@@ -88,7 +88,7 @@ class CostModel:
         self._extra_forwards = s.extra_draft_forwards
         self._tree_extra = s.verify_tokens_per_draft - 1.0
         self._spec_cpu = s.cpu_per_seq_s
-        self._sync = s.k0_overhead if mode == "adaptive" else 0.0
+        self._sync = s.k0_overhead if mode == "schedule" else 0.0
         self._overlap = o.overlap
         self._spec_no_overlap = s.disables_overlap
         self._t0, self._per_seq, self._per_wait = o.step_s, o.per_seq_s, o.per_waiting_s

@@ -402,7 +402,7 @@ def with_acceptance_length(profile: Profile, length: float, k: int | None = None
 def engine_profile(args: argparse.Namespace) -> Profile:
     """The profile `sim` and `sim-curve` run: `--profile`, its acceptance rates scaled to
     `--acceptance-length` when given, with `--adaptive-schedule`'s schedule in place of
-    the profile's when given (only `--spec adaptive` uses one)."""
+    the profile's when given (only `--spec schedule` uses one)."""
     profile = load_profile(args.profile)
     length = getattr(args, "acceptance_length", None)
     if length is not None:
@@ -410,6 +410,6 @@ def engine_profile(args: argparse.Namespace) -> Profile:
     text = getattr(args, "adaptive_schedule", None)
     if text is None:
         return profile
-    if getattr(args, "spec", None) != "adaptive":
-        raise SimConfigError("--adaptive-schedule applies to --spec adaptive")
+    if getattr(args, "spec", None) != "schedule":
+        raise SimConfigError("--adaptive-schedule applies to --spec schedule")
     return with_schedule(profile, parse_schedule(text))

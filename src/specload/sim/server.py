@@ -95,7 +95,7 @@ def _spec_metrics_k(args: argparse.Namespace, flavor: Flavor, engines: list[Step
     if args.spec == "off":
         # vllm/config/vllm.py: "--per-request-spec-decode-metrics requires speculative
         # decoding"
-        raise SimConfigError("--per-request-spec-decode-metrics needs --spec on or adaptive")
+        raise SimConfigError("--per-request-spec-decode-metrics needs --spec on or schedule")
     return engines[0].core.k
 
 

@@ -102,7 +102,7 @@ def test_a_url_pair_gets_its_verification_arm_by_hand(
 ) -> None:
     # spec-on speculates only at batch 1 (k = 0, with the drafter's sync cost, above):
     # it leads at C = 1 and falls behind at C = 3, so the report recommends a threshold
-    on = sim_server(profile=PROFILE, spec="adaptive",
+    on = sim_server(profile=PROFILE, spec="schedule",
                     extra_args=("--adaptive-schedule", "1-1:3,2-:0"))
     off = sim_server(profile=PROFILE, spec="off")
     data = {
@@ -144,7 +144,7 @@ def test_ctrl_c_in_the_verify_arm_keeps_its_rungs_and_resume_finishes_it(
         "name": "verify-resume", "ladder": [1, 3, 6], "warmup_s": 1, "measure_s": 3,
         "verify": True, "request": {"max_tokens": 24, "ignore_eos": True},
         "arms": [{"name": "spec-on", "role": "spec_on", "sim": {
-                     "profile": PROFILE, "spec": "adaptive",
+                     "profile": PROFILE, "spec": "schedule",
                      "adaptive_schedule": [[1, 1, 3], [2, 100000, 0]]}},
                  {"name": "spec-off", "sim": {"profile": PROFILE, "spec": "off"}}],
     }

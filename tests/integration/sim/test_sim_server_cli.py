@@ -46,8 +46,9 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(("args", "needle"), [
     (["sim", "--profile", "no-such-profile", "--port", "0"], "no-such-profile"),
     (["sim", "--profile", "seed-glm", "-k", "9", "--port", "0"], "num-speculative-tokens"),
-    (["sim", "--profile", "seed-glm", "--spec", "adaptive", "-k", "2", "--port", "0"],
-     "adaptive"),
+    (["sim", "--profile", "seed-glm", "--spec", "schedule", "-k", "2", "--port", "0"],
+     "--spec schedule takes k by batch size"),
+    (["sim", "--spec", "adaptive", "--port", "0"], "invalid choice: 'adaptive'"),
     (["sim", "--fault", "cut:0.6", "--fault", "error500:0.6", "--port", "0"], "add up"),
     (["sim", "--flavor", "tgi", "--api-key", "k", "--port", "0"], "--api-key"),
     (["sim", "--api-key-env", "SPECLOAD_NO_SUCH_VARIABLE", "--port", "0"], "unset"),

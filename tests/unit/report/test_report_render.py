@@ -190,7 +190,8 @@ def test_llamacpp_arms_get_deployments_and_no_engine_files(crossing_run: Path,
     render.write(render.build(crossing_run))  # an earlier report's files must go
     assert cli_main(["report", str(crossing_run)]) == 0
     out = capsys.readouterr().out
-    assert "llama.cpp has no setting that turns speculation off by load" in out
+    assert ("llama.cpp has no setting that turns speculation off by load nor an adaptive "
+            "mode of its own") in out
     assert "--speculative-config" not in out
     assert sorted(p.name for p in (crossing_run / "recommended").iterdir()) == ["README.md"]
 

@@ -23,12 +23,12 @@ def _scenario(on: dict) -> object:
         {"name": "spec-on", **on}, {"name": "spec-off", "sim": {"spec": "off"}}]}, Path("."))
 
 
-def test_a_sim_arm_runs_adaptive_with_the_schedule() -> None:
+def test_a_sim_arm_runs_the_schedule() -> None:
     sc = _scenario({"sim": {"profile": "seed-glm", "spec": "on", "k": 3, "seed": 7}})
     arm = verify.verify_arm(sc.arms[0], PLANNED, Path("/run/recommended"))
     assert arm.name == "verify" and arm.arm_role == "verify" and arm.sim is not None
     assert (arm.sim.spec, arm.sim.k, arm.sim.seed, arm.sim.profile) == (
-        "adaptive", None, 7, "seed-glm")
+        "schedule", None, 7, "seed-glm")
     assert arm.sim.adaptive_schedule == [(1, 15, 3), (16, 65536, 0)]
 
 

@@ -93,8 +93,8 @@ def test_long_context_keeps_speculation_paying_at_high_concurrency() -> None:
     assert ratios == sorted(ratios)  # MagicDec: the speedup grows with the batch
 
 
-def test_adaptive_mode_switches_speculation_off_at_high_concurrency() -> None:
-    points = predict(load_profile("h100-llama8b-eagle"), "adaptive", None, [2, 64])
+def test_a_schedule_switches_speculation_off_at_high_concurrency() -> None:
+    points = predict(load_profile("h100-llama8b-eagle"), "schedule", None, [2, 64])
     assert points[0].tokens_per_chunk > 1.2  # speculating at C=2
     assert points[1].tokens_per_chunk == pytest.approx(1.0)  # off at C=64
     off64 = tok_s("h100-llama8b-eagle", "off", [64])[64]

@@ -120,12 +120,12 @@ def test_overlap_hides_host_time_under_the_gpu_and_fixed_k_speculation_can_lose_
 def test_a_k0_step_with_the_drafter_loaded_pays_the_sync_forward() -> None:
     p = load_profile("h100-llama8b-eagle")
     shape = decode_shape(32, 0)
-    off, adaptive = CostModel(p, "off").cost(shape), CostModel(p, "adaptive").cost(shape)
-    assert adaptive.total == pytest.approx(off.total * (1 + p.speculative.k0_overhead))
+    off, scheduled = CostModel(p, "off").cost(shape), CostModel(p, "schedule").cost(shape)
+    assert scheduled.total == pytest.approx(off.total * (1 + p.speculative.k0_overhead))
     assert p.speculative.k0_overhead == pytest.approx(0.075)  # vLLM PR #53426: +4-11%
     prefill_only = StepShape(tokens=512, kv_read_tokens=512, attn_token_ctx=512 * 256,
                              num_seqs=1)
-    assert CostModel(p, "adaptive").cost(prefill_only).sync == 0.0
+    assert CostModel(p, "schedule").cost(prefill_only).sync == 0.0
 
 
 def test_allreduce_latency_is_paid_once_per_forward() -> None:

@@ -46,13 +46,13 @@ def test_a_k_beyond_the_acceptance_rates_is_refused() -> None:
 
 
 def test_the_option_overrides_the_profile_only_in_adaptive_mode() -> None:
-    args = argparse.Namespace(profile="seed-glm", spec="adaptive",
+    args = argparse.Namespace(profile="seed-glm", spec="schedule",
                               adaptive_schedule="1-7:2,8-:0")
     assert engine_profile(args).speculative.adaptive == [(1, 7, 2), (8, SCHEDULE_CEILING, 0)]
     args.adaptive_schedule = None
     assert engine_profile(args) == load_profile("seed-glm")
     args.spec, args.adaptive_schedule = "on", "1-:2"
-    with pytest.raises(SimConfigError, match="--spec adaptive"):
+    with pytest.raises(SimConfigError, match="--spec schedule"):
         engine_profile(args)
 
 
@@ -61,11 +61,11 @@ def test_a_one_tier_schedule_runs_like_spec_on_and_k0_pays_the_sync_forward() ->
     # server that always drafts k = 2 is the spec-on server, step for step.
     profile = load_profile("h100-llama8b-eagle3")
     on = run_closed_loop(profile, "on", 2, 8, prompt_tokens=128, output_tokens=32)
-    always = run_closed_loop(with_schedule(profile, [(1, SCHEDULE_CEILING, 2)]), "adaptive",
+    always = run_closed_loop(with_schedule(profile, [(1, SCHEDULE_CEILING, 2)]), "schedule",
                              None, 8, prompt_tokens=128, output_tokens=32)
     assert always.output_tok_s == pytest.approx(on.output_tok_s)
     off = run_closed_loop(profile, "off", None, 8, prompt_tokens=128, output_tokens=32)
-    never = run_closed_loop(with_schedule(profile, [(1, SCHEDULE_CEILING, 0)]), "adaptive",
+    never = run_closed_loop(with_schedule(profile, [(1, SCHEDULE_CEILING, 0)]), "schedule",
                             None, 8, prompt_tokens=128, output_tokens=32)
     # the drafter's sync forward: k0_overhead (7.5%) of every decode step
     ratio = never.output_tok_s / off.output_tok_s
@@ -73,7 +73,7 @@ def test_a_one_tier_schedule_runs_like_spec_on_and_k0_pays_the_sync_forward() ->
 
 
 def test_sim_curve_takes_the_option(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["sim-curve", "--profile", "seed-glm", "--spec", "adaptive", "--ladder", "1",
+    code = main(["sim-curve", "--profile", "seed-glm", "--spec", "schedule", "--ladder", "1",
                  "--adaptive-schedule", "1-:0", "--max-tokens", "16", "--json"])
     assert code == 0
     assert '"tokens_per_chunk": 1.0' in capsys.readouterr().out
