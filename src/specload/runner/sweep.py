@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from specload.config import api_key
-from specload.config.scenario import Scenario, load_scenario, parse_scenario
+from specload.config.scenario import Scenario, SimArm, load_scenario, parse_scenario
 from specload.errors import UserError
 from specload.runfiles.manifest import MANIFEST, Manifest, read_manifest
 from specload.runner import health_checks, placement
@@ -46,7 +46,7 @@ from specload.runner.stages.ladder import Ladder
 from specload.runner.stages.search import Search
 from specload.runner.stages.tiebreak import TieBreak
 from specload.runner.stages.verify import Verify
-from specload.runner.verify_arm import VERIFY_ARM
+from specload.runner.verify_arm import VERIFY_ARM, has_verify_arm
 
 # --- setup ------------------------------------------------------------------------------
 
@@ -104,10 +104,19 @@ def _api_key(scenario: Scenario) -> str | None:
     return key
 
 
+def _sim_k(sim: SimArm) -> str:
+    """A simulated arm's draft length, or its schedule, for the plan."""
+    if sim.spec == "schedule":
+        ranges = ", ".join(f"[{lo}, {hi}, {k}]" for lo, hi, k in sim.adaptive_schedule or ())
+        return f" k by batch size {ranges or 'from the profile'}"
+    return f" k={sim.k or 'profile'}" if sim.spec == "on" else ""
+
+
 def print_plan(scenario: Scenario, mode: LoadMode, cpus: placement.CpuPlan, out: Path
                ) -> None:
     per_rep = len(scenario.levels) * (scenario.warmup_s + scenario.measure_s)
-    total = per_rep * scenario.repeats * len(scenario.arms)
+    arms = len(scenario.arms) + int(scenario.verify_default and not has_verify_arm(scenario))
+    total = per_rep * scenario.repeats * arms
     steps = scenario.workload_kind.axis.plan_words
     if scenario.searching:
         spec = scenario.search
@@ -122,7 +131,7 @@ def print_plan(scenario: Scenario, mode: LoadMode, cpus: placement.CpuPlan, out:
            if scenario.tiebreak_repeats else "")
         + (", the arms interleaved rung by rung" if scenario.interleave else ""))
     for arm in scenario.arms:
-        server = (f"sim {arm.sim.profile} spec={arm.sim.spec} k={arm.sim.k or 'profile'}"
+        server = (f"sim {arm.sim.profile} spec={arm.sim.spec}{_sim_k(arm.sim)}"
                   if arm.sim else arm.command.base_url if arm.command else str(arm.url))
         if arm.target_acceptance is not None:
             server += f", mean acceptance length {arm.target_acceptance:g}"

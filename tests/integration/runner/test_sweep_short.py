@@ -61,9 +61,13 @@ def test_failing_arms_are_marked_and_the_others_still_run(
 def test_dry_run_prints_the_plan_and_writes_nothing(
     tmp_path: Path, write_scenario, run_sweep
 ) -> None:
-    res = run_sweep(str(write_scenario(short_scenario())), "--dry-run", "--out", "out")
+    res = run_sweep(str(write_scenario(short_scenario(verify=True))), "--dry-run", "--out",
+                    "out")
     assert res.returncode == 0, res.stderr
     assert "arm spec-on: sim" in res.stdout and "--ladder 1,3" in res.stdout
+    assert "spec=on k=3)" in res.stdout and "spec=off)" in res.stdout
+    # two rungs of 3.5 s on three arms: the verification arm's too
+    assert "planned load time 21s" in res.stdout
     assert not (tmp_path / "out").exists()
 
 
