@@ -40,7 +40,7 @@ from specload.runner.locust_proc import LoadMode, LocustProcess, locust_command,
 from specload.runner.manifest_entries import worker_clocks, worker_events
 from specload.runner.metrics_scrape import MetricsSampler
 from specload.runner.placement import CpuPlan, usable
-from specload.runner.plan import Level, missing
+from specload.runner.plan import Level, build, missing
 from specload.runner.progress import (
     WorkerEvents,
     arm_failure,
@@ -123,13 +123,7 @@ class Sweep:
 
     def remaining_s(self) -> float:
         """Planned seconds of every rung not finished yet in the selected arms."""
-        total = 0
-        for arm in self.manifest.arms:
-            if arm.name not in self.selected:
-                continue
-            for rep in arm.reps:
-                if rep.status != "done":
-                    total += len(missing_levels(self, arm.name, rep))
+        total = len(build(self.scenario, self.manifest, self.selected, finished(self)).levels())
         if self._verify_to_come():
             total += len(self.scenario.levels) * self.scenario.repeats
         return total * self.rung_s
