@@ -82,10 +82,11 @@ class ArmsVerdict:
     def shares(self) -> pd.DataFrame:
         """One row per rung: each arm's share of the best, and the outcome."""
         wide = self.table.pivot(index="concurrency", columns="arm", values="share")
-        wide = wide.reindex(columns=self.arms)
+        wide = wide.reindex(columns=self.arms).rename_axis(columns=None)
         return wide.assign(winner=self.winners()).reset_index()
 
-    def lines(self) -> list[str]:
+    def lines(self, rungs: bool = True) -> list[str]:
+        """The verdict in words: a line per rung (`rungs`), the bands, the costs."""
         rows = [f"  C={r['concurrency']:g}: " + ", ".join(f"{a} {r[a]:.2f}" for a in self.arms)
                 + f" -> {r['winner']}" for r in self.shares().to_dict("records")]
         best = self.costs[0]
@@ -93,8 +94,10 @@ class ArmsVerdict:
                if not best.behind else
                f"one setting for every load: {best.arm}, which loses up to "
                f"{1 - best.lowest:.0%} (at C={best.at:g})")
-        return [f"{len(self.arms)} arms side by side (share of the best arm's tok/s per "
-                "rung; -> the winner, or the arms within the noise of each other):", *rows,
+        head = (f"{len(self.arms)} arms side by side (share of the best arm's tok/s per rung; "
+                "-> the winner, or the arms within the noise of each other):") if rungs else \
+            f"{len(self.arms)} arms side by side"
+        return [head, *(rows if rungs else []),
                 "best per load: " + "; ".join(b.words() for b in self.bands),
                 one, *(f"  {c.words()}" for c in self.costs[1:])]
 

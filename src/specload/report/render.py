@@ -352,7 +352,7 @@ def _crossover_lines(report: Report, with_advice: bool = True) -> list[str]:
 def _study_lines(report: Report, with_advice: bool = True) -> list[str]:
     """More than two arms side by side, the multi-k study's picks and schedule, the
     acceptance map's break-even and margin, and each verification arm's efficiency."""
-    lines = report.arms.lines() if report.arms else []
+    lines = report.arms.lines(rungs=with_advice) if report.arms else []
     lines += report.study.lines() if report.study else []
     lines += report.acceptance_map.lines() if report.acceptance_map else []
     lines += [line for c in report.categories for line in c.lines()]
@@ -431,8 +431,10 @@ def _html(report: Report) -> str:
     side = "" if report.arms is None else (
         "<h2>Arms side by side</h2><p>Each arm's share of the best arm's tok/s per rung; the "
         "winner, or the arms within the noise of each other.</p>"
-        + report.arms.shares().to_html(index=False, float_format="{:.3f}".format, border=0,
-                                       classes=TABLE_CLASS))
+        + report.arms.shares().to_html(
+            index=False, border=0, classes=TABLE_CLASS,
+            formatters={"concurrency": "{:g}".format},
+            float_format="{:.3f}".format))
     frame = _table(report)
     note = table_note(frame, report.per_token)
     table = frame.to_html(index=False, na_rep="–", float_format=cell, border=0,

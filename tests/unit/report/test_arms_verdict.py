@@ -54,6 +54,10 @@ def test_each_rung_has_its_winner_or_its_tie_and_the_bands_follow() -> None:
     assert lines[0].startswith("4 arms side by side")
     assert "  C=16: off 0.71, k3 1.00, k7 0.91, adaptive 0.98 -> k3" in lines
     assert "one setting for every load: adaptive, which loses up to 2% (at C=16)" in lines
+    # the report's page has the rungs in a table: its list keeps the bands and costs
+    short = verdict.lines(rungs=False)
+    assert short[0] == "4 arms side by side" and len(short) == len(lines) - 3
+    assert list(verdict.shares().columns) == ["concurrency", *TOK_S, "winner"]
 
 
 def test_without_repeats_a_ratio_within_two_percent_is_a_tie() -> None:
