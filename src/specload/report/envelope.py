@@ -1,12 +1,15 @@
 """The verification arm against the envelope: how much of max(spec-on, spec-off) it gets.
 
-The verification arm (role `verify`, run by the sweep with the recommended schedule)
-is measured through the same ladder. Its envelope at a rung is the most system tok/s
-any arm of the comparison reached there (the spec-on and spec-off arms; in a multi-k
-study every k), and its **envelope efficiency** is its tok/s divided by the envelope's.
-1 means the schedule follows the better curve; below 1 shows what switching costs (a
-k = 0 tier still runs the drafter, vLLM PR #53426) or where no batch-size schedule can
-follow the envelope (a spec-on arm ahead only because its running cap queues requests).
+The verification arm (role `verify`, run by the sweep with the recommended schedule) is
+measured through the same ladder. Its envelope at a rung is the most system tok/s any
+arm of the comparison reached there (the spec-on and spec-off arms; in a multi-k study
+every k), and its **envelope efficiency** is its tok/s divided by the envelope's. 1
+means the schedule follows the better curve; below 1 shows what switching costs (a k = 0
+tier still runs the drafter, vLLM PR #53426) or where no batch-size schedule can follow
+the envelope (a spec-on arm ahead only because its running cap queues requests). Where
+its schedule turns speculation off (its own batch at or above the k = 0 tier's start) it
+is also measured against the spec-off arm at the same rungs: the k = 0 tax (`Tax`), with
+the verdicts' noise band.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from specload.report.crossover import NOISE_BAND
 from specload.report.run_files import ArmSource
 
 VERIFY_ROLE = "verify"
@@ -25,14 +29,50 @@ EFFICIENCY_GOAL = 0.95
 
 
 @dataclass(slots=True)
+class Tax:
+    """What a schedule's k = 0 tier costs: at the rungs where the verification arm ran at
+    or above the tier's first batch size, its tok/s over the spec-off arm's, with the
+    verdicts' noise band (the per-repeat ratios' range, else ±NOISE_BAND)."""
+
+    off: str  # the spec-off arm it is measured against
+    from_batch: int  # where the schedule's k = 0 tier starts
+    # concurrency, batch, ratio, band_lo, band_hi
+    table: pd.DataFrame
+
+    @property
+    def beyond_noise(self) -> pd.DataFrame:
+        """The rungs where the scheduled server is behind spec-off beyond the noise."""
+        return self.table[self.table["band_hi"] < 1.0]
+
+    def as_dict(self) -> dict[str, object]:
+        return {"spec_off": self.off, "from_batch": self.from_batch,
+                "rungs": self.table.to_dict(orient="records"),
+                "beyond_noise_at": [float(c) for c in self.beyond_noise["concurrency"]]}
+
+    def line(self, arm: str) -> str:
+        ratios = ", ".join(f"{r:.3f} (C={c:g})" for c, r in
+                           zip(self.table["concurrency"], self.table["ratio"], strict=True))
+        text = (f"{arm}: with k = 0 (from batch {self.from_batch}) its tok/s over "
+                f"{self.off}'s: {ratios}")
+        behind = self.beyond_noise
+        if behind.empty:
+            return text + "; no cost beyond the noise"
+        worst = float(behind["ratio"].min())
+        return (text + f"; k = 0 costs up to {1 - worst:.0%} beyond the noise, so turning "
+                "speculation off inside the speculating server is not free: a spec-on and a "
+                "spec-off deployment with requests routed by load avoid it")
+
+
+@dataclass(slots=True)
 class Envelope:
-    """One verification arm's efficiency per rung."""
+    """One verification arm's efficiency per rung, and its k = 0 tier's cost."""
 
     arm: str
     schedule: list[list[int]] | None  # the vLLM-form ranges it ran, from the manifest
     # concurrency, output_tok_s, batch, envelope_tok_s, envelope_arm, envelope_batch,
     # efficiency (batch: the server's mean running requests, NaN without the gauge)
     table: pd.DataFrame
+    tax: Tax | None = None  # no k = 0 tier, no spec-off arm, or no rung above the bound
 
     @property
     def lowest(self) -> tuple[float, float] | None:
@@ -47,7 +87,8 @@ class Envelope:
         return {"arm": self.arm, "schedule": self.schedule,
                 "rungs": self.table.to_dict(orient="records"),
                 "lowest_efficiency": low[0] if low else None,
-                "lowest_at": low[1] if low else None}
+                "lowest_at": low[1] if low else None,
+                "k0_tax": self.tax.as_dict() if self.tax else None}
 
     def line(self) -> str:
         parts = ", ".join(f"{e:.3f} (C={c:g})" for c, e in
@@ -85,13 +126,53 @@ def envelope_table(summary: pd.DataFrame, verify: str, study: Sequence[str]) -> 
     return table.reset_index(drop=True)
 
 
+def _per_rep(per_rep: pd.DataFrame, arm: str) -> pd.DataFrame:
+    rows = per_rep[per_rep["arm"] == arm]
+    return rows.groupby(["rep", "concurrency"], as_index=False)["output_tok_s"].mean()
+
+
+def k0_tax(summary: pd.DataFrame, per_rep: pd.DataFrame, verify: str, off: str,
+           schedule: list[list[int]] | None) -> Tax | None:
+    """The verification arm against spec-off where its schedule has k = 0 (its own batch
+    at or above the k = 0 tier's start; its C there, without the gauge)."""
+    zero = [lo for lo, _, k in schedule or [] if k == 0]
+    if not zero:
+        return None
+    mine = summary.loc[summary["arm"] == verify,
+                       ["concurrency", "output_tok_s", "server_running_mean"]
+                       if "server_running_mean" in summary else ["concurrency", "output_tok_s"]]
+    batch = mine.get("server_running_mean", mine["concurrency"]).fillna(mine["concurrency"])
+    above = mine[batch >= min(zero)].assign(batch=batch)
+    theirs = summary.loc[summary["arm"] == off, ["concurrency", "output_tok_s"]]
+    table = above.merge(theirs, on="concurrency", suffixes=("", "_off"))
+    if table.empty:
+        return None
+    table["ratio"] = table["output_tok_s"] / table["output_tok_s_off"]
+    reps = _per_rep(per_rep, verify).merge(_per_rep(per_rep, off), on=["rep", "concurrency"],
+                                           suffixes=("", "_off"))
+    reps["ratio"] = reps["output_tok_s"] / reps["output_tok_s_off"]
+    spread = reps.groupby("concurrency")["ratio"].agg(["min", "max", "count"])
+    table = table.merge(spread, on="concurrency", how="left")
+    several = table["count"].fillna(0) > 1
+    table["band_lo"] = table["min"].where(several, table["ratio"] - NOISE_BAND)
+    table["band_hi"] = table["max"].where(several, table["ratio"] + NOISE_BAND)
+    table = table[["concurrency", "batch", "ratio", "band_lo", "band_hi"]]
+    return Tax(off, min(zero), table.sort_values("concurrency").reset_index(drop=True))
+
+
 def envelopes(summary: pd.DataFrame, arms: Sequence[ArmSource],
-              schedules: dict[str, list[list[int]] | None]) -> list[Envelope]:
-    """Every verification arm's envelope efficiency (none without a verify arm)."""
+              schedules: dict[str, list[list[int]] | None],
+              per_rep: pd.DataFrame | None = None) -> list[Envelope]:
+    """Every verification arm's envelope efficiency (none without a verify arm), and its
+    k = 0 tier's cost against the first spec-off arm."""
     study = [a.name for a in arms if a.role in STUDY_ROLES]
     if not study:
         return []
-    return [Envelope(a.name, schedules.get(a.name), envelope_table(summary, a.name, study))
+    off = next((a.name for a in arms if a.role == "spec_off"), None)
+    reps = per_rep if per_rep is not None else summary.assign(rep=1)
+    return [Envelope(a.name, schedules.get(a.name), envelope_table(summary, a.name, study),
+                     k0_tax(summary, reps, a.name, off, schedules.get(a.name))
+                     if off else None)
             for a in arms if a.role == VERIFY_ROLE]
 
 

@@ -111,7 +111,7 @@ def build(path: str | Path, processes: int | None = None) -> Report:
     recs = [recommendation(recommend(p, arm_setup(p.on), slo), f"{p.on.name} vs {p.off.name}",
                            recommended_folder(pairs, p)) for p in pairs]
     schedules = {a.name: a.schedule for a in source.manifest.arms} if source.manifest else {}
-    found = envelopes(summary, source.arms, schedules)
+    found = envelopes(summary, source.arms, schedules, per_rep)
     arms = analyse_arms(summary, per_rep, source.arms)
     return Report(source, per_rep, with_shares(with_efficiency(summary, found), arms), pairs,
                   warnings, recs, slo, kind, arms=arms,
@@ -362,7 +362,8 @@ def _study_lines(report: Report, with_advice: bool = True) -> list[str]:
         if rec.files:
             lines.append(f"  files in {report.source.out_dir / MULTI_K_FOLDER}: "
                          f"{', '.join(rec.files)}")
-    return lines + [env.line() for env in report.envelopes]
+    return lines + [line for env in report.envelopes
+                    for line in (env.line(), *([env.tax.line(env.arm)] if env.tax else []))]
 
 
 def _slo_lines(report: Report) -> list[str]:

@@ -65,3 +65,40 @@ def test_a_multi_k_envelope_takes_every_k_at_rungs_measured_by_both() -> None:
 def test_no_verify_arm_no_envelope() -> None:
     summary = _summary(on=[1, 2, 3], off=[1, 2, 3], verify=[1, 2, 3])
     assert env.envelopes(summary, ARMS[:2], {}) == []
+
+
+def test_the_k0_tax_is_the_scheduled_arm_against_spec_off_above_its_bound() -> None:
+    # k = 0 from batch 16: only C = 40 is above it (no gauge: C stands for the batch)
+    summary = _summary(on=[80, 220, 240], off=[50, 190, 300], verify=[79, 216, 276])
+    (found,) = env.envelopes(summary, ARMS, {"verify": [[1, 15, 3], [16, 65536, 0]]})
+    tax = found.tax
+    assert tax is not None and (tax.off, tax.from_batch) == ("off", 16)
+    assert tax.table["concurrency"].tolist() == [40]
+    assert tax.table["ratio"].tolist() == pytest.approx([0.92])
+    assert tax.beyond_noise["concurrency"].tolist() == [40]  # 0.92 + 2% < 1
+    assert "k = 0 costs up to 8% beyond the noise" in tax.line("verify")
+    assert "routed by load" in tax.line("verify")
+    assert found.as_dict()["k0_tax"]["beyond_noise_at"] == [40.0]
+
+
+def test_repeats_give_the_tax_its_band_and_the_gauge_picks_the_rungs() -> None:
+    summary = _summary(on=[80, 220, 240], off=[50, 190, 300], verify=[79, 186, 291])
+    # the scheduled server ran a batch of 16.5 at C = 10 (requests queue behind a prefill)
+    summary["server_running_mean"] = [1.0, 9.6, 39.0, 1.0, 9.9, 39.5, 1.0, 16.5, 39.4]
+    per_rep = pd.concat([summary.assign(rep=1), summary.assign(rep=2)], ignore_index=True)
+    per_rep["output_tok_s"] = per_rep["output_tok_s"].astype(float)
+    per_rep.loc[(per_rep["arm"] == "verify") & (per_rep["rep"] == 2), "output_tok_s"] *= 1.04
+    (found,) = env.envelopes(summary, ARMS, {"verify": [[1, 15, 3], [16, 65536, 0]]},
+                             per_rep)
+    tax = found.tax
+    assert tax is not None and tax.table["concurrency"].tolist() == [10, 40]
+    # the repeats' ratios 0.979 and 1.018 at C = 10, 0.97 and 1.009 at C = 40: within noise
+    assert tax.table["band_hi"].tolist() == pytest.approx([186 / 190 * 1.04, 291 / 300 * 1.04])
+    assert tax.beyond_noise.empty
+    assert tax.line("verify").endswith("no cost beyond the noise")
+
+
+def test_a_schedule_without_an_off_tier_has_no_tax() -> None:
+    summary = _summary(on=[80, 220, 240], off=[50, 190, 300], verify=[79, 216, 276])
+    (found,) = env.envelopes(summary, ARMS, {"verify": [[1, 15, 3], [16, 65536, 1]]})
+    assert found.tax is None
