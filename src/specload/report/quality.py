@@ -57,7 +57,7 @@ TOKEN_MISMATCH_Z = 3.0  # drawn lengths: a difference within 3 standard errors i
 IGNORE_EOS_LENGTH_SHARE = 0.95
 
 
-def _warning(kind: str, message: str, arm: str | None = None, concurrency: int | None = None,
+def warning(kind: str, message: str, arm: str | None = None, concurrency: int | None = None,
              rep: int | None = None, rate: float | None = None) -> dict[str, Any]:
     found = {"kind": kind, "arm": arm, "concurrency": concurrency, "rep": rep,
              "message": message}
@@ -244,8 +244,8 @@ def _rung_warnings(row: Any, multi_rep: bool, kind: WorkloadKind
     for name in kind.checks:
         if failing and name in QUIET_WHEN_FAILING:
             continue
-        for warning, message in CHECKS[name](row, where):
-            yield _warning(warning, message, **ctx)
+        for found, message in CHECKS[name](row, where):
+            yield warning(found, message, **ctx)
 
 
 def rung_warnings(per_rep: pd.DataFrame, kind: WorkloadKind = USERS) -> list[dict[str, Any]]:
@@ -289,7 +289,7 @@ def token_mismatch_warnings(
                 continue
             if np.isfinite(ta) and np.isfinite(tb) and tb > 0 and abs(ta / tb - 1) > \
                     TOKEN_MISMATCH_LIMIT and not _by_chance(ta - tb, a.loc[c], b.loc[c]):
-                out.append(_warning(
+                out.append(warning(
                     "token_mismatch",
                     f"C={c}: with ignore_eos, {pair.on.name} averaged {ta:.1f} output tokens "
                     f"per request and {pair.off.name} {tb:.1f}; token counts are not "
@@ -321,7 +321,7 @@ def acceptance_target_warnings(pairs: Sequence[PairResult], summary: pd.DataFram
                                                       strict=True)
                if np.isfinite(got) and abs(got / target - 1) > ACCEPTANCE_LIMIT]
         if off:
-            out.append(_warning(
+            out.append(warning(
                 "acceptance_off_target",
                 f"{pair.on.name} was set to an acceptance length of {target:g} and reported "
                 + ", ".join(f"{got:.2f} at C={c} ({got / target - 1:+.1%})" for c, got in off)
@@ -337,11 +337,11 @@ def source_warnings(per_rep: pd.DataFrame) -> list[dict[str, Any]]:
     for (arm, rep), part in per_rep.groupby(["arm", "rep"], sort=False):
         source = part["window_source"].iloc[0]
         if source == "history":
-            out.append(_warning("no_rungs", f"{arm}: no rungs file; each constant user count "
+            out.append(warning("no_rungs", f"{arm}: no rungs file; each constant user count "
                                 "in Locust's stats history is a rung (first 20% as warmup)",
                                 arm=arm, rep=int(rep)))
         elif source == "run":
-            out.append(_warning("no_rungs", f"{arm}: no rungs file or stats history; the "
+            out.append(warning("no_rungs", f"{arm}: no rungs file or stats history; the "
                                 "whole run is one rung", arm=arm, rep=int(rep)))
     return out
 
@@ -349,9 +349,9 @@ def source_warnings(per_rep: pd.DataFrame) -> list[dict[str, Any]]:
 def all_warnings(per_rep: pd.DataFrame, summary: pd.DataFrame, pairs: Sequence[PairResult],
                  manifest: Manifest | None, notes: Sequence[str],
                  kind: WorkloadKind = USERS) -> list[dict[str, Any]]:
-    found = [_warning("missing_data", n) for n in notes]
+    found = [warning("missing_data", n) for n in notes]
     if manifest is not None:
-        found += [_warning("arm_note", f"{arm.name}: {note}", arm=arm.name)
+        found += [warning("arm_note", f"{arm.name}: {note}", arm=arm.name)
                   for arm in manifest.arms for note in arm.notes]
     found += source_warnings(per_rep)
     found += rung_warnings(per_rep, kind)

@@ -26,8 +26,9 @@ from typing import Any
 import pandas as pd
 
 from specload import __version__
+from specload.engines.spec_command import parse_command
 from specload.errors import UserError
-from specload.report import categories, figures, quality
+from specload.report import categories, figures, quality, spec_checks
 from specload.report.acceptance import per_token_arms, per_token_note, with_acceptance
 from specload.report.acceptance_map import AcceptanceMap, analyse_map
 from specload.report.aggregate import combine_reps, measure_all
@@ -111,6 +112,9 @@ def build(path: str | Path, processes: int | None = None) -> Report:
     recs = [recommendation(recommend(p, arm_setup(p.on), slo), f"{p.on.name} vs {p.off.name}",
                            recommended_folder(pairs, p)) for p in pairs]
     schedules = {a.name: a.schedule for a in source.manifest.arms} if source.manifest else {}
+    methods = {a.name: parse_command(a.command).method for a in source.arms}
+    warnings += spec_checks.stopped(summary, source.arms) + spec_checks.drafting_above_bound(
+        summary, source.arms, schedules, methods)
     found = envelopes(summary, source.arms, schedules, per_rep)
     arms = analyse_arms(summary, per_rep, source.arms)
     return Report(source, per_rep, with_shares(with_efficiency(summary, found), arms), pairs,

@@ -134,7 +134,7 @@ def test_digest_groups_rung_warnings_by_kind() -> None:
                          {**GOOD, "arm": "on", "concurrency": 5, "requests": 3},
                          {**GOOD, "arm": "off", "concurrency": 5, "requests": 3,
                           "client_cpu_max": 99.0}])
-    warnings = [*quality.rung_warnings(rows), quality._warning("missing_data", "no steps")]
+    warnings = [*quality.rung_warnings(rows), quality.warning("missing_data", "no steps")]
     assert quality.digest(warnings) == [
         "no steps",
         "too few completed requests to trust latencies (lengthen those rungs): on C=1, 5; "
