@@ -113,8 +113,9 @@ def build(path: str | Path, processes: int | None = None) -> Report:
                            recommended_folder(pairs, p)) for p in pairs]
     schedules = {a.name: a.schedule for a in source.manifest.arms} if source.manifest else {}
     methods = {a.name: parse_command(a.command).method for a in source.arms}
-    warnings += spec_checks.stopped(summary, source.arms) + spec_checks.drafting_above_bound(
-        summary, source.arms, schedules, methods)
+    warnings += spec_checks.stopped(summary, source.arms, per_token)
+    warnings += spec_checks.drafting_above_bound(summary, source.arms, schedules, methods,
+                                                 per_token)
     found = envelopes(summary, source.arms, schedules, per_rep)
     arms = analyse_arms(summary, per_rep, source.arms)
     return Report(source, per_rep, with_shares(with_efficiency(summary, found), arms), pairs,

@@ -9,10 +9,13 @@ from specload.report import spec_checks
 from specload.report.run_files import ArmSource
 
 
-def _summary(arm: str, accept: list[float], batch: list[float] | None = None
+def _summary(arm: str, per_step: list[float], batch: list[float] | None = None
              ) -> pd.DataFrame:
-    cs = [1, 4, 16, 64][:len(accept)]
-    return pd.DataFrame({"arm": arm, "concurrency": cs, "accept_len": accept,
+    """Tokens per chunk per rung; the server's acceptance counts only the steps that
+    drafted, so it stays high where few do (a false lead these checks must not take)."""
+    cs = [1, 4, 16, 64][:len(per_step)]
+    return pd.DataFrame({"arm": arm, "concurrency": cs, "tokens_per_chunk": per_step,
+                         "accept_len": 2.9,
                          "server_running_mean": batch or [float("nan")] * len(cs)})
 
 
@@ -22,6 +25,7 @@ def test_a_fixed_k_arm_that_stops_speculating_is_flagged_where_it_stopped() -> N
     assert (found["kind"], found["arm"], found["concurrency"]) == ("speculation_stopped",
                                                                    "on", 16)
     assert "fell from 2.40 to 1.00" in found["message"]
+    assert spec_checks.stopped(_summary("on", [2.6, 2.4, 1.0, 1.0]), [on], ["on"]) == []
     assert "acceptance_rate_threshold" in found["message"]
 
 
@@ -43,8 +47,10 @@ def test_a_verification_arm_drafting_above_its_bound_is_flagged_with_the_cause()
     (found,) = spec_checks.drafting_above_bound(summary, [verify], schedule,
                                                 {"verify": "mtp"})
     assert found["concurrency"] == 64
-    assert "k = 0 from batch 16): acceptance length at C=64 (2.10)" in found["message"]
+    assert "k = 0 from batch 16): tokens per step at C=64 (2.10)" in found["message"]
     assert "vLLM issue #51510" in found["message"]
     (other,) = spec_checks.drafting_above_bound(summary, [verify], schedule,
                                                 {"verify": "eagle3"})
     assert "#51510" not in other["message"]
+    # an arm streaming one event per token shows nothing in its chunks
+    assert spec_checks.drafting_above_bound(summary, [verify], schedule, {}, ["verify"]) == []
