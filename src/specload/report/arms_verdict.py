@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from specload.report.crossover import NOISE_BAND
+from specload.report.crossover import noise_band, rep_tok_s
 from specload.report.run_files import ArmSource
 
 VERIFY_ROLE = "verify"
@@ -118,12 +118,6 @@ def compared_arms(arms: Sequence[ArmSource]) -> list[str]:
     return [a.name for a in choices]
 
 
-def _rep_means(per_rep: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
-    """Each arm's tok/s per repeat and rung (a rung measured twice: its mean)."""
-    rows = per_rep[per_rep["arm"].isin(names)]
-    return rows.groupby(["arm", "rep", "concurrency"], as_index=False)["output_tok_s"].mean()
-
-
 def _outcome(arms: Sequence[str]) -> str:
     return arms[0] if len(arms) == 1 else f"{TIE_WORD} ({', '.join(arms)})"
 
@@ -138,11 +132,9 @@ def _rung(level: float, tok_s: pd.Series, reps: pd.DataFrame
         share = float(value / tok_s[best]) if tok_s[best] > 0 else float("nan")
         mine = reps[reps["arm"] == arm].set_index("rep")["output_tok_s"]
         theirs = reps[reps["arm"] == best].set_index("rep")["output_tok_s"]
-        ratios = (mine / theirs).dropna()
-        lo, hi = ((float(ratios.min()), float(ratios.max())) if len(ratios) > 1
-                  else (share - NOISE_BAND, share + NOISE_BAND))
+        lo, hi = noise_band(share, list((mine / theirs).dropna()))
         rows.append({"concurrency": level, "arm": arm, "output_tok_s": float(value),
-                     "share": share, "band_lo": min(lo, share), "band_hi": max(hi, share)})
+                     "share": share, "band_lo": lo, "band_hi": hi})
     outcome = (best, *(str(r["arm"]) for r in rows
                         if r["arm"] != best and float(r["band_hi"]) >= 1.0))
     return [{**r, "winner": _outcome(outcome)} for r in rows], outcome
@@ -181,7 +173,7 @@ def analyse_arms(summary: pd.DataFrame, per_rep: pd.DataFrame,
     means = means.reindex(columns=names).dropna()
     if means.empty:
         return None
-    reps = _rep_means(per_rep, names)
+    reps = rep_tok_s(per_rep, names)
     rows, outcomes = [], []
     for level, tok_s in means.iterrows():
         got, outcome = _rung(float(level), tok_s, reps[reps["concurrency"] == level])

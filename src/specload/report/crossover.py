@@ -48,6 +48,21 @@ BAND_DEFAULT = f"±{NOISE_BAND:.0%}"
 Level = int | float  # a rung's level: a user count, or an arrival rate
 
 
+def rep_tok_s(per_rep: pd.DataFrame, arms: Sequence[str]) -> pd.DataFrame:
+    """Each arm's system tok/s per repeat and rung (arm, rep, concurrency, output_tok_s);
+    a rung a search measured twice in a repeat counts once there, at its mean."""
+    rows = per_rep[per_rep["arm"].isin(arms)]
+    return rows.groupby(["arm", "rep", "concurrency"], as_index=False)["output_tok_s"].mean()
+
+
+def noise_band(ratio: float, rep_ratios: Sequence[float]) -> tuple[float, float]:
+    """A ratio's noise band, the verdicts' rule: the per-repeat ratios' range with two
+    repeats or more, else the ratio ± NOISE_BAND (widened to hold the ratio itself)."""
+    lo, hi = ((min(rep_ratios), max(rep_ratios)) if len(rep_ratios) > 1
+              else (ratio - NOISE_BAND, ratio + NOISE_BAND))
+    return min(lo, ratio), max(hi, ratio)
+
+
 @dataclass(frozen=True, slots=True)
 class Crossing:
     """The mean speedup curve crossing 1 between two rungs."""
@@ -328,9 +343,8 @@ def analyse_pair(
     table = _ratio_table(_arm_rows(summary, on.name), _arm_rows(summary, off.name))
     cols = ["concurrency", "output_tok_s"]
     rep_curves = []
-    # a rung a search measured twice in a repeat counts once there, at its mean
-    reps_on, reps_off = (per_rep[per_rep["arm"] == a.name].groupby(
-        ["rep", "concurrency"], as_index=False)["output_tok_s"].mean() for a in (on, off))
+    reps = rep_tok_s(per_rep, [on.name, off.name])
+    reps_on, reps_off = (reps[reps["arm"] == a.name].drop(columns="arm") for a in (on, off))
     for rep in sorted(set(reps_on["rep"]) & set(reps_off["rep"])):
         curve = _ratio_table(reps_on.loc[reps_on["rep"] == rep, cols],
                              reps_off.loc[reps_off["rep"] == rep, cols])

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from specload.report.crossover import NOISE_BAND
+from specload.report.crossover import noise_band, rep_tok_s
 from specload.report.run_files import ArmSource
 
 VERIFY_ROLE = "verify"
@@ -126,38 +126,40 @@ def envelope_table(summary: pd.DataFrame, verify: str, study: Sequence[str]) -> 
     return table.reset_index(drop=True)
 
 
-def _per_rep(per_rep: pd.DataFrame, arm: str) -> pd.DataFrame:
-    rows = per_rep[per_rep["arm"] == arm]
-    return rows.groupby(["rep", "concurrency"], as_index=False)["output_tok_s"].mean()
+def k0_start(schedule: list[list[int]] | None) -> int | None:
+    """Where a vLLM-form schedule's k = 0 tier starts (None: it has none)."""
+    return min((lo for lo, _, k in schedule or [] if k == 0), default=None)
+
+
+def own_batch(rows: pd.DataFrame) -> pd.Series:
+    """Each rung's batch as the arm's server ran it: its running-requests gauge, else C."""
+    return rows.get("server_running_mean", rows["concurrency"]).fillna(rows["concurrency"])
 
 
 def k0_tax(summary: pd.DataFrame, per_rep: pd.DataFrame, verify: str, off: str,
            schedule: list[list[int]] | None) -> Tax | None:
     """The verification arm against spec-off where its schedule has k = 0 (its own batch
-    at or above the k = 0 tier's start; its C there, without the gauge)."""
-    zero = [lo for lo, _, k in schedule or [] if k == 0]
-    if not zero:
+    at or above the k = 0 tier's start)."""
+    start = k0_start(schedule)
+    if start is None:
         return None
-    mine = summary.loc[summary["arm"] == verify,
-                       ["concurrency", "output_tok_s", "server_running_mean"]
-                       if "server_running_mean" in summary else ["concurrency", "output_tok_s"]]
-    batch = mine.get("server_running_mean", mine["concurrency"]).fillna(mine["concurrency"])
-    above = mine[batch >= min(zero)].assign(batch=batch)
+    mine = summary[summary["arm"] == verify]
+    above = mine[own_batch(mine) >= start].assign(batch=own_batch(mine))
     theirs = summary.loc[summary["arm"] == off, ["concurrency", "output_tok_s"]]
-    table = above.merge(theirs, on="concurrency", suffixes=("", "_off"))
+    table = above[["concurrency", "batch", "output_tok_s"]].merge(
+        theirs, on="concurrency", suffixes=("", "_off"))
     if table.empty:
         return None
+    reps = rep_tok_s(per_rep, [verify, off]).pivot_table(
+        index=["rep", "concurrency"], columns="arm", values="output_tok_s")
+    reps = reps.reindex(columns=[verify, off]).dropna()
+    ratios = (reps[verify] / reps[off]).groupby(level="concurrency").apply(list)
     table["ratio"] = table["output_tok_s"] / table["output_tok_s_off"]
-    reps = _per_rep(per_rep, verify).merge(_per_rep(per_rep, off), on=["rep", "concurrency"],
-                                           suffixes=("", "_off"))
-    reps["ratio"] = reps["output_tok_s"] / reps["output_tok_s_off"]
-    spread = reps.groupby("concurrency")["ratio"].agg(["min", "max", "count"])
-    table = table.merge(spread, on="concurrency", how="left")
-    several = table["count"].fillna(0) > 1
-    table["band_lo"] = table["min"].where(several, table["ratio"] - NOISE_BAND)
-    table["band_hi"] = table["max"].where(several, table["ratio"] + NOISE_BAND)
+    bands = [noise_band(r, ratios.get(c, [])) for c, r in zip(table["concurrency"],
+                                                                table["ratio"], strict=True)]
+    table["band_lo"], table["band_hi"] = [lo for lo, _ in bands], [hi for _, hi in bands]
     table = table[["concurrency", "batch", "ratio", "band_lo", "band_hi"]]
-    return Tax(off, min(zero), table.sort_values("concurrency").reset_index(drop=True))
+    return Tax(off, start, table.sort_values("concurrency").reset_index(drop=True))
 
 
 def envelopes(summary: pd.DataFrame, arms: Sequence[ArmSource],

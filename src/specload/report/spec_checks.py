@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from specload.report.envelope import k0_start, own_batch
 from specload.report.quality import warning
 from specload.report.run_files import ArmSource
 
@@ -74,12 +75,11 @@ def drafting_above_bound(summary: pd.DataFrame, arms: Sequence[ArmSource],
     """Verification arms that still drafted where their schedule says k = 0."""
     out = []
     for arm in arms:
-        zero = [lo for lo, _, k in schedules.get(arm.name) or [] if k == 0]
-        if arm.role != "verify" or not zero or arm.name in per_token:
+        start = k0_start(schedules.get(arm.name))
+        if arm.role != "verify" or start is None or arm.name in per_token:
             continue
         rows = _steps(summary, arm.name)
-        batch = rows["server_running_mean"].fillna(rows["concurrency"])
-        above = rows[(batch >= min(zero)) & (rows["tokens_per_chunk"] > DRAFTING_ABOVE)]
+        above = rows[(own_batch(rows) >= start) & (rows["tokens_per_chunk"] > DRAFTING_ABOVE)]
         if above.empty:
             continue
         where = ", ".join(f"C={c:g} ({a:.2f})" for c, a in
@@ -90,7 +90,7 @@ def drafting_above_bound(summary: pd.DataFrame, arms: Sequence[ArmSource],
                  and methods.get(arm.name) == "mtp" else "")
         out.append(warning(
             "drafting_above_bound",
-            f"{arm.name} still drafted above its bound (k = 0 from batch {min(zero)}): "
+            f"{arm.name} still drafted above its bound (k = 0 from batch {start}): "
             f"tokens per step at {where}; the schedule did not take effect there{cause}",
             arm=arm.name, concurrency=int(above["concurrency"].iloc[0])))
     return out
