@@ -86,7 +86,8 @@ def _add_sim_curve(sub: argparse._SubParsersAction) -> None:
         "sim-curve",
         help="predict a simulated server's steady-state tok/s per concurrency (no sleeping)",
     )
-    add_options(p, Simulator, only=("profile", "spec", "k", "seed", "acceptance_length"))
+    add_options(p, Simulator, only=("profile", "spec", "k", "seed", "acceptance_length",
+                                    "flavor"))
     _add_adaptive_schedule(p)
     p.add_argument("--ladder", type=_ladder, default=list(DEFAULT_LADDER),
                    help="comma-separated increasing concurrencies (default: %(default)s)")

@@ -75,9 +75,14 @@ def test_sglang_throughput_aware_takes_no_off_tier(tmp_path: Path) -> None:
     parse_scenario({"name": "s", "arms": [_arm(start)]}, tmp_path)
 
 
-def test_a_simulated_arm_runs_a_schedule_never_an_engines_controller() -> None:
-    assert "the simulator does not model" in _problem(
-        {"name": "ad", "sim": {"spec": "adaptive"}})
+def test_a_simulated_arm_runs_its_flavours_controller_where_the_engine_has_one() -> None:
+    for flavor in ("vllm", "sglang"):
+        arm = {"name": "ad", "sim": {"spec": "adaptive", "flavor": flavor}}
+        sc = parse_scenario({"name": "s", "arms": [arm]}, Path("."))
+        assert (sc.arms[0].sim.spec, sc.arms[0].arm_role) == ("adaptive", "other")
+    problem = _problem({"name": "ad", "sim": {"spec": "adaptive", "flavor": "llamacpp"}})
+    assert "llamacpp flavor's engine has no adaptive speculation of its own" in problem
+    assert "spec: schedule runs k by batch size" in problem
     # a manifest written before `schedule` had its word: adaptive with its schedule
     old = {"name": "verify", "role": "verify", "sim": {
         "spec": "adaptive", "adaptive_schedule": [[1, 8, 3], [9, 65536, 0]]}}

@@ -66,6 +66,7 @@ from specload.ladder.search import AUTO, coarse
 from specload.sim import SimConfigError
 from specload.sim.faults import DEFAULT_PARAMS as FAULT_KINDS
 from specload.sim.faults import parse_fault
+from specload.sim.flavors import adaptive_controller, flavor_named
 from specload.sim.profile import builtin_names, schedule_problems
 from specload.traffic.arrivals import validate_rates
 from specload.traffic.category_mix import CategoryMix
@@ -89,7 +90,7 @@ ARM_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # set by the start line, as the verification arm runs it); `adaptive`: the engine's own
 # controller (`engines.entry.AdaptiveMode`), never a schedule of specload's.
 Spec = Literal["on", "off", "schedule", "adaptive"]
-SimSpec = Literal["on", "off", "schedule"]
+SimSpec = Literal["on", "off", "schedule", "adaptive"]
 Role = Literal["spec_on", "spec_off", "verify", "other"]
 # The placeholder of a command arm's start line in a multi-k study (those of
 # `command.verify_command` are the registered load switches', `engines.verify_placeholders`).
@@ -288,13 +289,10 @@ class SimArm(_model_of(Simulator)):  # type: ignore[misc]
     @model_validator(mode="before")
     @classmethod
     def _adaptive_word(cls, data: Any) -> Any:
-        """`spec: adaptive` is an engine's own controller, which the simulator does not
-        model; with `adaptive_schedule` it is a manifest's older word for `schedule`."""
-        if isinstance(data, dict) and data.get("spec") == "adaptive":
-            if data.get("adaptive_schedule") is None:
-                raise ValueError("spec: adaptive is an engine's own controller, which the "
-                                 "simulator does not model; spec: schedule runs k by batch "
-                                 "size (adaptive_schedule, else the profile's)")
+        """`spec: adaptive` is the flavour's engine's own controller; with
+        `adaptive_schedule` it is a manifest's older word for `schedule`."""
+        if (isinstance(data, dict) and data.get("spec") == "adaptive"
+                and data.get("adaptive_schedule") is not None):
             return {**data, "spec": "schedule"}
         return data
 
@@ -318,6 +316,10 @@ class SimArm(_model_of(Simulator)):  # type: ignore[misc]
             raise ValueError("tls_cert and tls_key go together")
         if self.adaptive_schedule is not None and self.spec != "schedule":
             raise ValueError("adaptive_schedule needs spec: schedule")
+        try:
+            adaptive_controller(flavor_named(self.flavor), self.spec)
+        except SimConfigError as exc:
+            raise ValueError(f"{exc}; spec: schedule runs k by batch size") from None
         return self
 
     def settings(self) -> Simulator:

@@ -34,7 +34,7 @@ from specload.traffic.prompt_fit import POLICIES
 from specload.traffic.shapes import Distribution, LengthError, LengthSpec, ThinkTime
 
 ARRIVAL_UNITS: tuple[str, ...] = ("requests", "sessions")
-SPEC_MODES: tuple[str, ...] = ("on", "off", "schedule")
+SPEC_MODES: tuple[str, ...] = ("on", "off", "schedule", "adaptive")
 T = TypeVar("T")
 
 
@@ -346,8 +346,10 @@ class Simulator:
     profile, speculation, flavour, faults and the rest."""
 
     profile: str = setting("seed-glm", "built-in profile name or YAML path")
-    spec: str = setting("on", "speculative decoding on, off, or by a batch-size schedule (k "
-                        "by batch size: adaptive_schedule, else the profile's)",
+    spec: str = setting("on", "speculative decoding on, off, by a batch-size schedule (k "
+                        "by batch size: adaptive_schedule, else the profile's) or adaptive "
+                        "(the flavor's engine's own controller: vllm's adaptive "
+                        "verification, sglang's --speculative-adaptive)",
                         choices=SPEC_MODES)
     k: int | None = setting(None, "draft length (default: the profile's)",
                             flag="--num-speculative-tokens", aliases=("-k",), ge=1, le=16)

@@ -36,6 +36,8 @@ class Recommendation:
     decision: Decision
     basis: str  # "system tok/s" or "SLO goodput (...)"
     summary: str
+    title: str = ""  # the README's heading
+    folder: str = RECOMMENDED_DIR  # where `render` writes its files
     lines: list[str] = field(default_factory=list)  # per-engine advice, one line each
     notes: list[str] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
@@ -153,9 +155,9 @@ def _bound_notes(bound: Bound, engine: str | None) -> list[str]:
     return notes
 
 
-def _schedule(rec: Recommendation, folder: str) -> None:
+def _schedule(rec: Recommendation) -> None:
     """The schedule in every load switch's syntax: files, one line each, caveats."""
-    d = rec.decision
+    d, folder = rec.decision, rec.folder
     tiers, spec, engine = d.tiers or (), d.setup.spec, d.engine
     switches = engines.switches()
     for _, switch in switches:
@@ -181,10 +183,10 @@ def _schedule(rec: Recommendation, folder: str) -> None:
         rec.notes += [f"{e.name}: {note}" for note in switch.caveats]
 
 
-def readme(rec: Recommendation, title: str, folder: str) -> str:
+def readme(rec: Recommendation) -> str:
     """The README.md of a recommendation's folder."""
-    d = rec.decision
-    out = [f"# Recommended speculation setting: {title}", "",
+    d, folder = rec.decision, rec.folder
+    out = [f"# Recommended speculation setting: {rec.title}", "",
            f"Verdict ({d.verdict}, on {rec.basis}): {rec.summary}", ""]
     if d.engine:
         out += [f"Engine: {engines.name_of(d.engine)} ({d.engine_source}).", ""]
@@ -214,13 +216,13 @@ def recommendation(d: Decision, title: str, folder: str = RECOMMENDED_DIR) -> Re
     if d.slo:
         basis = f"SLO goodput ({d.slo.describe()})"
         summary = f"On {basis}: {summary}"
-    rec = Recommendation(d, basis, summary)
+    rec = Recommendation(d, basis, summary, title, folder)
     if d.bound:
         rec.notes += _bound_notes(d.bound, d.engine)
     if d.action == "route" and d.engine is not None:
         rec.lines.append(_deployment_text(d.engine, cross, d.bound))
     elif d.action == "schedule":
-        _schedule(rec, folder)
+        _schedule(rec)
         entry = engines.get(d.engine)
         if entry is not None and entry.generic:
             rec.notes.append(_deployment_text(entry.id, cross, d.bound))
@@ -231,18 +233,26 @@ def recommendation(d: Decision, title: str, folder: str = RECOMMENDED_DIR) -> Re
         rec.lines.append("Serve without speculation (no --speculative-config / "
                          "--speculative-algorithm / speculative_config).")
     if rec.lines or rec.notes:
-        rec.files[README_FILE] = readme(rec, title, folder)
+        rec.files[README_FILE] = readme(rec)
     return rec
+
+
+def with_k0_tax(rec: Recommendation, lines: Sequence[str]) -> None:
+    """The verification arms' k = 0 tax, where it is beyond the noise, in the
+    recommendation whose schedule they ran (its README written again)."""
+    if lines:
+        rec.lines += lines
+        rec.files[README_FILE] = readme(rec)
 
 
 def study_recommendation(d: Decision, summary: str, title: str,
                          folder: str) -> Recommendation:
     """A multi-k study's schedule in words and files (`summary` names its bands)."""
-    rec = Recommendation(d, "system tok/s", summary)
+    rec = Recommendation(d, "system tok/s", summary, title, folder)
     if d.action == "schedule":
-        _schedule(rec, folder)
+        _schedule(rec)
     else:
         rec.lines.append("Serve without speculation: k = 0 (spec-off) is best or tied at "
                          "every rung.")
-    rec.files[README_FILE] = readme(rec, title, folder)
+    rec.files[README_FILE] = readme(rec)
     return rec

@@ -47,7 +47,7 @@ from specload.report.recommend import (
     engine_files,
     recommend,
 )
-from specload.report.recommend_text import Recommendation, recommendation
+from specload.report.recommend_text import Recommendation, recommendation, with_k0_tax
 from specload.report.run_files import RunSource, discover
 from specload.report.rung_columns import Combine, View, combined_by, headings
 from specload.report.slo import SloTarget, arm_goodput, slo_from_scenario
@@ -117,10 +117,14 @@ def build(path: str | Path, processes: int | None = None) -> Report:
     warnings += spec_checks.drafting_above_bound(summary, source.arms, schedules, methods,
                                                  per_token)
     found = envelopes(summary, source.arms, schedules, per_rep)
+    study = analyse_study(source.arms, per_rep, summary)
+    verified = study.recommendation if study else recs[0] if recs else None
+    if verified is not None:
+        with_k0_tax(verified, [env.tax.line(env.arm) for env in found
+                               if env.tax is not None and not env.tax.beyond_noise.empty])
     arms = analyse_arms(summary, per_rep, source.arms)
     return Report(source, per_rep, with_shares(with_efficiency(summary, found), arms), pairs,
-                  warnings, recs, slo, kind, arms=arms,
-                  study=analyse_study(source.arms, per_rep, summary), envelopes=found,
+                  warnings, recs, slo, kind, arms=arms, study=study, envelopes=found,
                   per_token=per_token,
                   acceptance_map=analyse_map(source.arms, pairs, summary),
                   categories=categories.analyse(pairs, per_rep))

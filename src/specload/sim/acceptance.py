@@ -84,15 +84,21 @@ class AcceptanceSampler:
             self._for_batch[batch] = table
         return table
 
-    def sample(self, k: int, category: str | None = None, batch: int = 1) -> int:
-        """Accepted drafts (0..k) for one request that drafted k tokens in a step
-        decoding `batch` requests."""
+    def survival(self, k: int, category: str | None = None, batch: int = 1
+                 ) -> tuple[float, ...]:
+        """P(accepted >= j), j = 1..k, for a request of `category` in a step decoding
+        `batch` requests."""
         table = self._by_category.get(category) if category else None
         if table is None:
             table = self.batch_table(batch) if self._by_batch else self._survival
+        return table[k]
+
+    def sample(self, k: int, category: str | None = None, batch: int = 1) -> int:
+        """Accepted drafts (0..k) for one request that drafted k tokens in a step
+        decoding `batch` requests."""
         u = self._rng.random()
         accepted = 0
-        for p in table[k]:
+        for p in self.survival(k, category, batch):
             if u >= p:
                 break
             accepted += 1

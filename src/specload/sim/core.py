@@ -9,14 +9,18 @@ each request's own draft tallies, which llama.cpp reports per request.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from specload.sim import SimConfigError
-from specload.sim.acceptance import AcceptanceSampler, k_for_batch
+from specload.sim import SimConfigError, draft_control
+from specload.sim.acceptance import AcceptanceSampler
 from specload.sim.cost_model import CostModel, SpecMode, StepCost
+from specload.sim.draft_control import DraftControl, Inputs
+from specload.sim.ema_tiers import EmaTierControl
 from specload.sim.prefix_cache import PrefixCache, block_keys
 from specload.sim.profile import Profile
 from specload.sim.scheduler import BatchFormer, Seq
+from specload.sim.verify_budget import VerifyBudgetControl
 
 
 @dataclass(slots=True)
@@ -50,12 +54,18 @@ class Counters:
     accepted_per_pos: list[int] = field(default_factory=list)
 
 
+# a flavour's adaptive controller (`flavors.Flavor.adaptive`) -> its `DraftControl`
+ADAPTIVE: dict[str, Callable[[Inputs], DraftControl]] = {
+    "verify_budget": VerifyBudgetControl, "ema_tiers": EmaTierControl}
+
+
 def resolve_k(profile: Profile, mode: SpecMode, k: int | None) -> int:
-    """The fixed draft length for `mode` (0 when off or scheduled); SimConfigError if bad."""
+    """The draft length for `mode`: fixed, or an adaptive controller's own (its server's
+    num_speculative_tokens); 0 when off or scheduled. SimConfigError if bad."""
     if mode == "schedule" and k is not None:
-        raise SimConfigError("--num-speculative-tokens applies to --spec on; --spec schedule "
-                             "takes k by batch size from its schedule")
-    if mode != "on":
+        raise SimConfigError("--num-speculative-tokens applies to --spec on or adaptive; "
+                             "--spec schedule takes k by batch size from its schedule")
+    if mode not in ("on", "adaptive"):
         return 0
     k = profile.speculative.k if k is None else k
     limit = len(profile.speculative.acceptance)
@@ -68,17 +78,22 @@ class EngineCore:
     """Scheduler + cost model + acceptance sampling for one simulated server."""
 
     def __init__(self, profile: Profile, mode: SpecMode, k: int | None, seed: int,
-                 max_num_seqs: int | None = None, prefix_caching: bool | None = None) -> None:
+                 max_num_seqs: int | None = None, prefix_caching: bool | None = None,
+                 adaptive: str | None = None) -> None:
         if mode == "schedule" and not profile.speculative.adaptive:
             raise SimConfigError("--spec schedule needs a schedule: --adaptive-schedule, or "
                                  "speculative.adaptive in the profile")
+        if mode == "adaptive" and adaptive not in ADAPTIVE:
+            raise SimConfigError("--spec adaptive runs the flavour's engine's own controller; "
+                                 "this flavour's engine has none (vllm and sglang have)")
         self.profile = profile
         self.mode = mode
         self.k = resolve_k(profile, mode, k)
         drafter = mode != "off"  # adaptive keeps the drafter loaded even when k = 0
         sched = profile.scheduler
         caching = sched.prefix_caching if prefix_caching is None else prefix_caching
-        self.former = BatchFormer(max_num_seqs or profile.max_num_seqs(mode == "on"),
+        speculating = mode in ("on", "adaptive")  # started with its speculative settings
+        self.former = BatchFormer(max_num_seqs or profile.max_num_seqs(speculating),
                                   sched.max_num_batched_tokens, profile.kv_capacity(drafter),
                                   PrefixCache(sched.block_size) if caching else None)
         self.cost_model = CostModel(profile, mode)
@@ -86,13 +101,18 @@ class EngineCore:
         self.sampler = AcceptanceSampler(spec.acceptance, seed, spec.acceptance_by_category,
                                          spec.acceptance_by_batch)
         self.counters = Counters()
-        schedule = profile.speculative.adaptive
-        self._k_for = (lambda b: k_for_batch(schedule, b)) if mode == "schedule" else (
-            lambda b: self.k)
+        self.control: DraftControl = (
+            draft_control.schedule(profile.speculative.adaptive) if mode == "schedule"
+            else ADAPTIVE[adaptive](Inputs(profile, self.k, self.cost_model, self.sampler))
+            if mode == "adaptive" and adaptive else draft_control.fixed(self.k))
+        too_long = self.control.max_k - len(spec.acceptance)
+        if too_long > 0:
+            raise SimConfigError(f"the {adaptive} controller drafts up to "
+                                 f"{self.control.max_k} tokens; the profile has acceptance "
+                                 f"rates for {len(spec.acceptance)}")
         # the most tokens a step may draft: vLLM's num_speculative_tokens, a schedule's
         # largest k (one labelled per-position counter each)
-        self.max_k = max((k for _, _, k in schedule), default=0) if mode == "schedule" \
-            else self.k
+        self.max_k = self.control.max_k
 
     def block_keys(self, token_text: str) -> tuple[int, ...]:
         """The prefix cache's keys of a prompt's full blocks (none when caching is off)."""
@@ -123,15 +143,19 @@ class EngineCore:
 
     def step(self) -> StepResult | None:
         """Schedule and commit one step; None when there is nothing to run."""
-        batch = self.former.schedule(self._k_for)
+        control = self.control
+        batch = self.former.schedule(control.draft_k)
         c = self.counters
         c.preemptions += len(batch.preempted)
         if not batch:
             return None
+        control.verify(batch)
         sample = self.sampler.sample
         decoding = len(batch.decode)
         accepted = [sample(s.sched_k, s.category, decoding) if s.sched_k else 0
                     for s in batch.decode]
+        if batch.shape.k:
+            control.observe(batch, accepted)
         for seq, acc in zip(batch.decode, accepted, strict=True):
             if seq.sched_k:
                 c.drafts += 1

@@ -9,13 +9,16 @@ achieved efficiency; the FLOP rate may rise with the step's tokens, and a CPU's 
 that take the tokens in tiles stream the weights once per tile and once per token left
 over), plus
 tensor-parallel all-reduces (a fixed latency per call and bytes over the interconnect;
-both stall the forward pass) and the drafter's forwards. A draft tree verifies
+both stall the forward pass), the drafter's forwards and, for a step larger than the
+largest captured CUDA graph, its kernels' launches one by one. A draft tree verifies
 `verify_tokens_per_draft` target tokens per draft position. Host time (scheduling,
 per-request bookkeeping, queue scans) either adds to the GPU time or, for an engine
 that overlaps it with the GPU (SGLang's overlap scheduler, vLLM's async scheduling),
 hides under it: the step then takes the larger of the two. A k = 0 step
 with a drafter loaded (a batch-size schedule's "off" tier) still pays a draft forward that
-keeps the drafter's KV in sync, as a fraction of the step. A profile's `unexplained`
+keeps the drafter's KV in sync, as a fraction of the step; a step verifying under a
+budget (vLLM's adaptive verification) pays the budget's sizing and its variable-length
+verification. A profile's `unexplained`
 time (what a published measurement shows beyond this model) is added last.
 """
 
@@ -26,7 +29,7 @@ from typing import Literal
 
 from specload.sim.profile import Profile
 
-SpecMode = Literal["on", "off", "schedule"]
+SpecMode = Literal["on", "off", "schedule", "adaptive"]
 
 
 @dataclass(slots=True)
@@ -41,6 +44,8 @@ class StepShape:
     num_decode: int = 0  # of which decoding (the rest prefill)
     num_spec_seqs: int = 0  # decode requests speculating this step
     k: int = 0  # draft positions this step (0: no speculation)
+    drafts: int = 0  # draft tokens the target verifies, over every request
+    varlen: bool = False  # verified under a budget: requests verify different counts
     num_waiting: int = 0  # requests left in the queue
 
 
@@ -63,8 +68,9 @@ class CostModel:
 
     A step that speculates (k > 0) on a profile whose engine turns its overlap scheduler
     off for speculative decoding (SGLang's EAGLE worker) pays its host time on top of
-    the GPU's. In the `schedule` mode a k = 0 step behaves as with speculation off, plus
-    the drafter's sync forward: the mode switches between the two arms' behaviours.
+    the GPU's. In the `schedule` and `adaptive` modes a k = 0 step behaves as with
+    speculation off, plus the drafter's sync forward: the mode switches between the two
+    arms' behaviours.
     """
 
     def __init__(self, profile: Profile, mode: SpecMode = "off") -> None:
@@ -88,13 +94,16 @@ class CostModel:
         self._extra_forwards = s.extra_draft_forwards
         self._tree_extra = s.verify_tokens_per_draft - 1.0
         self._spec_cpu = s.cpu_per_seq_s
-        self._sync = s.k0_overhead if mode == "schedule" else 0.0
+        self._sync = s.k0_overhead if mode in ("schedule", "adaptive") else 0.0
+        self._varlen = s.verify_budget.step_s
         self._overlap = o.overlap
         self._spec_no_overlap = s.disables_overlap
         self._t0, self._per_seq, self._per_wait = o.step_s, o.per_seq_s, o.per_waiting_s
+        self._graph_max, self._eager = o.graph_max_tokens, o.eager_step_s
         u = profile.unexplained
         self._u_step, self._u_seq = u.step_s, u.per_seq_s
         self._u_spec, self._u_wait = u.per_spec_seq_s, u.per_waiting_s
+        self._u_token = u.per_decode_token_s
         self._u_wait_share = u.waiting_share
 
     def weight_bytes(self, tokens: float) -> float:
@@ -115,7 +124,7 @@ class CostModel:
         """The duration of a step of this shape (zero for an empty step)."""
         if shape.num_seqs == 0:
             return StepCost(0.0, 0.0, 0.0, 0.0, 0.0)
-        tokens = shape.tokens + self._tree_extra * shape.k * shape.num_spec_seqs
+        tokens = shape.tokens + self._tree_extra * shape.drafts
         memory = (self.weight_bytes(tokens) * self.weight_passes(tokens)
                   + self._kv_bytes * shape.kv_read_tokens) / self._bw
         logits = shape.logit_tokens + (tokens - shape.tokens)  # a tree's extras are verified
@@ -128,6 +137,8 @@ class CostModel:
             forwards = shape.k + self._extra_forwards
             draft = forwards * (self._draft_step + self._draft_seq * shape.num_spec_seqs)
         gpu = max(memory, compute) + comm + draft
+        if self._graph_max and tokens > self._graph_max:
+            gpu += self._eager
         host = (
             self._t0
             + self._per_seq * shape.num_seqs
@@ -137,9 +148,10 @@ class CostModel:
         overlap = self._overlap and not (shape.k and self._spec_no_overlap)
         total = max(gpu, host) if overlap else gpu + host
         sync = self._sync * total if shape.k == 0 and shape.num_decode else 0.0
-        step = total + sync
+        step = total + sync + (self._varlen if shape.varlen else 0.0)
         unexplained = (self._u_step + self._u_seq * shape.num_seqs
                        + self._u_spec * shape.num_spec_seqs
+                       + self._u_token * (shape.num_decode + shape.drafts)
                        + (self._u_wait + self._u_wait_share * step) * shape.num_waiting)
         return StepCost(step + unexplained, memory, compute, draft, host, comm, sync,
                         unexplained)

@@ -16,6 +16,7 @@ import orjson
 
 from specload.sim import SimConfigError
 from specload.sim.core import SpecMode
+from specload.sim.flavors import DEFAULT_FLAVOR, adaptive_controller, flavor_named
 from specload.sim.profile import Profile, engine_profile
 from specload.sim.virtual import CurvePoint, run_closed_loop
 
@@ -37,11 +38,13 @@ def check_lengths(profile: Profile, prompt_tokens: int | None, max_tokens: int |
 
 def predict(profile: Profile, mode: SpecMode, k: int | None, ladder: list[int], *,
             seed: int = 0, prompt_tokens: int | None = None,
-            output_tokens: int | Callable[[random.Random], int] | None = None
-            ) -> list[CurvePoint]:
-    """One steady-state point per concurrency."""
+            output_tokens: int | Callable[[random.Random], int] | None = None,
+            flavor: str = DEFAULT_FLAVOR) -> list[CurvePoint]:
+    """One steady-state point per concurrency, on a server of `flavor`'s engine (whose
+    own controller `--spec adaptive` runs)."""
+    adaptive = adaptive_controller(flavor_named(flavor), mode)
     return [run_closed_loop(profile, mode, k, c, seed=seed, prompt_tokens=prompt_tokens,
-                            output_tokens=output_tokens)
+                            output_tokens=output_tokens, adaptive=adaptive)
             for c in ladder]
 
 
@@ -62,7 +65,8 @@ def main(args: argparse.Namespace) -> int:
         prompt_tokens = getattr(args, "prompt_tokens", None)
         check_lengths(profile, prompt_tokens, args.max_tokens)
         points = predict(profile, args.spec, args.k, ladder, seed=args.seed,
-                         prompt_tokens=prompt_tokens, output_tokens=args.max_tokens)
+                         prompt_tokens=prompt_tokens, output_tokens=args.max_tokens,
+                         flavor=getattr(args, "flavor", None) or DEFAULT_FLAVOR)
     except SimConfigError as exc:
         print(f"specload: error: {exc}", file=sys.stderr)
         return 2

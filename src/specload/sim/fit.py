@@ -288,7 +288,7 @@ def verify_is_compute_bound(base: Profile, k: int, context: int) -> bool:
     read: a GPU reads, a CPU computes."""
     step = CostModel(base, "on").cost(StepShape(
         tokens=1 + k, kv_read_tokens=context, attn_token_ctx=(1 + k) * context, num_seqs=1,
-        num_decode=1, num_spec_seqs=1, k=k, logit_tokens=1 + k))
+        num_decode=1, num_spec_seqs=1, k=k, drafts=k, logit_tokens=1 + k))
     return step.compute > step.memory
 
 

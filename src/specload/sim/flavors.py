@@ -85,7 +85,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from specload.sim import metrics
+from specload.sim import SimConfigError, metrics
 from specload.sim.metrics import Exposition
 
 RoleChunk = Literal["empty", "null", "absent", "every", "first"]
@@ -166,6 +166,8 @@ class Flavor:
     # a 422 "validation" error (router/src/server.rs `impl From<InferError>`)
     tgi_errors: bool = False
     not_found: tuple[str, bytes] = ("application/json", b"")  # content type, body
+    # the engine's own adaptive speculation (`--spec adaptive`): a `core.ADAPTIVE` name
+    adaptive: str | None = None
     api_key: ApiKeyRule | None = None  # None: `--api-key` is not modelled for it
     timings: bool = False  # llama.cpp's `timings` object in final chunks and bodies
     # vLLM's `metrics.speculative_decoding` on the usage chunk and in bodies, when the
@@ -184,7 +186,7 @@ class Flavor:
 
 
 VLLM = Flavor(
-    name="vllm", role="empty", finish_separate=False, usage="continuous",
+    name="vllm", adaptive="verify_budget", role="empty", finish_separate=False, usage="continuous",
     reasoning_key="reasoning", per_token_chunks=False, eos_text_empty=True,
     health_paths=("/health", "/ping"), request_id="any", metrics=metrics.VLLM,
     spec_decode_metrics=True, token_count=("/tokenize", "vllm"), cuts_output_to_context=True,
@@ -223,7 +225,7 @@ LLAMACPP = Flavor(
 FLAVORS: dict[str, Flavor] = {f.name: f for f in (
     VLLM,
     Flavor(
-        name="sglang", role="empty", finish_separate=True, usage="continuous",
+        name="sglang", adaptive="ema_tiers", role="empty", finish_separate=True, usage="continuous",
         reasoning_key="reasoning_content", per_token_chunks=False,
         continuous_needs_include_usage=False,
         health_paths=("/health", "/health_generate", "/ready"), health_generates=True,
@@ -257,3 +259,22 @@ FLAVORS: dict[str, Flavor] = {f.name: f for f in (
     ),
 )}
 DEFAULT_FLAVOR = VLLM.name
+
+
+def flavor_named(name: str) -> Flavor:
+    """The flavour of this name; SimConfigError naming the others if there is none."""
+    if name not in FLAVORS:
+        raise SimConfigError(f"unknown --flavor {name!r}; use one of {', '.join(FLAVORS)}")
+    return FLAVORS[name]
+
+
+def adaptive_controller(flavor: Flavor, spec: str) -> str | None:
+    """The controller a server of this flavour runs for `--spec adaptive` (None for the
+    other modes); SimConfigError where the flavour's engine has none."""
+    if spec != "adaptive":
+        return None
+    if flavor.adaptive is None:
+        raise SimConfigError(f"spec adaptive: the {flavor.name} flavor's engine has no "
+                             "adaptive speculation of its own (vllm and sglang have)")
+    return flavor.adaptive
+

@@ -85,6 +85,47 @@ class Model(_Strict):
         return self
 
 
+class VerifyBudget(_Strict):
+    """vLLM's adaptive verification (`--spec adaptive` on the vllm flavour): each step
+    the drafter drafts k tokens for every request and the target verifies only the
+    budget of them that maximises expected tokens per second (`sim/verify_budget.py`)."""
+
+    # what a step verified under a budget adds: sizing the budget, ranking the slots,
+    # the variable-length verification kernels
+    step_s: NonNeg = 0.0
+
+
+class EmaTier(_Strict):
+    """One batch-size tier of SGLang's adaptive speculation: the step counts it may run
+    (0: off) and its hysteresis (`adaptive_spec_params.py`)."""
+
+    candidate_steps: list[Annotated[int, Field(ge=0)]] = Field(min_length=1)
+    up_hysteresis: float = 0.0
+    down_hysteresis: float = 0.0
+
+
+# SGLang's DEFAULT_ADAPTIVE_CONFIG (python/sglang/srt/speculative/adaptive_spec_params.py)
+SGLANG_TIERS = {1: EmaTier(candidate_steps=[1, 3, 5, 7], down_hysteresis=-0.25),
+                8: EmaTier(candidate_steps=[0, 1, 3]), 32: EmaTier(candidate_steps=[0, 1]),
+                64: EmaTier(candidate_steps=[0])}
+
+
+class EmaTiers(_Strict):
+    """SGLang's `--speculative-adaptive` with its `ema` strategy (`--spec adaptive` on
+    the sglang flavour, `sim/ema_tiers.py`); defaults are SGLang's."""
+
+    tiers: dict[int, EmaTier] = Field(default_factory=lambda: dict(SGLANG_TIERS))
+    ema_alpha: Frac = 0.2
+    warmup_batches: int = Field(10, ge=0)
+    update_interval: int = Field(5, ge=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> EmaTiers:
+        if not self.tiers or min(self.tiers) != 1:
+            raise ValueError("ema_tiers.tiers needs a tier from batch size 1")
+        return self
+
+
 class Speculative(_Strict):
     """The drafter: acceptance per draft position and what drafting costs."""
 
@@ -122,6 +163,9 @@ class Speculative(_Strict):
     max_num_seqs: int | None = Field(None, ge=1)
     # vLLM `num_speculative_tokens_per_batch_size` form: [[lo, hi, k], ...], k = 0 is off
     adaptive: list[tuple[int, int, int]] = Field(default_factory=list)
+    # the engines' own controllers, run by `--spec adaptive` on their flavours
+    verify_budget: VerifyBudget = Field(default_factory=VerifyBudget)
+    ema_tiers: EmaTiers = Field(default_factory=EmaTiers)
 
     @model_validator(mode="after")
     def _check(self) -> Speculative:
@@ -162,6 +206,11 @@ class Overheads(_Strict):
     # host work runs while the GPU computes (SGLang's overlap scheduler, vLLM's async
     # scheduling): a step takes max(GPU, host) instead of GPU + host
     overlap: bool = False
+    # the largest step (in query tokens) replayed as a captured CUDA graph (vLLM's
+    # max_cudagraph_capture_size; 0: no graphs modelled); a larger step launches its
+    # kernels one by one and takes `eager_step_s` longer
+    graph_max_tokens: int = Field(0, ge=0)
+    eager_step_s: NonNeg = 0.0
 
 
 class Unexplained(_Strict):
@@ -175,6 +224,9 @@ class Unexplained(_Strict):
     step_s: NonNeg = 0.0  # per step
     per_seq_s: NonNeg = 0.0  # per running request per step
     per_spec_seq_s: NonNeg = 0.0  # per speculating request per step, on top
+    # per token a decoding request runs through the target per step: its own and each
+    # draft verified (prefill chunks are not counted)
+    per_decode_token_s: NonNeg = 0.0
     per_waiting_s: NonNeg = 0.0  # per waiting request per step
     # per waiting request, the share of its own length a step grows by: llama-server's
     # steps slow in proportion, spec-on and spec-off alike, while requests wait for a slot

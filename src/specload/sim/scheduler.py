@@ -230,24 +230,26 @@ class BatchFormer:
         shape.num_decode = len(batch.decode)
         shape.num_spec_seqs = len(batch.decode) if k else 0
         shape.k = k
+        shape.drafts = sum(seq.sched_k for seq in batch.decode)
         shape.num_waiting = len(self.waiting)
         return batch
 
     @staticmethod
-    def _account(seq: Seq, n: int, batch: Batch) -> None:
+    def verify_only(batch: Batch, verified: list[int]) -> None:
+        """Verify only the first `verified[i]` of `batch.decode[i]`'s drafts (a verify
+        budget, vLLM's adaptive verification): the drafter still drafted all `k`, the
+        target computes fewer tokens. The KV reserved for the rest is freed at commit."""
         shape = batch.shape
-        shape.tokens += n
-        if seq.decoding:
-            batch.decode.append(seq)
-            ctx = seq.computed + n
-            shape.kv_read_tokens += ctx
-            shape.attn_token_ctx += n * ctx
-            shape.logit_tokens += n
-        else:
-            batch.prefill.append(seq)
-            shape.logit_tokens += seq.computed + n >= seq.context
-            shape.kv_read_tokens += seq.computed + n
-            shape.attn_token_ctx += n * (seq.computed + n // 2)
+        for seq, keep in zip(batch.decode, verified, strict=True):
+            _shape_add(shape, seq, 1 + seq.sched_k, -1)
+            seq.sched_k = keep
+            _shape_add(shape, seq, 1 + keep, 1)
+        shape.drafts = sum(verified)
+
+    @staticmethod
+    def _account(seq: Seq, n: int, batch: Batch) -> None:
+        (batch.decode if seq.decoding else batch.prefill).append(seq)
+        _shape_add(batch.shape, seq, n, 1)
 
     def commit(self, batch: Batch, accepted: list[int]) -> list[tuple[Seq, int]]:
         """Apply a step's results; `accepted[i]` drafts were accepted for `batch.decode[i]`.
@@ -302,3 +304,17 @@ class BatchFormer:
             cache.insert(key)
         self.kv_used -= (full - seq.held) * cache.block_tokens
         seq.held = full
+
+
+def _shape_add(shape: StepShape, seq: Seq, n: int, sign: int) -> None:
+    """Add (`sign` 1) or take away (-1) `seq`'s `n` scheduled tokens in `shape`."""
+    shape.tokens += sign * n
+    if seq.decoding:
+        ctx = seq.computed + n
+        shape.kv_read_tokens += sign * ctx
+        shape.attn_token_ctx += sign * n * ctx
+        shape.logit_tokens += sign * n
+    else:
+        shape.logit_tokens += sign * (seq.computed + n >= seq.context)
+        shape.kv_read_tokens += sign * (seq.computed + n)
+        shape.attn_token_ctx += sign * n * (seq.computed + n // 2)

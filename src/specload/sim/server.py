@@ -30,7 +30,7 @@ from specload.sim import SimConfigError, heap_trim
 from specload.sim.api import SimApi
 from specload.sim.core import EngineCore
 from specload.sim.faults import FaultPicker, parse_fault
-from specload.sim.flavors import DEFAULT_FLAVOR, FLAVORS, Flavor
+from specload.sim.flavors import DEFAULT_FLAVOR, Flavor, adaptive_controller, flavor_named
 from specload.sim.generate import Settings
 from specload.sim.openai_request import Limits
 from specload.sim.profile import Profile, engine_profile
@@ -46,17 +46,15 @@ def _url(host: str, port: int, tls: bool) -> str:
 
 def build_api(args: argparse.Namespace, profile: Profile) -> SimApi:
     """Engines + API for parsed `specload sim` arguments; SimConfigError if they are bad."""
-    name = getattr(args, "flavor", None) or DEFAULT_FLAVOR
-    if name not in FLAVORS:
-        raise SimConfigError(f"unknown --flavor {name!r}; use one of {', '.join(FLAVORS)}")
-    flavor = FLAVORS[name]
+    flavor = flavor_named(getattr(args, "flavor", None) or DEFAULT_FLAVOR)
     ranks = getattr(args, "data_parallel", 1) or 1
     if ranks < 1:
         raise SimConfigError("--data-parallel must be 1 or more")
+    adaptive = adaptive_controller(flavor, args.spec)
     slots = getattr(args, "slots", None) or flavor.slots
     caching = getattr(args, "prefix_caching", None)
-    engines = [StepLoop(EngineCore(profile, args.spec, args.k, args.seed + rank, slots, caching))
-               for rank in range(ranks)]
+    engines = [StepLoop(EngineCore(profile, args.spec, args.k, args.seed + rank, slots, caching,
+                                   adaptive)) for rank in range(ranks)]
     context = getattr(args, "max_model_len", None) or profile.model.max_model_len
     if context > profile.model.max_model_len:
         raise SimConfigError(f"--max-model-len {context} is above the profile's "

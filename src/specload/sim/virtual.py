@@ -81,9 +81,11 @@ def run_closed_loop(profile: Profile, mode: SpecMode, k: int | None, users: int,
                     seed: int = 0, prompt_tokens: int | None = None,
                     output_tokens: int | Callable[[random.Random], int] | None = None,
                     rtt_s: float = CLIENT_RTT_S,
-                    categories: Sequence[str] = ()) -> CurvePoint:
-    """Simulate `users` closed-loop users until steady state; see the module docstring."""
-    core = EngineCore(profile, mode, k, seed)
+                    categories: Sequence[str] = (), adaptive: str | None = None
+                    ) -> CurvePoint:
+    """Simulate `users` closed-loop users until steady state; see the module docstring.
+    `adaptive` names the engine controller `--spec adaptive` runs (`core.ADAPTIVE`)."""
+    core = EngineCore(profile, mode, k, seed, adaptive=adaptive)
     prompt = prompt_tokens or profile.workload.prompt_tokens
     output = output_tokens or profile.workload.output_tokens
     drawn = random.Random(seed)

@@ -82,6 +82,12 @@ def test_multi_k_study_recovers_the_simulators_best_k_and_verifies_it(
     # at C = 4 the schedule drafts 5 tokens, the best arm's: the same server, step for step
     assert env["rungs"][0]["efficiency"] > 0.9, env
     assert "verify: envelope efficiency" in res.stdout
+    # at C = 64 the schedule is off, inside a server that keeps its drafter in sync:
+    # the profile's k = 0 overhead is beyond the noise, and the README says what to do
+    tax = env["k0_tax"]
+    assert tax["spec_off"] == "spec-off" and tax["beyond_noise_at"] == [64], tax
+    readme = (run_dir / "recommended" / "multi-k" / "README.md").read_text()
+    assert "k = 0 costs up to" in readme and "routed by load" in readme, readme
     # four arms side by side: k = 5 (or the schedule drafting 5) leads at C = 4, and
     # spec-off (or the schedule, off there) at C = 64
     side = summary["arms_side_by_side"]

@@ -201,3 +201,16 @@ def test_a_batch_that_keeps_its_share_of_c_is_no_cap() -> None:
     bound = got.decision.bound
     assert bound is not None and bound.last_on == 2 and bound.capped is None
     assert not any("at most about" in n for n in got.notes)
+
+
+def test_a_k0_tax_beyond_the_noise_goes_into_the_readme_of_the_verified_schedule() -> None:
+    got = _recommend(_pair([1.6, 1.2, 0.8, 0.7], batches=[1, 10, 30, 95]), "vllm")
+    before = got.files["README.md"]
+    assert "# Recommended speculation setting: on vs off" in before
+    rt.with_k0_tax(got, [])
+    assert got.files["README.md"] == before
+    line = "verify: ... k = 0 costs up to 8% beyond the noise ... routed by load"
+    rt.with_k0_tax(got, [line])
+    assert got.lines[-1] == line
+    assert f"- {line}" in got.files["README.md"]
+    assert got.files["README.md"].startswith(before.split("Notes:")[0].rstrip())

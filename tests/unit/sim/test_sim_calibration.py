@@ -2,7 +2,8 @@
 
 References (cited in the profiles): SGLang's docs (158.34 tok/s, Llama-3.1-8B-Instruct,
 1x H100, MT-Bench, batch 1), the EAGLE-3 paper's SGLang throughput table (arXiv
-2503.01840), MagicDec (arXiv 2408.11049) and the seed measurement.
+2503.01840), MagicDec (arXiv 2408.11049), vLLM PR #52362 (adaptive verification) and
+the seed measurement.
 """
 
 from __future__ import annotations
@@ -82,6 +83,31 @@ def test_h100_spec_off_absolute_anchors(profile: str) -> None:
     estimate = roofline_tok_s(load_profile(profile), 64)
     assert 7000 < estimate < 8500  # the estimate written out in the profile: 7,600 tok/s
     assert off[64] == pytest.approx(estimate, rel=0.20)
+
+
+# vLLM PR #52362: DeepSeek-V4-Flash with DSpark on 8x MI350X, output tok/s
+PR52362_LADDER = [4, 8, 16, 32, 64, 128, 256]
+PR52362 = {
+    "off": [381.53, 729.20, 1342.83, 2392.99, 4094.75, 6340.78, 8878.57],
+    "on": [970.33, 1762.59, 2909.52, 4756.32, 6712.35, 8778.87, 7852.42],
+    "adaptive": [902.37, 1616.77, 2773.69, 4501.11, 7144.12, 10356.48, 13324.67],
+}
+
+
+@pytest.mark.slow
+def test_the_engines_adaptive_verification_reproduces_pr_52362() -> None:
+    profile = load_profile("mi350x8-dsv4flash-dspark")
+    got = {mode: [p.output_tok_s for p in predict(
+        profile, mode, 7 if mode == "on" else None, PR52362_LADDER)]  # type: ignore[arg-type]
+        for mode in PR52362}
+    for mode, published in PR52362.items():
+        ratios = [g / p for g, p in zip(got[mode], published, strict=True)]
+        assert all(0.9 <= r <= 1.1 for r in ratios), (mode, ratios)
+    adaptive_vs_k7 = [a / k for a, k in zip(got["adaptive"], got["on"], strict=True)]
+    assert all(r < 1 for r in adaptive_vs_k7[:4]), adaptive_vs_k7  # behind up to C = 32
+    assert all(r > 1 for r in adaptive_vs_k7[4:]), adaptive_vs_k7  # ahead from C = 64
+    k7_vs_off = [k / o for k, o in zip(got["on"], got["off"], strict=True)]
+    assert k7_vs_off[5] > 1 > k7_vs_off[6], k7_vs_off  # K = 7 falls below between 128, 256
 
 
 @pytest.mark.slow

@@ -13,7 +13,8 @@ from specload.sim.profile import Profile, load_profile
 def decode_shape(batch: int, k: int, ctx: int = 512) -> StepShape:
     tokens = batch * (1 + k)
     return StepShape(tokens=tokens, kv_read_tokens=batch * ctx, attn_token_ctx=tokens * ctx,
-                     num_seqs=batch, num_decode=batch, num_spec_seqs=batch if k else 0, k=k)
+                     num_seqs=batch, num_decode=batch, num_spec_seqs=batch if k else 0, k=k,
+                     drafts=batch * k)
 
 
 @pytest.fixture(scope="module")
