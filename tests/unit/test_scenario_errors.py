@@ -120,6 +120,16 @@ CASES = [
     ("profile is a folder", "name: x\narms:\n  - name: a\n    sim: {spec: 'on', profile: p.yaml}\n",
      ONE + "arms[0].sim.profile: profile file 'p.yaml' is a folder, not a file (looked at "
      "{dir}/p.yaml)"),
+    # load steps
+    ("a step that does not jump", "name: x\nworkload: {kind: steps, steps: [4, 4]}\n" + A,
+     ONE + "workload.steps: step 1: 4 users again: a step must change the count"),
+    ("steps without steps", "name: x\nworkload: {kind: steps}\n" + A,
+     ONE + "workload: kind: steps needs `steps`, the user counts to step through, e.g. "
+     "[4, 128, 4]"),
+    ("steps interleaved",
+     "name: x\ninterleave: true\nworkload: {kind: steps, steps: [4, 16]}\n" + A,
+     ONE + "(top level): interleave: not with kind: steps (each step is measured from the "
+     "one before it, in one run)"),
     ("two problems at once", "name: x\nladder: [0]\nwarmup_s: soon\n" + A,
      ERR + "bad.yaml: 2 problem(s):\n  ladder: rung 0: user count 0 must be at least 1\n"
      "  warmup_s: expected a number, got 'soon'"),

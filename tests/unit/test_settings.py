@@ -43,6 +43,7 @@ from specload.loadgen import shape, workload_options
 from specload.loadgen.options import RunOptions, add_arguments
 from specload.loadgen.workload_options import WorkloadOptions
 from specload.runner.locust_proc import LoadMode, locust_command, request_args, workload_args
+from specload.traffic.kinds import LOAD_STEPS
 from specload.traffic.shapes import LengthSpec
 
 # settings whose value names a file the scenario checks
@@ -99,8 +100,10 @@ ALONE = {"categories": "sharegpt:1"}  # selects from the prompt set: no syntheti
 def test_every_setting_round_trips(tmp_path: Path) -> None:
     windows = given(Windows, tmp_path)
     windows["max_measure_s"] = windows["measure_s"] + 5
-    # an open workload of sessions takes every workload key
-    workload = {**given(Workload, tmp_path), "kind": "open", "rates": [1.0]}
+    # an open workload of sessions takes every workload key but the load steps' own
+    every = given(Workload, tmp_path)
+    steps_only = {k: every.pop(k) for k in LOAD_STEPS.keys if k in every}
+    workload = {**every, "kind": "open", "rates": [1.0]}
     request = {k: v for k, v in given(Request, tmp_path).items() if k not in ALONE}
     sc = scenario_with(tmp_path, request=request, workload=workload, **windows)
     argv = [*request_args(sc.request), *workload_args(sc.workload, sc.levels),
@@ -109,10 +112,16 @@ def test_every_setting_round_trips(tmp_path: Path) -> None:
     for cls, values in ((Request, sc.request), (Windows, sc), (Workload, sc.workload)):
         back = from_attributes(cls, parsed)
         for d in declared(cls):
-            if d.rule.scenario and d.name not in ALONE:
+            if d.rule.scenario and d.name not in (*ALONE, *steps_only):
                 assert getattr(back, d.name) == getattr(values, d.name), (d.name, d.flag)
                 assert getattr(back, d.name) != d.default, d.name
     assert WorkloadOptions.from_env(SimpleNamespace(parsed_options=parsed)).rates == "1"
+    stepping = scenario_with(tmp_path, workload={**steps_only, "kind": "steps",
+                                                 "steps": [4, 128, 4]})
+    parsed = parser().parse_args(workload_args(stepping.workload, stepping.levels))
+    back = WorkloadOptions.from_env(SimpleNamespace(parsed_options=parsed))
+    assert back.steps == "4,128,4"
+    assert {k: getattr(back, k) for k in steps_only} == steps_only
 
 
 @pytest.mark.parametrize(("name", "value"), ALONE.items())

@@ -60,6 +60,7 @@ from specload.ladder.rungs import (
     STRETCH_LIMIT,
     parse_ladder,
     validate_ladder,
+    validate_steps,
     window_cap_s,
 )
 from specload.ladder.search import AUTO, coarse
@@ -630,6 +631,15 @@ class Workload(_model_of(SettingsWorkload)):  # type: ignore[misc]
     # the kinds' names, a tuple read from `workload_kinds` at import
     kind: Literal[NAMES] = USERS.name  # type: ignore[valid-type]
     rates: list[float] | None = None
+    steps: list[int] | None = None
+
+    @field_validator("steps")
+    @classmethod
+    def _steps_ok(cls, v: list[int] | None) -> list[int] | None:
+        problems = validate_steps(v) if v is not None else []
+        if problems:
+            raise ValueError("; ".join(problems))
+        return v
 
     @field_validator("conversations")
     @classmethod
@@ -805,9 +815,18 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
         return list(self.ladder)
 
     @property
+    def nominal_rung_s(self) -> float:
+        """A rung's planned length: its warmup and measure window, or a load step's."""
+        if self.workload_kind.whole_runs:
+            return self.workload.step_s
+        return self.warmup_s + self.measure_s
+
+    @property
     def rung_bound_s(self) -> float:
         """The longest one rung may take (warmup in full, measure window at its cap, the
-        cap stretched as far as it may be: `ladder.window_cap`)."""
+        cap stretched as far as it may be: `ladder.window_cap`; a load step: its length)."""
+        if self.workload_kind.whole_runs:
+            return self.workload.step_s
         return self.warmup_s + STRETCH_LIMIT * self.max_window_s
 
     @property
@@ -835,6 +854,9 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
         if self.interleave and self.distributed is not None:
             raise ValueError("interleave: not with `distributed` (its workers would have to "
                              "rejoin at every rung); run the arms one after the other")
+        if self.interleave and self.workload_kind.whole_runs:
+            raise ValueError(f"interleave: not with kind: {self.workload.kind} (each step is "
+                             "measured from the one before it, in one run)")
         return self
 
     @property

@@ -34,6 +34,7 @@ from specload.traffic.prompt_fit import POLICIES
 from specload.traffic.shapes import Distribution, LengthError, LengthSpec, ThinkTime
 
 ARRIVAL_UNITS: tuple[str, ...] = ("requests", "sessions")
+DEFAULT_STEP_S = 30.0
 SPEC_MODES: tuple[str, ...] = ("on", "off", "schedule", "adaptive")
 T = TypeVar("T")
 
@@ -317,7 +318,7 @@ class Search:
 
 @dataclass(frozen=True, slots=True)
 class Workload:
-    """What chat sessions and open-loop arrivals do (docs/workloads.md)."""
+    """What chat sessions, open-loop arrivals and load steps do (docs/workloads.md)."""
 
     conversations: str = setting("builtin", "sessions: multi-turn conversations, a ShareGPT "
                                  ".json or .jsonl file (default: the built-in set)")
@@ -338,6 +339,9 @@ class Workload:
                                  "are busy starts late", ge=1)
     unit: str = setting("requests", "open loop: each arrival is one request, or a whole chat "
                         "session", flag="--arrival-unit", choices=ARRIVAL_UNITS)
+    step_s: float = setting(DEFAULT_STEP_S, "load steps: how long each user count holds; its "
+                            "second half is the step's steady window", unit="s",
+                            flag="--step-time", ge=4)
 
 
 @dataclass(frozen=True, slots=True)

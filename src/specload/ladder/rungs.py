@@ -93,16 +93,31 @@ class Rung:
     measure_end: float
 
 
+def _user_counts(users: Sequence[int], what: str) -> list[str]:
+    return [f"{what} {i}: user count {u!r} is not a whole number"
+            if isinstance(u, bool) or not isinstance(u, int) else
+            f"{what} {i}: user count {u} must be at least 1"
+            for i, u in enumerate(users)
+            if isinstance(u, bool) or not isinstance(u, int) or u < 1]
+
+
+def validate_steps(users: Sequence[int]) -> list[str]:
+    """Every problem with a load step's user counts: whole, at least 1, at least two
+    of them, each different from the one before."""
+    if len(users) < 2:
+        return ["a load step needs at least two user counts to jump between, e.g. [4, 128, 4]"]
+    problems = _user_counts(users, "step")
+    if problems:
+        return problems
+    return [f"step {i}: {users[i]} users again: a step must change the count"
+            for i in range(1, len(users)) if users[i] == users[i - 1]]
+
+
 def validate_ladder(users: Sequence[int]) -> list[str]:
     """Every problem with a list of user counts, as human-readable messages."""
-    problems: list[str] = []
     if len(users) == 0:
         return ["the ladder is empty: give at least one user count, e.g. [1, 2, 5, 10]"]
-    for i, u in enumerate(users):
-        if isinstance(u, bool) or not isinstance(u, int):
-            problems.append(f"rung {i}: user count {u!r} is not a whole number")
-        elif u < 1:
-            problems.append(f"rung {i}: user count {u} must be at least 1")
+    problems = _user_counts(users, "rung")
     if problems:
         return problems
     for i in range(1, len(users)):

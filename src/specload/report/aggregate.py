@@ -23,6 +23,7 @@ from specload.report import (
     clock_align,
     ground_truth,
     load_health,
+    load_steps,
     measure_cache,
     server_metrics,
 )
@@ -66,7 +67,8 @@ def rung_table(prefix: Path) -> pd.DataFrame:
     windows, source = rung_windows(data.rungs, data.history, data.requests)
     if not windows:
         return pd.DataFrame()
-    table = client_metrics.measure(data.requests, windows)
+    table = load_steps.with_transitions(client_metrics.measure(data.requests, windows),
+                                        data.requests, windows)
     server = server_metrics.index_metrics(data.server)
     extra = pd.DataFrame([server_metrics.server_row(server, w)
                           | load_health.client_row(data.client, w)

@@ -520,6 +520,8 @@ def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd
                                     minlength=len(r.start)))
         row: dict[str, object] = {"rung": w.rung, "concurrency": w.users,
                                   "window_start": w.start, "window_s": w.length}
+        if w.from_users is not None:
+            row |= {"step": w.rung + 1, "from_users": w.from_users}
         for group in COLUMN_GROUPS:
             row.update(group(x))
         rows.append(row)

@@ -314,6 +314,11 @@ def main(args: argparse.Namespace) -> int:
     if len(names) != len(paths) or len(set(names)) != len(names):
         raise UserError(f"--labels: give {len(paths)} different names, one per run")
     runs = [Run(name, build(path)) for name, path in zip(names, paths, strict=True)]
+    stepped = [path for path, run in zip(paths, runs, strict=True) if run.report.steps]
+    if stepped:
+        raise UserError(f"{stepped[0]}: a load-step run, whose steps repeat user counts: "
+                        "compare matches rungs by concurrency; read each run's steps in "
+                        "its report")
     out = Path(args.out) if args.out else Path("reports") / "compare" / datetime.now(
         UTC).strftime("%Y%m%dT%H%M%SZ")
     diffs = differences(runs)

@@ -24,10 +24,12 @@ from specload.report.categories import CategoryPair
 from specload.report.client_metrics import ACCEPT_HIST_BIN
 from specload.report.crossover import PairResult
 from specload.report.envelope import EFFICIENCY_GOAL, Envelope
+from specload.report.load_steps import BAND as STEP_BAND
+from specload.report.load_steps import BIN_S as STEP_BIN_S
 from specload.report.plotjs import Figure, bar, heatmap, scatter, template
 from specload.report.rate_axis import RatePair
 from specload.runfiles import accept_by_step
-from specload.traffic.kinds import LADDER, RATES, USERS, WorkloadKind
+from specload.traffic.kinds import LADDER, RATES, STEPS, USERS, WorkloadKind
 
 PALETTE = tuple(template()["layout"]["colorway"])  # plotly's own line colours
 C_AXIS = LADDER.title
@@ -372,6 +374,46 @@ def in_flight(summary: pd.DataFrame) -> Figure:
                    x_title="concurrent chat sessions (log scale)")
 
 
+def load_steps(summary: pd.DataFrame) -> Figure:
+    """Load steps: each arm's smoothed tok/s from the first jump on, a dotted line at
+    every jump and a cross where each arm settled (`report/load_steps.py`)."""
+    fig = Figure()
+    rows = summary.dropna(subset=["step"]).sort_values("step", kind="stable")
+    jumps: list[tuple[float, str]] = []
+    for i, arm in enumerate(dict.fromkeys(rows["arm"])):
+        colour = PALETTE[i % len(PALETTE)]
+        xs: list[float] = []
+        ys: list[float] = []
+        settled: list[tuple[float, float, str]] = []
+        t0 = 0.0
+        for r in rows[rows["arm"] == arm].itertuples(index=False):
+            values = [float(v) for v in str(r.timeline_tok_s or "").split()]
+            if i == 0:
+                jumps.append((t0, f"{int(r.from_users)}->{int(r.concurrency)}"))
+            xs += [t0 + STEP_BIN_S * (j + 0.5) for j in range(len(values))]
+            ys += values
+            if pd.notna(r.settle_s):
+                settled.append((t0 + float(r.settle_s), float(r.output_tok_s),
+                                f"step {int(r.step)}: {float(r.settle_s):.2f} s"))
+            t0 += len(values) * STEP_BIN_S
+        fig.add_trace(scatter(x=xs, y=ys, mode="lines", name=arm, line={"color": colour},
+                              hovertemplate=f"{arm}<br>%{{x:.2f}} s<br>%{{y:.0f}} tok/s"
+                              "<extra></extra>"))
+        fig.add_trace(scatter(
+            x=[t for t, _, _ in settled], y=[y for _, y, _ in settled], mode="markers",
+            name=f"{arm} settled", marker={"symbol": "x", "size": 11, "color": colour},
+            customdata=[w for _, _, w in settled],
+            hovertemplate=f"{arm} settled<br>%{{customdata}}<extra></extra>"))
+    for t, words in jumps:
+        fig.add_vline(t, line={"color": "grey", "dash": "dot", "width": 1})
+        fig.add_annotation(text=words, showarrow=False, x=t, xanchor="left", yref="y domain",
+                           y=1, yanchor="bottom")
+    return _layout(fig, f"Load steps: tok/s after each jump (smoothed; a cross where each arm "
+                   f"settled within {STEP_BAND:.0%} of the step's steady level)",
+                   "output tokens/s (all users)",
+                   x_title=STEPS.title, log_x=False)
+
+
 def rate_throughput(summary: pd.DataFrame) -> Figure:
     """Open loop: system output tok/s vs arrival rate per arm."""
     fig = Figure()
@@ -588,6 +630,7 @@ FIGURES: dict[str, Registered] = {
     "acceptance_by_step": Registered(acceptance_by_step, needs="accept_step_steps"),
     "in_flight": Registered(in_flight),
     "failures": Registered(failures),
+    "load_steps": Registered(load_steps, needs="timeline_tok_s"),
     "rate_throughput": Registered(rate_throughput),
     "rate_speedup": Registered(rate_speedup, "rate_pairs"),
     "rate_latency": Registered(rate_latency),

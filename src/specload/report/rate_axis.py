@@ -23,7 +23,7 @@ import pandas as pd
 from specload.report.crossover import NOISE_BAND, Crossover, find_crossover, rung_decisions
 from specload.report.run_files import ArmSource
 from specload.runfiles.manifest import Manifest
-from specload.traffic.kinds import KINDS, OPEN, SESSIONS, USERS, WorkloadKind
+from specload.traffic.kinds import KINDS, LOAD_STEPS, OPEN, SESSIONS, USERS, WorkloadKind
 
 RATE_COLUMNS = ("rate", "speedup", "band_lo", "band_hi", "decision", "e2e_sched_mean_ms_on",
                 "e2e_sched_mean_ms_off", "output_tok_s_on", "output_tok_s_off",
@@ -46,10 +46,12 @@ def workload_kind(manifest: Manifest | None, summary: pd.DataFrame) -> WorkloadK
 
 
 def guessed_kind(summary: pd.DataFrame) -> WorkloadKind:
-    """The kind a summary's columns suggest: rates make an open-loop run, rungs with
-    sessions a sessions run."""
+    """The kind a summary's columns suggest: rates make an open-loop run, steps a
+    load-step run, rungs with sessions a sessions run."""
     if "rate" in summary and summary["rate"].notna().any():
         return OPEN
+    if "step" in summary and summary["step"].notna().any():
+        return LOAD_STEPS
     if "sessions" in summary and (summary["sessions"].fillna(0) > 0).any():
         return SESSIONS
     return USERS

@@ -19,7 +19,7 @@ import html
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ import pandas as pd
 from specload import __version__
 from specload.engines.spec_command import parse_command
 from specload.errors import UserError
-from specload.report import categories, figures, quality, spec_checks
+from specload.report import categories, figures, load_steps, quality, spec_checks
 from specload.report.acceptance import per_token_arms, per_token_note, with_acceptance
 from specload.report.acceptance_map import AcceptanceMap, analyse_map
 from specload.report.aggregate import combine_reps, measure_all
@@ -37,6 +37,7 @@ from specload.report.categories import CategoryPair
 from specload.report.crossover import Crossover, PairResult, analyse_pair, pair_arms
 from specload.report.envelope import Envelope, envelopes, with_efficiency
 from specload.report.html_page import TABLE_CLASS, figures_html, page
+from specload.report.load_steps import StepFigures
 from specload.report.multik import MULTI_K_FOLDER, KStudy, analyse_study
 from specload.report.rate_axis import RatePair, analyse_rates, rate_lines, workload_kind
 from specload.report.recommend import (
@@ -76,6 +77,7 @@ class Report:
     acceptance_map: AcceptanceMap | None = None  # spec-on arms set to acceptance lengths
     categories: list[CategoryPair] = field(default_factory=list)  # pairs by prompt category
     arms: ArmsVerdict | None = None  # more than two arms compared: the winner per rung
+    steps: list[StepFigures] = field(default_factory=list)  # a load-step run's steps
 
     @property
     def workload(self) -> str:
@@ -100,6 +102,11 @@ def build(path: str | Path, processes: int | None = None) -> Report:
     slo = slo_from_scenario(source.manifest.scenario if source.manifest else None)
     kind = workload_kind(source.manifest, summary)
     arm_pairs = pair_arms(source.arms)
+    if kind.whole_runs:  # load steps: how each arm settles, nothing to pair
+        warnings = quality.all_warnings(per_rep, summary, [], source.manifest, source.notes,
+                                        kind)
+        return Report(source, per_rep, summary, [], warnings, [], slo, kind,
+                      per_token=per_token, steps=load_steps.analyse(summary))
     if kind.axis == RATES:  # a latency speedup per rate, no engine setting
         rate_pairs = [analyse_rates(on, off, summary) for on, off in arm_pairs]
         warnings = quality.all_warnings(per_rep, summary, [], source.manifest, source.notes,
@@ -218,6 +225,7 @@ def summary_json(report: Report) -> dict[str, Any]:
         + (report.study.recommendation.as_dict(MULTI_K_FOLDER)["files"] if report.study else []),
         "workload": report.workload,
         "rate_pairs": [p.as_dict() for p in report.rate_pairs],
+        "load_steps": [asdict(f) for f in report.steps],
         "multi_k": report.study.as_dict() if report.study else None,
         "verify": [e.as_dict() for e in report.envelopes],
         "arms_side_by_side": report.arms.as_dict() if report.arms else None,
@@ -324,6 +332,8 @@ def search_lines(report: Report) -> list[str]:
 
 
 def _crossover_lines(report: Report, with_advice: bool = True) -> list[str]:
+    if report.steps:
+        return load_steps.lines(report.steps)
     if not (report.pairs or report.rate_pairs):
         return [f"{report.kind.axis.crossover}: no spec-on/spec-off pair of arms (roles or "
                 "names with on/off) to compare"]
@@ -453,7 +463,8 @@ def _html(report: Report) -> str:
     return page(title, f"""<h1>{esc(title)}</h1>
 <p>Source: {esc(str(report.source.out_dir))} · arms: {esc(", ".join(
         f"{a.name} ({a.role}, {len(a.reps)} rep)" for a in report.source.arms))}</p>
-<h2>Crossover {report.kind.axis.crossover}</h2><ul>{crossover}</ul>
+<h2>{esc(report.kind.axis.heading or f"Crossover {report.kind.axis.crossover}")}</h2>
+<ul>{crossover}</ul>
 {side}
 <h2>Recommended setting</h2><ul>{recs or _no_recommendation(report)}</ul>
 <h2>Data-quality warnings ({len(report.warnings)})</h2><ul class="warn">{warns}</ul>

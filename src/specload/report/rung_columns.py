@@ -36,6 +36,7 @@ class View(StrEnum):
     USERS = "users"
     SESSIONS = "sessions"
     OPEN = "open"
+    STEPS = "steps"
     SUMMARY = "summary"  # summary.csv's leading columns, in this order
     LIVE = "live"  # the Tokens tab's per-rung table
     LIVE_RUNG = "live rung"  # a rung in GET /specload/live
@@ -65,15 +66,20 @@ _IN_VIEW: dict[str, dict[View, str]] = {
 }
 # name | unit | heading | how repeats combine (a `Combine`; blank: the mean). The order
 # matters where a rule's columns are read in order: the keys group by (arm, concurrency,
-# rate), and the summed columns follow the means in summary.csv. A rung's index is the same
+# rate, step), and the summed columns follow the means in summary.csv. A rung's index is the same
 # in every repeat; the mean is rounded.
 _DECLARED = """
 arm                   | name        | arm                    | key
 concurrency           | users       | C                      | key
 rate                  | 1/s         | rate/s                 | key
+step                  | index       | step                   | key
+from_users            | users       | from C                 |
 rung                  | index       | rung                   |
 output_tok_s          | tok/s       | tok/s                  | mean, min, max and std
 output_tok_s_se       | tok/s       | tok/s std. error       | per repeat only
+settle_s              | s           | settles in s           |
+lost_tokens           | tokens      | tokens lost            |
+timeline_tok_s        | tok/s       | tok/s by time          | first
 decode_tok_s_per_user | tok/s       | decode tok/s/user      |
 request_tok_s_p50     | tok/s       | tokens/E2E p50         |
 requests_per_s        | 1/s         | requests/s             |
@@ -168,6 +174,10 @@ VIEWS: dict[View, tuple[str, ...]] = {
                 "achieved_concurrency", "server_running_mean", "output_tok_s", "speedup",
                 "prefix_hit_rate", "ttft_p50_ms", "ttft_sched_p99_ms", "e2e_sched_mean_ms",
                 "tpot_p50_ms", "requests", "failures", "trace_ratio"),
+    # load steps: a step's steady figures and how it settled after the jump into it
+    View.STEPS: ("arm", "step", "from_users", "concurrency", "server_running_mean",
+                 "output_tok_s", "settle_s", "lost_tokens", "ttft_p50_ms", "tpot_p50_ms",
+                 "tokens_per_chunk", "requests", "failures", "trace_ratio"),
     View.SUMMARY: ("arm", "concurrency", "output_tok_s", "decode_tok_s_per_user",
                    "request_tok_s_p50", "requests_per_s", "requests", "failures",
                    "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms",

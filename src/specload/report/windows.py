@@ -9,7 +9,7 @@ at its start; without either file the whole run is one rung.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -26,13 +26,17 @@ HISTORY_TS_OFFSET_S = 0.5
 @dataclass(frozen=True, slots=True)
 class Window:
     """One rung's measure window (epoch seconds), its target concurrency and, for an
-    open-loop rung, its target arrival rate (then `users` is the pool's size)."""
+    open-loop rung, its target arrival rate (then `users` is the pool's size); for a
+    load step, the count it jumped from and when."""
 
     rung: int
     users: int
     start: float
     end: float
     rate: float | None = None
+    # a load step's: the count it jumped from, and when (its steady window starts later)
+    from_users: int | None = None
+    since: float | None = None
 
     @property
     def length(self) -> float:
@@ -43,11 +47,14 @@ def from_rungs_file(rungs: pd.DataFrame) -> list[Window]:
     """Windows from a `_rungs.csv` (records.RUNGS_COLUMNS)."""
     rows = rungs.dropna(subset=["measure_start", "measure_end"])
     rows = rows[rows["measure_end"] > rows["measure_start"]].sort_values("measure_start")
-    rates = rows["rate"] if "rate" in rows else pd.Series(float("nan"), index=rows.index)
+    nan = pd.Series(float("nan"), index=rows.index)
+    rates, jumps = rows.get("rate", nan), rows.get("from_users", nan)
     return [
         Window(int(r.rung), int(r.users), float(r.measure_start), float(r.measure_end),
-               float(rate) if pd.notna(rate) else None)
-        for r, rate in zip(rows.itertuples(index=False), rates, strict=True)
+               float(rate) if pd.notna(rate) else None,
+               int(jump) if pd.notna(jump) else None,
+               float(r.warmup_start) if pd.notna(jump) else None)
+        for r, rate, jump in zip(rows.itertuples(index=False), rates, jumps, strict=True)
     ]
 
 
@@ -101,7 +108,7 @@ def ordered(windows: list[Window]) -> list[Window]:
     for w, nxt in zip(windows, [*windows[1:], None], strict=True):
         end = min(w.end, nxt.start) if nxt is not None else w.end
         if end > w.start:
-            out.append(Window(w.rung, w.users, w.start, end, w.rate))
+            out.append(replace(w, end=end))
     return out
 
 

@@ -41,6 +41,9 @@ RUNGS_COLUMNS = ("rung", "users", "warmup_start", "measure_start", "measure_end"
 # An open-loop run's rungs file adds each rung's target arrival rate (per second); its
 # `users` is the pool of users that carry the arrivals (the cap on requests in flight).
 RATE_RUNGS_COLUMNS = (*RUNGS_COLUMNS, "rate")
+# A load-step run's rungs file: one row per step, its warmup starting at the jump from the
+# previous step's user count (`from_users`; 0 for the first step).
+STEP_RUNGS_COLUMNS = (*RUNGS_COLUMNS, "from_users")
 
 
 def rung_time(t: float) -> str:

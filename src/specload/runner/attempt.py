@@ -112,7 +112,7 @@ class Sweep:
     def rung_s(self) -> float:
         """A rung's length: its nominal one, or the pace of the rungs so far where their
         windows ran longer (waiting for `min_requests`, up to `rung_bound_s`)."""
-        nominal = self.scenario.warmup_s + self.scenario.measure_s
+        nominal = self.scenario.nominal_rung_s
         if self.load_started is None or not self.rungs_done:
             return nominal
         return max(nominal, (time.monotonic() - self.load_started) / self.rungs_done)
@@ -252,7 +252,8 @@ def _watch(
             say(progress_line(label, rungs[-1], sweep.scenario.levels,
                               time.monotonic() - sweep.started, sweep.remaining_s(),
                               sweep.scenario.max_window_s,
-                              "concurrency" in sweep.scenario.workload_kind.checks))
+                              "concurrency" in sweep.scenario.workload_kind.checks,
+                              sweep.scenario.workload_kind.whole_runs))
         if code is not None:
             if code != 0 and (code == WRITE_FAILED_EXIT or out_of_space(run_prefix.parent)):
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(run_prefix.parent))

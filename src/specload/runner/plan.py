@@ -74,8 +74,12 @@ def planned(scenario: Scenario, manifest: Manifest, arm: str) -> list[Level]:
 def missing(scenario: Scenario, manifest: Manifest, arm: str,
             finished: Sequence[Level]) -> list[Level]:
     """The rungs a repeat of the arm has still to run, given those it `finished` (one
-    planned twice and finished once: once more)."""
-    left = Counter(planned(scenario, manifest, arm)) - Counter(finished)
+    planned twice and finished once: once more); for a kind whose rungs only mean
+    something together (load steps), all of them in order while any is missing."""
+    rungs = planned(scenario, manifest, arm)
+    left = Counter(rungs) - Counter(finished)
+    if scenario.workload_kind.whole_runs:
+        return rungs if left else []
     return sorted(left.elements())
 
 

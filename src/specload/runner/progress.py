@@ -130,15 +130,18 @@ def failure_text(failures: int, total: int, reason: str) -> str:
 
 def progress_line(label: str, line: dict[str, Any], levels: Sequence[float],
                   elapsed_s: float, remaining_s: float, max_window_s: float = math.inf,
-                  holds_c: bool = False) -> str:
+                  holds_c: bool = False, steps: bool = False) -> str:
     """One finished rung, as a person reading the console wants it; a window that ran
     past `max_window_s` (its requests were long: `ladder.window_cap`) says so, and so
-    does a rung of users (`holds_c`) whose achieved concurrency fell short of C."""
+    does a rung of users (`holds_c`) whose achieved concurrency fell short of C. A load
+    step (`steps`: the levels run in order, whole) is named by its place."""
     rate = line.get("rate")
     level = rate if rate is not None else int(line["users"])
-    rung = list(levels).index(level) + 1
-    step = f"rate={rate:g}/s" if rate is not None else f"C={line['users']}"
-    head = f"[{label}] rung {rung}/{len(levels)} {step}"
+    if steps:
+        head = f"[{label}] step {int(line['rung']) + 1}/{len(levels)} to {level} users"
+    else:
+        step = f"rate={rate:g}/s" if rate is not None else f"C={line['users']}"
+        head = f"[{label}] rung {list(levels).index(level) + 1}/{len(levels)} {step}"
     tok_s = _number(line.get("output_tok_s"))
     if tok_s is None:
         figures = "no requests measured"

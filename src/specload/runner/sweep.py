@@ -114,7 +114,7 @@ def _sim_k(sim: SimArm) -> str:
 
 def print_plan(scenario: Scenario, mode: LoadMode, cpus: placement.CpuPlan, out: Path
                ) -> None:
-    per_rep = len(scenario.levels) * (scenario.warmup_s + scenario.measure_s)
+    per_rep = len(scenario.levels) * scenario.nominal_rung_s
     arms = len(scenario.arms) + int(scenario.verify_default and not has_verify_arm(scenario))
     total = per_rep * scenario.repeats * arms
     steps = scenario.workload_kind.axis.plan_words
@@ -125,8 +125,10 @@ def print_plan(scenario: Scenario, mode: LoadMode, cpus: placement.CpuPlan, out:
                  f"{spec.max_rungs} rungs per arm), coarse pass")
     say(f"scenario {scenario.name}, workload {scenario.workload.kind}: {steps} "
         f"{','.join(f'{x:g}' for x in scenario.levels)}, "
-        f"{scenario.warmup_s:g} s warmup + {scenario.measure_s:g} s measure per rung, "
-        f"{scenario.repeats} repeat(s)"
+        + (f"{scenario.workload.step_s:g} s each (the second half is its steady window), "
+           if scenario.workload_kind.whole_runs else
+           f"{scenario.warmup_s:g} s warmup + {scenario.measure_s:g} s measure per rung, ")
+        + f"{scenario.repeats} repeat(s)"
         + (f" (up to {scenario.tiebreak_repeats} more while they disagree on the verdict)"
            if scenario.tiebreak_repeats else "")
         + (", the arms interleaved rung by rung" if scenario.interleave else ""))

@@ -1,12 +1,13 @@
 """The workload kinds (`workload.kind`), each declared once as a `WorkloadKind`.
 
 A kind is what the clients do: closed-loop users (`users`, the default), multi-turn chat
-sessions with think time (`sessions`) or open-loop arrivals at the rates of a rate
-ladder (`open`). Its `WorkloadKind` is pure data: the `workload:` keys it takes, the
-packaged locustfile and user classes the runner starts, the `Axis` its rungs step (where
-the scenario lists them, the Locust option that passes them, the summary column they
-become, their words and the crossover's name), and what the report shows: its per-rung
-table's view and its figures and data-quality checks, by name. The layers resolve the
+sessions with think time (`sessions`), open-loop arrivals at the rates of a rate
+ladder (`open`) or closed-loop users whose count jumps from step to step (`steps`). Its
+`WorkloadKind` is pure data: the `workload:` keys it takes, the packaged locustfile and
+user classes the runner starts, the `Axis` its rungs step (where the scenario lists
+them, the Locust option that passes them, the summary column they become, their words
+and the crossover's name), and what the report shows: its per-rung table's view and its
+figures and data-quality checks, by name. The layers resolve the
 names in their own registries (`report/rung_columns.View`, `report/figures.FIGURES`,
 `report/quality.CHECKS`; `tests/unit/test_workload_kinds.py` holds every name to exist
 there), so a new kind is one entry in `KINDS` plus whatever new behaviour it brings.
@@ -34,6 +35,7 @@ class Axis:
     run_words: str  # what precedes the levels of one Locust run
     rung_words: str  # one rung, a format of its level
     crossover: str  # where speculation stops paying off
+    heading: str = ""  # the report's section on it (default: "Crossover <crossover>")
 
     def arg(self, levels: Sequence[float]) -> list[str]:
         """The Locust option and its value for these levels."""
@@ -53,6 +55,14 @@ RATES = Axis(column="rate", title="arrival rate (per second, log scale)", flag="
              plan_words="rates (per second)", run_words="rates ", rung_words="rate={:g}/s",
              crossover="rate*")
 
+# a load step's rungs are its steps: the user counts in order, a count may come back
+STEPS = Axis(column="step", title="time since the first step (s)", flag="--steps",
+             whole=True, workload_key="steps",
+             levels_help="the user counts to step through, e.g. [4, 128, 4]",
+             plan_words="load steps (users)", run_words="steps ", rung_words="{} users",
+             crossover="the time to settle after each jump",
+             heading="Settling after each step")
+
 
 @dataclass(frozen=True, slots=True)
 class WorkloadKind:
@@ -69,6 +79,9 @@ class WorkloadKind:
     gives_schedule: bool  # its crossover is an engine setting in batch size
     a_run: str  # how prose names one of its runs
     sessions: bool = False  # its users hold chat sessions
+    # its rungs only mean something together (a step is measured from the one before):
+    # a repeat runs them in one Locust run, never split, interleaved or resumed midway
+    whole_runs: bool = False
     session_unit: str | None = None  # ... or they do when its `unit` is this
 
     def holds_sessions(self, unit: str) -> bool:
@@ -110,7 +123,14 @@ OPEN = WorkloadKind(
     checks=("failures", "rate", "client", "latency_samples_fixed_window", *_CHECKS_AROUND),
     gives_schedule=False, a_run="an open-loop run", session_unit="sessions")
 
-KINDS: dict[str, WorkloadKind] = {k.name: k for k in (USERS, SESSIONS, OPEN)}
+# closed-loop users whose count jumps: how fast each arm settles after a jump
+LOAD_STEPS = WorkloadKind(
+    name="steps", axis=STEPS, keys=("steps", "step_s"), locustfile="locustfile_steps.py",
+    user_classes=("ChatStreamUser",), view="steps", figures=("load_steps",),
+    checks=("failures", "client", *_CHECKS_AROUND), gives_schedule=False,
+    a_run="a load-step run", whole_runs=True)
+
+KINDS: dict[str, WorkloadKind] = {k.name: k for k in (USERS, SESSIONS, OPEN, LOAD_STEPS)}
 NAMES = tuple(KINDS)
 
 

@@ -29,6 +29,9 @@ crossover. What must hold, judged by vLLM's own counters:
   runs more than B requests (`vllm:spec_decode_num_drafts_total` does not move); near
   the bound some steps still draft (vLLM keys the schedule on each step's scheduled
   requests, issue #49548): that share is printed;
+- above the bound the verification server (the draft model held at k = 0) is measured
+  against spec-off at the same rungs: the k = 0 tax with its noise band, in summary.json,
+  the report and, where it is beyond the noise, the recommendation's README;
 - no file of the run holds the key, and the report still has batch and acceptance.
 """
 
@@ -275,6 +278,29 @@ def test_the_recommended_schedule_drafts_only_up_to_its_bound(pair_run: Path,
     assert verified["arm"] == "verify" and verified["schedule"][0] == [1, bound, K]
     print("envelope efficiency per rung:",
           [(r["concurrency"], round(r["efficiency"], 3)) for r in verified["rungs"]])
+
+
+def test_the_k0_tax_above_the_bound_is_measured_against_spec_off(pair_run: Path) -> None:
+    """Above its bound the verification server holds the draft model at k = 0: its tok/s
+    over spec-off's at those rungs, with the noise band, is in the records and the
+    report, and in the recommendation's README where it is beyond the noise."""
+    summary = json.loads((pair_run / "summary.json").read_text())
+    (verified,) = summary["verify"]
+    tax = verified["k0_tax"]
+    bound = summary["recommendation"]["bound"]["last_on"]
+    assert tax is not None and tax["spec_off"] == "spec-off", verified
+    assert tax["from_batch"] == bound + 1
+    rungs = {r["concurrency"]: r for r in tax["rungs"]}
+    assert 16 in rungs, tax  # its batch runs well past the bound there
+    for r in rungs.values():
+        assert r["batch"] >= bound + 1 and 0.5 < r["ratio"] < 1.2, r
+        assert r["band_lo"] <= r["ratio"] <= r["band_hi"], r
+    print("k = 0 tax (verify / spec-off) per rung:",
+          {c: (round(r["ratio"], 3), round(r["band_lo"], 3), round(r["band_hi"], 3))
+           for c, r in rungs.items()}, "beyond the noise at", tax["beyond_noise_at"])
+    assert "with k = 0 (from batch" in (pair_run / "report.html").read_text()
+    readme = (pair_run / "recommended" / "README.md").read_text()
+    assert ("k = 0 costs up to" in readme) == bool(tax["beyond_noise_at"]), readme
 
 
 def test_the_key_is_in_no_file_of_the_run(pair_run: Path) -> None:

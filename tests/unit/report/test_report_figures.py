@@ -140,6 +140,8 @@ def _every_source() -> dict[str, Any]:
         rate=[0.5, 5.0, 50.0] * 2, achieved_rate=[0.5, 5.0, 40.0] * 2,
         e2e_sched_mean_ms=[900.0, 1000.0, 5000.0] * 2, ttft_sched_p99_ms=[50.0, 80.0, 900.0] * 2)
     s["req_accept_len_hist"] = [{"2.00": 3, "2.50": 5}, {"2.25": 4}, {}, {}, {}, {}]
+    s = s.assign(step=[1, 2, 3] * 2, from_users=[0, 1, 10] * 2, settle_s=[0.5, 1.0, 2.0] * 2,
+                 lost_tokens=[10.0, 50.0, -20.0] * 2, timeline_tok_s=["8 9 10 10"] * 6)
     s["accept_step_steps"] = [{"0": 40, "1": 30}, {"0": 25}, {}, {}, {}, {}]
     s["accept_step_accepted"] = [{"0": 60, "1": 33}, {"0": 20}, {}, {}, {}, {}]
     on, off = ArmSource("on", "spec_on"), ArmSource("off", "spec_off")

@@ -12,6 +12,7 @@ from specload.runfiles.manifest import ArmEntry, Manifest, RepEntry
 from specload.runner.loop import drive
 from specload.runner.stages import tiebreak
 from specload.runner.stages.tiebreak import TieBreak
+from specload.traffic.kinds import USERS
 from tests.support.sweeps import Passes
 
 
@@ -28,7 +29,7 @@ def _settle(budget: int, arms: list[ArmEntry], tmp_path: Path) -> Passes:
     """Run the tie-break stage on `arms` with `budget` repeats; the passes it ran."""
     sweep = SimpleNamespace(
         scenario=SimpleNamespace(repeats=2, tiebreak_repeats=budget, interleave=False,
-                                 levels=[1, 2]),
+                                 levels=[1, 2], workload_kind=USERS),
         manifest=Manifest(scenario={}, arms=arms), run_dir=tmp_path,
         analysed=lambda step: "the run's report", save=lambda: None)
     passes = Passes()
