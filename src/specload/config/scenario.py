@@ -24,7 +24,7 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import yaml
@@ -85,6 +85,7 @@ from specload.traffic.shapes import Distribution, LengthError
 
 BUILTIN_PROFILES = tuple(builtin_names())
 SPEC_MODES = ("on", "off", "schedule", "adaptive")
+V = TypeVar("V")
 ARM_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 # `schedule`: k by batch size from a schedule (the simulator's, or an engine's load switch
@@ -109,6 +110,15 @@ def _registered(value: str | None, known: tuple[str, ...]) -> str | None:
     """An engine id or sim flavour the registry (`specload.engines`) holds at validation."""
     if value is not None and value not in known:
         raise ValueError(f"must be one of {', '.join(known)}")
+    return value
+
+
+def _no_problems(value: V, validate: Callable[[V], list[str]]) -> V:
+    """`value` (None passes) if `validate` finds no problem with it, else every problem
+    in one ValueError."""
+    problems = validate(value) if value is not None else []
+    if problems:
+        raise ValueError("; ".join(problems))
     return value
 
 
@@ -297,14 +307,8 @@ class SimArm(_model_of(Simulator)):  # type: ignore[misc]
             return {**data, "spec": "schedule"}
         return data
 
-    @field_validator("adaptive_schedule")
-    @classmethod
-    def _schedule_ok(cls, v: list[tuple[int, int, int]] | None
-                     ) -> list[tuple[int, int, int]] | None:
-        problems = schedule_problems(v) if v is not None else []
-        if problems:
-            raise ValueError("; ".join(problems))
-        return v
+    _schedule_ok = field_validator("adaptive_schedule")(
+        lambda v: _no_problems(v, schedule_problems))
 
     @field_validator("tls_cert", "tls_key")
     @classmethod
@@ -633,13 +637,8 @@ class Workload(_model_of(SettingsWorkload)):  # type: ignore[misc]
     rates: list[float] | None = None
     steps: list[int] | None = None
 
-    @field_validator("steps")
-    @classmethod
-    def _steps_ok(cls, v: list[int] | None) -> list[int] | None:
-        problems = validate_steps(v) if v is not None else []
-        if problems:
-            raise ValueError("; ".join(problems))
-        return v
+    _steps_ok = field_validator("steps")(lambda v: _no_problems(v, validate_steps))
+    _rates_ok = field_validator("rates")(lambda v: _no_problems(v, validate_rates))
 
     @field_validator("conversations")
     @classmethod
@@ -647,14 +646,6 @@ class Workload(_model_of(SettingsWorkload)):  # type: ignore[misc]
         if v == "builtin":
             return v
         return _checked_file(v, info, "conversations", load_conversations)
-
-    @field_validator("rates")
-    @classmethod
-    def _rates_ok(cls, v: list[float] | None) -> list[float] | None:
-        problems = validate_rates(v) if v is not None else []
-        if problems:
-            raise ValueError("; ".join(problems))
-        return v
 
     @model_validator(mode="after")
     def _keys_fit_kind(self) -> Workload:

@@ -57,7 +57,6 @@ class RateShape(LadderShape):
             return  # Locust's master resets again at its first spawn: keep the plan it sent
         self._windows: list[RateWindow] | None = None
         self._written = 0
-        self._drain_start: float | None = None
 
     def _begin(self) -> bool:
         opts = getattr(self._environment, "parsed_options", None)
@@ -98,10 +97,7 @@ class RateShape(LadderShape):
         windows = self._windows
         assert windows is not None
         now = self._now()
-        live = self._live()
-        if live is not None:
-            live.active = True
-            live.poll()
+        live = self._polled_live()
         while self._written < len(windows) and now >= windows[self._written].measure_end:
             w = windows[self._written]
             self._rungs_file.append(w.index, self._pool, w.warmup_start, w.measure_start,
@@ -112,13 +108,7 @@ class RateShape(LadderShape):
             self._written += 1
         if self._written < len(windows):
             return self._pool, float(self._pool)
-        if self._drain_start is None:
-            self._drain_start = now
-            if ARRIVALS.remaining:
-                log.warning("rate shape: %d arrivals of the plan were never sent (every user "
-                            "was busy)", ARRIVALS.remaining)
-            self._start_drain()
-        drained = live.drained(self._drain_seq) if live is not None else True
-        if drained or now - self._drain_start >= self._drain_s:
-            return None
-        return self._pool, float(self._pool)
+        if self._drain_started is None and ARRIVALS.remaining:
+            log.warning("rate shape: %d arrivals of the plan were never sent (every user was "
+                        "busy)", ARRIVALS.remaining)
+        return self._drain_tick(now, live, (self._pool, float(self._pool)))

@@ -124,6 +124,7 @@ class LadderShape(LoadTestShape):
         self._rungs = None
         self._pos = None
         self._finished = []
+        self._drain_started: float | None = None
 
     def get_run_time(self) -> float:
         """Seconds since the test started, on the same clock as the rungs file."""
@@ -157,6 +158,26 @@ class LadderShape(LoadTestShape):
                  self._rungs[0].max_measure_s, self._rate)
         return True
 
+    def _polled_live(self) -> LiveRungs | None:
+        """The live rungs, kept (a run is under way) and read up to now."""
+        live = self._live()
+        if live is not None:
+            live.active = True
+            live.poll()
+        return live
+
+    def _drain_tick(self, now: float, live: LiveRungs | None, hold: tuple[int, float]
+                    ) -> tuple[int, float] | None:
+        """After a fixed-time plan's last rung: start the drain once, then keep `hold`
+        until nothing is in flight or the drain bound has passed (None: stop)."""
+        if self._drain_started is None:
+            self._drain_started = now
+            self._start_drain()
+        drained = live.drained(self._drain_seq) if live is not None else True
+        if drained or now - self._drain_started >= self._drain_s:
+            return None
+        return hold
+
     def _processes(self) -> int:
         """Load processes the users are spread over (a master's workers, else this one)."""
         runner = self.runner
@@ -171,10 +192,7 @@ class LadderShape(LoadTestShape):
             return None
         assert self._rungs is not None and self._pos is not None
         now = self._now()
-        live = self._live()
-        if live is not None:
-            live.active = True  # keep rows: a ladder runs
-            live.poll()
+        live = self._polled_live()
         completed = live.completed_since if live is not None else (lambda t: 0)
         first_end = live.first_end_since if live is not None else (lambda t: t)
         drained = live.drained(self._drain_seq) if live is not None else True

@@ -54,7 +54,6 @@ class StepShape(LadderShape):
         super().reset_time()
         self._steps: list[Step] | None = None
         self._ended = 0
-        self._drain_start: float | None = None
 
     def _begin(self) -> bool:
         env = self._environment
@@ -82,10 +81,7 @@ class StepShape(LadderShape):
         steps = self._steps
         assert steps is not None
         now = self._now()
-        live = self._live()
-        if live is not None:
-            live.active = True
-            live.poll()
+        live = self._polled_live()
         while self._ended < len(steps) and now >= steps[self._ended].end:
             s = steps[self._ended]
             if live is not None:
@@ -97,10 +93,4 @@ class StepShape(LadderShape):
                                             done.steady, done.end, done.from_users)
         if self._ended < len(steps):
             return steps[self._ended].users, self._rate
-        if self._drain_start is None:
-            self._drain_start = now
-            self._start_drain()
-        drained = live.drained(self._drain_seq) if live is not None else True
-        if drained or now - self._drain_start >= self._drain_s:
-            return None
-        return steps[-1].users, self._rate
+        return self._drain_tick(now, live, (steps[-1].users, self._rate))
