@@ -109,7 +109,8 @@ class EngineCore:
         if too_long > 0:
             raise SimConfigError(f"the {adaptive} controller drafts up to "
                                  f"{self.control.max_k} tokens; the profile has acceptance "
-                                 f"rates for {len(spec.acceptance)}")
+                                 f"rates for {len(spec.acceptance)}: give it more, or tiers "
+                                 "that draft fewer (speculative.ema_tiers)")
         # the most tokens a step may draft: vLLM's num_speculative_tokens, a schedule's
         # largest k (one labelled per-position counter each)
         self.max_k = self.control.max_k
