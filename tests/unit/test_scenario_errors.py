@@ -120,6 +120,12 @@ CASES = [
     ("profile is a folder", "name: x\narms:\n  - name: a\n    sim: {spec: 'on', profile: p.yaml}\n",
      ONE + "arms[0].sim.profile: profile file 'p.yaml' is a folder, not a file (looked at "
      "{dir}/p.yaml)"),
+    # the user's own request fields
+    ("extra_body overrides stream", "name: x\nrequest: {extra_body: {stream: false}}\n" + A,
+     ONE + "request.extra_body: `stream` is specload's own: every request streams"),
+    ("extra_body is a list", "name: x\nrequest: {extra_body: [1]}\n" + A,
+     ONE + "request.extra_body: must be a mapping of request fields, e.g. "
+     "{chat_template_kwargs: {enable_thinking: false}}"),
     # load steps
     ("a step that does not jump", "name: x\nworkload: {kind: steps, steps: [4, 4]}\n" + A,
      ONE + "workload.steps: step 1: 4 users again: a step must change the count"),

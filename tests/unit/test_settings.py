@@ -66,6 +66,9 @@ def other_value(d: Declared, tmp_path: Path) -> Any:
         return next(c for c in d.rule.choices if c != d.default)
     if d.rule.distribution is not None:
         return "uniform:2:9" if d.rule.distribution is LengthSpec else "exponential:3"
+    if d.rule.json_object:
+        return '{"chat_template_kwargs":{"enable_thinking":false},"top_p":0.9}'
+
     if d.base is bool:
         return not d.default
     if d.base is int:

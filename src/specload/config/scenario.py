@@ -69,6 +69,7 @@ from specload.sim.faults import DEFAULT_PARAMS as FAULT_KINDS
 from specload.sim.faults import parse_fault
 from specload.sim.flavors import adaptive_controller, flavor_named
 from specload.sim.profile import builtin_names, schedule_problems
+from specload.traffic import request_body
 from specload.traffic.arrivals import validate_rates
 from specload.traffic.category_mix import CategoryMix
 from specload.traffic.conversations import load_conversations
@@ -195,6 +196,16 @@ def _as_text(spec: type[Distribution]) -> Callable[[Any], str]:
     return lambda v: _distribution(v, spec)
 
 
+def _json_text(v: Any) -> Any:
+    """A mapping as the canonical JSON text its setting holds (JSON text as it is)."""
+    if isinstance(v, dict):
+        return request_body.canonical(v)
+    if v is not None and not isinstance(v, str):
+        raise ValueError("must be a mapping of request fields, e.g. {chat_template_kwargs: "
+                         "{enable_thinking: false}}")
+    return v
+
+
 def _checked_file(v: str, info: ValidationInfo, what: str, load: Any) -> str:
     """A file that exists and parses (so a broken file stops a sweep before any server
     starts); its path, resolved against the scenario's folder."""
@@ -234,6 +245,10 @@ def _model_of(cls: type, base: type[BaseModel] | None = None) -> type[BaseModel]
         if d.rule.distribution is not None:
             lengths[f"_{d.name}_text"] = field_validator(d.name, mode="before")(
                 _as_text(d.rule.distribution))
+        if d.rule.json_object:
+            lengths[f"_{d.name}_json"] = field_validator(d.name, mode="before")(_json_text)
+            lengths[f"_{d.name}_ok"] = field_validator(d.name)(
+                lambda v: _no_problems(v, request_body.problems))
     return create_model(f"{cls.__name__}Keys", __base__=base or _Strict, __validators__=lengths,
                         **fields)
 

@@ -29,6 +29,7 @@ from specload.ladder.rungs import (
     DEFAULT_MIN_REQUESTS,
     DEFAULT_WARMUP_S,
 )
+from specload.traffic import request_body
 from specload.traffic.arrivals import ARRIVAL_KINDS, DEFAULT_MAX_IN_FLIGHT
 from specload.traffic.prompt_fit import POLICIES
 from specload.traffic.shapes import Distribution, LengthError, LengthSpec, ThinkTime
@@ -56,6 +57,9 @@ class Rule:
     scenario: bool = True  # False: a Locust option only, not a scenario key
     option: bool = True  # False: a scenario key only (the runner's), no Locust option
     repeat: bool = False  # a list of values, its option given once for each
+    # the text is a JSON object of request fields (`traffic/request_body.py`): a mapping
+    # in a scenario, held as its canonical text
+    json_object: bool = False
 
 
 def setting(default: Any, help: str, **rule: Any) -> Any:
@@ -111,6 +115,8 @@ class Declared:
                 r.distribution.parse(value)
             except LengthError as exc:
                 return f"{self.flag} {exc}"
+        if r.json_object and (found := request_body.problems(value)):
+            return f"{self.flag}: {'; '.join(found)}"
         return None
 
 
@@ -273,6 +279,10 @@ class Request:
     insecure: bool = setting(False, "HTTPS: do not verify the server's certificate")
     continuous_usage: bool = setting(True, "ask for per-chunk usage (continuous_usage_stats) "
                                      "so token ITL is exact")
+    extra_body: str = setting(
+        "", "a JSON object merged into every request body: a thinking switch "
+        "(chat_template_kwargs), tools, top_p, response_format, an engine's extensions; "
+        "fields specload sets itself are refused (a mapping in a scenario)", json_object=True)
     records: bool = setting(True, "write one row per request to <csv prefix>_requests.csv",
                             scenario=False)
 

@@ -1,8 +1,9 @@
 """Pure parsing of one OpenAI streaming chunk (the JSON of one SSE `data:` field).
 
 Turns a chat or text-completion chunk into the few facts the measurement needs: does it
-carry generated content (`delta.content`, `delta.reasoning_content`/`reasoning`, or
-`text`; a role-only delta is not a token) and the reply text it adds (`delta.content`
+carry generated content (`delta.content`, `delta.reasoning_content`/`reasoning`, a
+tool call's name or argument fragment in `delta.tool_calls`, or `text`; a role-only
+delta is not a token) and the reply text it adds (`delta.content`
 or `text`: what a chat session sends back as the assistant's turn), the cumulative
 completion and prompt tokens from its `usage` (final usage chunk, or per-chunk
 `continuous_usage_stats`), whether it is the final usage-only chunk (`"choices": []`,
@@ -79,6 +80,7 @@ class _Delta(msgspec.Struct):
     content: Any = None
     reasoning_content: Any = None
     reasoning: Any = None
+    tool_calls: Any = None
 
 
 class _Choice(msgspec.Struct):
@@ -139,7 +141,8 @@ def _chunk(wire: _WireBase, data: bytes) -> Chunk:
     if delta is not None:
         content = delta.content
         chunk.text = content if isinstance(content, str) else ""
-        chunk.has_content = bool(content or delta.reasoning_content or delta.reasoning)
+        chunk.has_content = bool(content or delta.reasoning_content or delta.reasoning
+                                 or tool_call_text(delta.tool_calls))
     elif isinstance(choice.text, str) and choice.text:
         chunk.has_content, chunk.text = True, choice.text
     if choice.finish_reason is not None:
@@ -176,10 +179,27 @@ def _lenient(data: bytes) -> _WireBase:
             if not isinstance(delta, dict):
                 raise MalformedChunk("`delta` is not an object")
             delta = _Delta(delta.get("content"), delta.get("reasoning_content"),
-                           delta.get("reasoning"))
+                           delta.get("reasoning"), delta.get("tool_calls"))
         choices = [_Choice(delta, choice.get("text"), choice.get("finish_reason"))]
     return _Wire(choices=choices, usage=usage,
                  **{key: obj.get(key) for key, _ in _SPECULATION_KEYS})
+
+
+def tool_call_text(calls: object) -> str:
+    """The text a `delta.tool_calls` streams: each call's function name and argument
+    fragment ("" when it carries neither). A list of calls as OpenAI sends them, or one
+    call as an object (TGI)."""
+    if isinstance(calls, dict):
+        calls = [calls]
+    if not isinstance(calls, list):
+        return ""
+    out = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            out += [v for v in (function.get("name"), function.get("arguments"))
+                    if isinstance(v, str)]
+    return "".join(out)
 
 
 def _speculation(chunk: Chunk, section: object, spec: RequestSpeculation) -> None:

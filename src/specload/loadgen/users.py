@@ -69,6 +69,7 @@ from specload.loadgen.sse import SSEDecoder
 from specload.loadgen.start_gate import StartGate
 from specload.runfiles import accept_by_step
 from specload.runfiles.records import LATE_LIMIT_MS, RequestRecord, encode_chunks
+from specload.traffic import request_body
 from specload.traffic.prompts import Prompt, request_seed
 
 log = logging.getLogger(__name__)
@@ -468,6 +469,7 @@ def _common_fields(prompt: Prompt, model: str, opts: RunOptions) -> dict[str, An
         body["ignore_eos"] = True
     if opts.min_tokens:
         body["min_tokens"] = opts.min_tokens
+    body.update(request_body.fields(opts.extra_body))  # none of specload's own (validated)
     return body
 
 

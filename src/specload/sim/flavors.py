@@ -87,6 +87,7 @@ from typing import Any, Literal
 
 from specload.sim import SimConfigError, metrics
 from specload.sim.metrics import Exposition
+from specload.sim.tool_calls import ToolCallWire
 
 RoleChunk = Literal["empty", "null", "absent", "every", "first"]
 Usage = Literal["continuous", "final", "never"]
@@ -168,6 +169,8 @@ class Flavor:
     not_found: tuple[str, bytes] = ("application/json", b"")  # content type, body
     # the engine's own adaptive speculation (`--spec adaptive`): a `core.ADAPTIVE` name
     adaptive: str | None = None
+    # how a reply that calls a tool streams (None: tools are ignored, the reply is text)
+    tool_calls: ToolCallWire | None = None
     api_key: ApiKeyRule | None = None  # None: `--api-key` is not modelled for it
     timings: bool = False  # llama.cpp's `timings` object in final chunks and bodies
     # vLLM's `metrics.speculative_decoding` on the usage chunk and in bodies, when the
@@ -186,7 +189,8 @@ class Flavor:
 
 
 VLLM = Flavor(
-    name="vllm", adaptive="verify_budget", role="empty", finish_separate=False, usage="continuous",
+    name="vllm", adaptive="verify_budget", role="empty", finish_separate=False,
+    usage="continuous", tool_calls=ToolCallWire("chatcmpl-tool-", named_keeps_stop=True),
     reasoning_key="reasoning", per_token_chunks=False, eos_text_empty=True,
     health_paths=("/health", "/ping"), request_id="any", metrics=metrics.VLLM,
     spec_decode_metrics=True, token_count=("/tokenize", "vllm"), cuts_output_to_context=True,
@@ -206,6 +210,7 @@ VLLM = Flavor(
 _LLAMACPP_JSON = "application/json; charset=utf-8"
 LLAMACPP = Flavor(
     name="llamacpp", role="null", finish_separate=True, usage="final",
+    tool_calls=ToolCallWire(""),
     reasoning_key="reasoning_content", per_token_chunks=True,
     health_paths=("/health", "/v1/health"), health_json={"status": "ok"},
     metrics=metrics.LLAMACPP, metrics_flag=True, slots=4,
@@ -225,7 +230,10 @@ LLAMACPP = Flavor(
 FLAVORS: dict[str, Flavor] = {f.name: f for f in (
     VLLM,
     Flavor(
-        name="sglang", adaptive="ema_tiers", role="empty", finish_separate=True, usage="continuous",
+        name="sglang", adaptive="ema_tiers", role="empty", finish_separate=True,
+        usage="continuous", tool_calls=ToolCallWire(
+            "call_", first_arguments=True, null_name_id=True,
+            delta_fields=(("role", None), ("content", None), ("reasoning_content", None))),
         reasoning_key="reasoning_content", per_token_chunks=False,
         continuous_needs_include_usage=False,
         health_paths=("/health", "/health_generate", "/ready"), health_generates=True,
@@ -242,6 +250,7 @@ FLAVORS: dict[str, Flavor] = {f.name: f for f in (
     ),
     Flavor(
         name="tgi", role="every", finish_separate=False, usage="final", reasoning_key=None,
+        tool_calls=ToolCallWire("", repeat_id_type=True, finish=None),
         per_token_chunks=True, health_paths=("/health", "/ping"), root_text="",
         honours_ignore_eos=False, honours_min_tokens=False, metrics=metrics.TGI,
         max_concurrent=128, chunk_id="empty", token_count=("/chat_tokenize", "tgi"),
@@ -250,6 +259,7 @@ FLAVORS: dict[str, Flavor] = {f.name: f for f in (
     ),
     Flavor(
         name="ollama", role="first", finish_separate=True, usage="final",
+        tool_calls=ToolCallWire("call_", whole=True, delta_fields=(("content", ""),)),
         reasoning_key="reasoning", per_token_chunks=True, health_paths=(),
         root_text="Ollama is running", honours_ignore_eos=False, honours_min_tokens=False,
         slots=1, headers_when_scheduled=True, chunk_id="small_int",

@@ -34,6 +34,7 @@ from specload.sim.receive_stamps import received_at
 from specload.sim.scheduler import Seq
 from specload.sim.step_loop import StepLoop, Stream
 from specload.sim.textgen import TokenStream, digest, output_length, reply_token_text
+from specload.sim.tool_calls import ToolCallStream
 from specload.sim.trace import TraceWriter
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -100,7 +101,8 @@ class Call:
 class ContentChunks:
     """A streamed request's content events: the bytes of the next step, recorded as sent."""
 
-    __slots__ = ("call", "final", "per_token", "reason", "reasoning", "stream", "w", "words")
+    __slots__ = ("call", "final", "held", "per_token", "reason", "reasoning", "stream", "w",
+                 "words")
 
     def __init__(self, call: Call, w: sse.ChunkWriter, words: TokenStream, reason: str,
                  flavor: Flavor, reasoning: int, stream: Stream, final: FinalFields) -> None:
@@ -112,6 +114,7 @@ class ContentChunks:
         self.reasoning = reasoning
         self.stream = stream
         self.final = final
+        self.held: list[str] = []  # tokens made but not sent (a call sent whole, once done)
 
     @property
     def sent(self) -> int:
@@ -119,12 +122,19 @@ class ContentChunks:
         return int(self.call.record["output_tokens"])
 
     def next(self, n: int, finished: bool) -> bytes:
-        """The events carrying the next n tokens; the trace stamps them as emitted now."""
+        """The events carrying the next n tokens; the trace stamps them as emitted now.
+        Nothing (b"") while a call the engine sends whole is not complete."""
+        words = self.held + self.words.words(n)
+        if self.w.holds_until_done and not finished:
+            self.held = words
+            return b""
+        self.held = []
         sent = self.sent
-        data = self.w.step(self.words.words(n), sent, self.reason if finished else None,
+        data = self.w.step(words, sent, self.reason if finished else None,
                            self.reasoning - sent,
                            self.final.of(self.stream, False) if finished else None)
-        self.call.tokens(n, streamed=True, chunks=n if self.per_token else 1)
+        per_chunk = self.per_token and not self.w.holds_until_done
+        self.call.tokens(len(words), streamed=True, chunks=len(words) if per_chunk else 1)
         return data
 
     def usage_fields(self) -> dict[str, Any] | None:
@@ -178,7 +188,9 @@ class DirectChunks:
             self.gone = True
             self.stream.wake()
             return
-        self._write(self.chunks.next(n, finished))
+        data = self.chunks.next(n, finished)
+        if data:  # an empty chunk would end a chunked body
+            self._write(data)
         if not finished and self.interrupt is not None and self.interrupt():
             self._write(sse.DONE)
             self.interrupted = True
@@ -273,7 +285,7 @@ class Generation:
             gen = await self._read(request, endpoint)
         except ApiError as err:
             return self.error(call, err)
-        call.record["prompt_tokens"] = gen.prompt_tokens
+        call.record |= _asked(gen)
         fault = self.s.faults.pick()
         if fault is not None:
             call.record["fault"] = fault.kind
@@ -291,10 +303,11 @@ class Generation:
         target, reason = output_length(
             key, gen.max_tokens, gen.min_tokens if flavor.honours_min_tokens else 0,
             gen.ignore_eos and flavor.honours_ignore_eos, self.s.eos_mean)
+        reason = self._finish(gen, call, reason)
         engine = min(self.engines, key=lambda e: e.load)  # data parallel: least loaded
         history = gen.token_text
         if gen.endpoint == "chat":
-            history += reply_token_text(self._reply(key, target, reason))
+            history += reply_token_text(self._reply(key, target, reason, gen))
         category = category_of(gen.prompt_text)
         if category is not None:
             call.record["category"] = category
@@ -313,9 +326,29 @@ class Generation:
             engine.abort(stream)
             self.finish(call, engine)
 
-    def _reply(self, key: int, target: int, reason: str) -> str:
+    def _tool_call(self, gen: GenRequest, call: Call) -> ToolCallStream | None:
+        """The call a reply makes, in the flavour's shape (None: a text reply)."""
+        wire = self.s.flavor.tool_calls
+        if gen.tool_call is None or wire is None:
+            return None
+        return ToolCallStream(wire, gen.tool_call, call.request_id)
+
+    def _finish(self, gen: GenRequest, call: Call, reason: str) -> str:
+        """The reply's finish reason as its engine sends it: a tool call's where it calls
+        one (the trace notes the call: none where the engine has no tools)."""
+        tool = self._tool_call(gen, call)
+        if gen.tools:
+            call.record["tool_call"] = tool.name if tool is not None else None
+        return reason if tool is None else tool.finish(reason, gen.tool_named)
+
+    def _reasoning(self, gen: GenRequest) -> int:
+        """The leading tokens streamed as reasoning: the server's, unless the request
+        turned thinking off."""
+        return 0 if gen.thinking is False else self.s.reasoning_tokens
+
+    def _reply(self, key: int, target: int, reason: str, gen: GenRequest) -> str:
         """The content a chat client gets (reasoning and a stripped EOS left out)."""
-        words = TokenStream(key).words(target)[self.s.reasoning_tokens:]
+        words = TokenStream(key).words(target)[self._reasoning(gen):]
         if reason == "stop" and self.s.flavor.eos_text_empty:
             words = words[:-1]
         return "".join(words)
@@ -345,8 +378,9 @@ class Generation:
         w = sse.ChunkWriter(flavor, gen.endpoint == "chat",
                             sse.chunk_id(flavor, gen.endpoint == "chat", call.request_id),
                             self.s.created, self.s.limits.model_name, gen.prompt_tokens,
-                            gen.include_usage, gen.continuous_usage)
-        chunks = ContentChunks(call, w, words, reason, flavor, self.s.reasoning_tokens, stream,
+                            gen.include_usage, gen.continuous_usage,
+                            self._tool_call(gen, call))
+        chunks = ContentChunks(call, w, words, reason, flavor, self._reasoning(gen), stream,
                                self.final)
         if fault is not None and fault.kind == "empty":  # a clean stream without a token
             await resp.write(w.opening() + sse.DONE)
@@ -452,6 +486,17 @@ class Generation:
             "usage": sse.usage(gen.prompt_tokens, call.record["output_tokens"])}
         body |= self.final.of(stream, True) or {}
         return json_response(body, headers={"X-Request-Id": call.request_id})
+
+
+def _asked(gen: GenRequest) -> dict[str, Any]:
+    """What a request asked for, as its trace record keeps it: its prompt's tokens, and
+    the thinking switch and tools where it set them."""
+    asked: dict[str, Any] = {"prompt_tokens": gen.prompt_tokens}
+    if gen.thinking is not None:
+        asked["thinking"] = gen.thinking
+    if gen.tools:
+        asked["tools"] = list(gen.tools)
+    return asked
 
 
 async def _close_after(resp: web.StreamResponse, delay_s: float) -> None:

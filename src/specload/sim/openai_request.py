@@ -78,6 +78,10 @@ class GenRequest:
     include_usage: bool
     continuous_usage: bool
     seed: int | None
+    thinking: bool | None = None  # `chat_template_kwargs`' thinking switch, where it is set
+    tools: tuple[str, ...] = ()  # the functions offered (`tools`)
+    tool_call: str | None = None  # the function the reply calls (tools, tool_choice not none)
+    tool_named: bool = False  # ... because `tool_choice` named it
 
 
 def _bad(message: str, param: str) -> ApiError:
@@ -186,6 +190,7 @@ def parse_request(endpoint: Literal["chat", "completions"], body: object,
         raise _bad("'min_tokens' must not exceed 'max_tokens'", "min_tokens")
     stream = _opt_bool(body, "stream")
     opts = _stream_options(body, stream)
+    tools = _tools(body) if endpoint == "chat" else ()
     return GenRequest(
         endpoint=endpoint,
         prompt_text=text,
@@ -198,7 +203,62 @@ def parse_request(endpoint: Literal["chat", "completions"], body: object,
         include_usage=_opt_bool(opts, "include_usage"),
         continuous_usage=_opt_bool(opts, "continuous_usage_stats"),
         seed=_seed(body),
+        thinking=_thinking(body),
+        tools=tools,
+        tool_call=_tool_call(body, tools),
+        tool_named=isinstance(body.get("tool_choice"), dict),
     )
+
+
+def _thinking(body: dict[str, Any]) -> bool | None:
+    """The thinking switch of `chat_template_kwargs` (Qwen3's `enable_thinking`, DeepSeek's
+    `thinking`), passed to the chat template as vLLM and SGLang do; None where unset."""
+    kwargs = body.get("chat_template_kwargs")
+    if kwargs is None:
+        return None
+    if not isinstance(kwargs, dict):
+        raise _bad("'chat_template_kwargs' must be an object", "chat_template_kwargs")
+    switch = next((kwargs[k] for k in ("enable_thinking", "thinking") if k in kwargs), None)
+    return switch if isinstance(switch, bool) else None
+
+
+def _tools(body: dict[str, Any]) -> tuple[str, ...]:
+    """The names of the functions a chat request offers."""
+    tools = body.get("tools")
+    if tools is None:
+        return ()
+    if not isinstance(tools, list):
+        raise _bad("'tools' must be a list", "tools")
+    names = []
+    for i, tool in enumerate(tools):
+        function = tool.get("function") if isinstance(tool, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if (not isinstance(tool, dict) or tool.get("type") != "function"
+                or not isinstance(name, str) or not name):
+            raise _bad(f"tools[{i}] must be {{\"type\": \"function\", \"function\": "
+                       "{\"name\": ...}}", f"tools[{i}]")
+        names.append(name)
+    return tuple(names)
+
+
+def _tool_call(body: dict[str, Any], tools: tuple[str, ...]) -> str | None:
+    """The function the reply calls: the one `tool_choice` names, else the first offered
+    (auto: the simulated model always takes a tool it is offered); None for `none` or
+    without tools."""
+    choice = body.get("tool_choice", "auto")
+    if isinstance(choice, dict):
+        function = choice.get("function")
+        name = function.get("name") if isinstance(function, dict) else None
+        if name not in tools:
+            raise _bad(f"tool_choice names {name!r}, which 'tools' does not offer",
+                       "tool_choice")
+        return str(name)
+    if choice not in ("none", "auto", "required"):
+        raise _bad("'tool_choice' must be none, auto, required or a named function",
+                   "tool_choice")
+    if choice == "required" and not tools:
+        raise _bad("tool_choice 'required' needs 'tools'", "tool_choice")
+    return tools[0] if tools and choice != "none" else None
 
 
 def _seed(body: dict[str, Any]) -> int | None:

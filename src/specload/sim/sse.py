@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from specload.sim.flavors import Flavor
+from specload.sim.tool_calls import ToolCallStream
 
 DONE = b"data: [DONE]\n\n"
 MALFORMED = b'data: {"id": "malformed", "choices": [{"delta": {"content": "unterminated\n\n'
@@ -74,14 +75,16 @@ class ChunkWriter:
     """Byte templates for one streamed request in one flavour."""
 
     __slots__ = ("_chunk_usage", "_delta_extra", "_flavor", "_head", "_prompt",
-                 "_role_sent", "_role_top", "_tail_finish", "_tail_role", "_tail_token",
+                 "_role_sent", "_role_top", "_tail_finish", "_tail_role", "_tail_token", "_tool",
                  "_usage_chunk", "_usage_each", "_usage_in_final", "_usage_top",
                  "_zero_usage", "chat")
 
     def __init__(self, flavor: Flavor, chat: bool, response_id: str, created: int, model: str,
-                 prompt_tokens: int, include_usage: bool, continuous_usage: bool) -> None:
+                 prompt_tokens: int, include_usage: bool, continuous_usage: bool,
+                 tool: ToolCallStream | None = None) -> None:
         self.chat = chat
         self._flavor = flavor
+        self._tool = tool
         base: dict[str, Any] = {"id": response_id,
                                 "object": "chat.completion.chunk" if chat else "text_completion",
                                 "created": created, "model": model, **flavor.extra_chunk}
@@ -147,7 +150,9 @@ class ChunkWriter:
         return (self._head + b'"text":"","logprobs":null,"finish_reason":"' + finish.encode()
                 + b'"}],' + self._usage(completion_tokens) + b"}\n\n")
 
-    def _delta(self, content: str, reasoning: str) -> dict[str, Any]:
+    def _delta(self, content: str, reasoning: str, last: bool = False) -> dict[str, Any]:
+        """A delta of content (or of the call's arguments, for a reply that calls a tool)
+        after any reasoning; `last`: the reply's last."""
         key = self._flavor.reasoning_key
         if key is None:
             content, reasoning = reasoning + content, ""
@@ -157,7 +162,9 @@ class ChunkWriter:
             delta["role"] = "assistant"
         if reasoning and key is not None:
             delta[key] = reasoning
-        if content or not reasoning:
+        if self._tool is not None and (content or last):
+            delta |= self._tool.delta(content, last)
+        elif content or not reasoning:
             delta["content"] = content
         return delta
 
@@ -171,6 +178,11 @@ class ChunkWriter:
         return self._chat_chunk(delta, None, 0, role=True)
 
     # -- what the API calls -----------------------------------------------------------
+
+    @property
+    def holds_until_done(self) -> bool:
+        """The reply is a call the engine sends whole, once it is complete (Ollama)."""
+        return self._tool is not None and self._tool.wire.whole
 
     def opening(self) -> bytes:
         """The role chunk, where the flavour sends one and it has not gone out yet."""
@@ -189,7 +201,8 @@ class ChunkWriter:
         if finish == "stop" and flavor.eos_text_empty:
             words = [*words[:-1], ""]  # the EOS token: counted, its text stripped
         out = self.opening()
-        groups = [[w] for w in words] if flavor.per_token_chunks else [words]
+        groups = ([[w] for w in words] if flavor.per_token_chunks and not self.holds_until_done
+                  else [words])
         done = sent_before
         last = len(groups) - 1
         separate = flavor.finish_separate if self.chat else self._usage_in_final
@@ -199,7 +212,8 @@ class ChunkWriter:
             done += len(group)
             reason = inline_finish if i == last else None
             if self.chat:
-                delta = self._delta("".join(group[r:]), "".join(group[:r]))
+                delta = self._delta("".join(group[r:]), "".join(group[:r]),
+                                    finish is not None and i == last)
                 out += self._chat_chunk(delta, reason, done)
                 self._role_sent = True
             else:

@@ -6,7 +6,9 @@ output_tokens, finish_reason, status, fault, endpoint, and for requests that rea
 engine `cached_tokens` (prompt tokens the prefix cache held when the request was first
 scheduled; what vLLM's `vllm:prefix_cache_hits` counts for it), `draft_steps`,
 `draft_tokens` and `accepted_tokens` (its verification steps, what they proposed and
-what the target accepted). `arrival` is when the request's bytes reached the host (a
+what the target accepted), and for a chat request that set them `thinking` (its
+`chat_template_kwargs` switch), `tools` (the functions offered) and `tool_call` (the one
+its reply calls, null for a text reply). `arrival` is when the request's bytes reached the host (a
 kernel receive timestamp where the platform gives one, see `receive_stamps.py`), so TTFT
 in the trace includes any time the request waited in its socket.
 """

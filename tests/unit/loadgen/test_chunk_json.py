@@ -43,6 +43,23 @@ def test_reasoning_counts_as_content(field: str) -> None:
     assert parse_chunk(chat({field: "hmm"})).has_content
 
 
+def test_a_tool_calls_name_and_argument_fragments_are_tokens() -> None:
+    """Agentic replies stream in `delta.tool_calls` (vLLM #27485, guidellm #416: readers
+    that count only `content` miss them); TGI sends the call as one object."""
+    first = {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                             "function": {"name": "get_weather", "arguments": ""}}]}
+    more = {"tool_calls": [{"index": 0, "function": {"arguments": '{"city": "Par'}}]}
+    tgi = {"role": "assistant", "tool_calls": {"index": 0, "id": "", "type": "function",
+                                               "function": {"name": None, "arguments": "is"}}}
+    for delta in (first, more, {"content": None, **more}, tgi):
+        assert parse_chunk(chat(delta)).has_content, delta
+    assert parse_chunk(chat(more)).text == ""  # the reply's text is its content
+    empty = {"tool_calls": [{"index": 0, "function": {"arguments": ""}}]}
+    for delta in (empty, {"tool_calls": []}, {"tool_calls": [3]}, {"tool_calls": "x"}):
+        assert not parse_chunk(chat(delta)).has_content, delta
+    assert chunk_json.tool_call_text(first["tool_calls"]) == "get_weather"
+
+
 def test_completions_text() -> None:
     assert parse_chunk(b'{"choices": [{"text": "x", "finish_reason": null}]}').has_content
     assert not parse_chunk(b'{"choices": [{"text": "", "finish_reason": "length"}]}').has_content
@@ -153,9 +170,13 @@ def _maybe(values: st.SearchStrategy) -> st.SearchStrategy:
     return st.one_of(values, _ANY)
 
 
+_TOOL_CALL = st.fixed_dictionaries({}, optional={
+    "index": st.just(0), "function": _maybe(st.fixed_dictionaries({}, optional={
+        "name": _maybe(st.text(max_size=3)), "arguments": _maybe(st.text(max_size=3))}))})
 _DELTA = st.fixed_dictionaries({}, optional={
     "content": _maybe(st.text(max_size=3)), "reasoning_content": _ANY, "reasoning": _ANY,
-    "role": st.just("assistant")})
+    "role": st.just("assistant"),
+    "tool_calls": _maybe(st.lists(_maybe(_TOOL_CALL), max_size=2) | _TOOL_CALL)})
 _CHOICE = st.fixed_dictionaries({}, optional={
     "delta": _maybe(_DELTA), "text": _maybe(st.text(max_size=3)), "index": st.just(0),
     "finish_reason": _maybe(st.sampled_from(["stop", "length"]))})

@@ -21,7 +21,8 @@ json_values = st.recursive(
     max_leaves=12,
 )
 FIELDS = ["model", "messages", "prompt", "max_tokens", "max_completion_tokens", "min_tokens",
-          "ignore_eos", "stream", "stream_options", "seed", "n", "temperature"]
+          "ignore_eos", "stream", "stream_options", "seed", "n", "temperature",
+          "chat_template_kwargs", "tools", "tool_choice"]
 near_valid = st.fixed_dictionaries({}, optional={f: json_values for f in FIELDS})
 
 
@@ -77,6 +78,12 @@ def test_more_output_than_the_context_leaves_is_cut_or_refused_as_the_engine_doe
     ("chat", {**CHAT, "stream": "yes"}, 400, "stream"),
     ("chat", {"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, 400,
      "messages[0].content"),
+    ("chat", {**CHAT, "chat_template_kwargs": "think"}, 400, "chat_template_kwargs"),
+    ("chat", {**CHAT, "tools": [{"type": "function"}]}, 400, "tools[0]"),
+    ("chat", {**CHAT, "tools": [3]}, 400, "tools[0]"),
+    ("chat", {**CHAT, "tool_choice": "required"}, 400, "tool_choice"),
+    ("chat", {**CHAT, "tool_choice": {"type": "function", "function": {"name": "f"}}}, 400,
+     "tool_choice"),
     ("completions", {"prompt": "x" * 20000}, 400, "prompt"),
     ("completions", {"prompt": [-1]}, 400, "prompt"),
 ])
@@ -85,3 +92,22 @@ def test_rejections_name_the_parameter(endpoint: str, body: dict, status: int,
     with pytest.raises(ApiError) as info:
         parse_request(endpoint, body, LIMITS)  # type: ignore[arg-type]
     assert info.value.status == status and info.value.param == param
+
+
+def test_a_thinking_switch_and_tools_are_read_as_the_engines_read_them() -> None:
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {}}}
+    other = {"type": "function", "function": {"name": "search"}}
+    plain = parse_request("chat", CHAT, LIMITS)
+    assert (plain.thinking, plain.tools, plain.tool_call) == (None, (), None)
+    req = parse_request("chat", {**CHAT, "chat_template_kwargs": {"enable_thinking": False},
+                                 "tools": [tool, other]}, LIMITS)
+    assert (req.thinking, req.tools, req.tool_call) == (False, ("get_weather", "search"),
+                                                        "get_weather")
+    named = {"type": "function", "function": {"name": "search"}}
+    assert parse_request("chat", {**CHAT, "tools": [tool, other], "tool_choice": named},
+                         LIMITS).tool_call == "search"
+    assert parse_request("chat", {**CHAT, "tools": [tool], "tool_choice": "none"},
+                         LIMITS).tool_call is None
+    assert parse_request("chat", {**CHAT, "chat_template_kwargs": {"thinking": True}},
+                         LIMITS).thinking is True
+
