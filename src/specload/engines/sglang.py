@@ -21,6 +21,7 @@ from specload.engines.entry import (
     Engine,
     LoadSwitch,
     Refusal,
+    RequestSpeculation,
     Series,
     SyntheticAcceptance,
 )
@@ -193,6 +194,15 @@ ENGINE = Engine(
     "sglang", "SGLang",
     re.compile(r"\bsglang[._]launch_server\b|\bsglang\s+serve\b"),
     sim_flavors=("sglang",), series=SERIES,
+    # PR #33518: with the request field `return_spec_tokens_details: true` a stream
+    # carries `sglext.spec_tokens_details` once, in a chunk of its own (`choices: []`)
+    # after the finish chunk and before the usage chunk (srt/entrypoints/openai/
+    # serving_chat.py `_generate_chat_stream`; built by utils.py
+    # `spec_tokens_details_from_meta_info`); left out when the server does not speculate
+    speculation=RequestSpeculation(
+        ("sglext", "spec_tokens_details"), "spec_num_proposed_drafts",
+        "spec_num_correct_drafts", steps="spec_verify_ct",
+        needs="the request field return_spec_tokens_details: true (request.extra_body)"),
     # SGLang 0.5.23: `max_model_len` of a /v1/models entry is the model's context_len
     # (srt/entrypoints/http_server.py); POST /v1/tokenize with messages renders them
     # as a chat completion does and answers `count` (openai/protocol.py

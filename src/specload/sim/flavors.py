@@ -171,6 +171,9 @@ class Flavor:
     adaptive: str | None = None
     # how a reply that calls a tool streams (None: tools are ignored, the reply is text)
     tool_calls: ToolCallWire | None = None
+    # a request's own speculation as SGLang sends it when asked (`return_spec_tokens_
+    # details`): `sglext.spec_tokens_details` in a chunk of its own before the usage chunk
+    spec_details: bool = False
     api_key: ApiKeyRule | None = None  # None: `--api-key` is not modelled for it
     timings: bool = False  # llama.cpp's `timings` object in final chunks and bodies
     # vLLM's `metrics.speculative_decoding` on the usage chunk and in bodies, when the
@@ -234,6 +237,7 @@ FLAVORS: dict[str, Flavor] = {f.name: f for f in (
         usage="continuous", tool_calls=ToolCallWire(
             "call_", first_arguments=True, null_name_id=True,
             delta_fields=(("role", None), ("content", None), ("reasoning_content", None))),
+        spec_details=True,
         reasoning_key="reasoning_content", per_token_chunks=False,
         continuous_needs_include_usage=False,
         health_paths=("/health", "/health_generate", "/ready"), health_generates=True,

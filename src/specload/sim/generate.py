@@ -318,7 +318,8 @@ class Generation:
             if gen.stream:
                 return await self._stream(call, gen, engine, stream, TokenStream(key), reason,
                                           fault)
-            return await self._unary(call, gen, stream, TokenStream(key), reason, fault)
+            return await self._unary(call, gen, engine, stream, TokenStream(key), reason,
+                                     fault)
         except asyncio.CancelledError:
             client_gone(call)
             raise
@@ -340,6 +341,16 @@ class Generation:
         if gen.tools:
             call.record["tool_call"] = tool.name if tool is not None else None
         return reason if tool is None else tool.finish(reason, gen.tool_named)
+
+    def _spec_details(self, gen: GenRequest, engine: StepLoop, stream: Stream
+                      ) -> dict[str, Any] | None:
+        """SGLang's `sglext` of a request that asked for its speculation (none where the
+        server does not speculate, as SGLang leaves it out)."""
+        block = engine.core.max_k
+        if not (self.s.flavor.spec_details and gen.spec_details and block):
+            return None
+        return {"sglext": {"spec_tokens_details": stream.slot_stats().spec_tokens_details(
+            block)}}
 
     def _reasoning(self, gen: GenRequest) -> int:
         """The leading tokens streamed as reasoning: the server's, unless the request
@@ -403,7 +414,8 @@ class Generation:
         # the whole stream finds its record, also when the server is killed right after
         # sending it (a CI run caught a success with no trace line that way)
         self.finish(call, engine)
-        await resp.write(w.tail(chunks.sent, chunks.usage_fields()))
+        await resp.write(w.tail(chunks.sent, chunks.usage_fields(),
+                                self._spec_details(gen, engine, stream)))
         await resp.write_eof()
 
     async def _stream_faulted(self, chunks: ContentChunks, resp: web.StreamResponse,
@@ -444,8 +456,9 @@ class Generation:
             return True
         return False
 
-    async def _unary(self, call: Call, gen: GenRequest, stream: Stream, words: TokenStream,
-                     reason: str, fault: Fault | None) -> web.StreamResponse:
+    async def _unary(self, call: Call, gen: GenRequest, engine: StepLoop, stream: Stream,
+                     words: TokenStream, reason: str, fault: Fault | None
+                     ) -> web.StreamResponse:
         parts: list[str] = []
         kind = fault.kind if fault else None
         while True:
@@ -484,7 +497,8 @@ class Generation:
             "created": self.s.created, "model": self.s.limits.model_name,
             "choices": [choice],
             "usage": sse.usage(gen.prompt_tokens, call.record["output_tokens"])}
-        body |= self.final.of(stream, True) or {}
+        body |= (self.final.of(stream, True) or {}) | (self._spec_details(gen, engine, stream)
+                                                        or {})
         return json_response(body, headers={"X-Request-Id": call.request_id})
 
 

@@ -82,6 +82,7 @@ class GenRequest:
     tools: tuple[str, ...] = ()  # the functions offered (`tools`)
     tool_call: str | None = None  # the function the reply calls (tools, tool_choice not none)
     tool_named: bool = False  # ... because `tool_choice` named it
+    spec_details: bool = False  # SGLang's `return_spec_tokens_details`
 
 
 def _bad(message: str, param: str) -> ApiError:
@@ -207,6 +208,7 @@ def parse_request(endpoint: Literal["chat", "completions"], body: object,
         tools=tools,
         tool_call=_tool_call(body, tools),
         tool_named=isinstance(body.get("tool_choice"), dict),
+        spec_details=_opt_bool(body, "return_spec_tokens_details"),
     )
 
 

@@ -92,6 +92,21 @@ class SlotStats:
             **detail,
         }
 
+    def spec_tokens_details(self, block: int) -> dict[str, Any]:
+        """SGLang's counterpart, `sglext.spec_tokens_details` (PR #33518;
+        `spec_tokens_details_from_meta_info`): correct and proposed drafts, verification
+        steps, and the steps by drafts accepted, 0..`block`."""
+        hist = [*self.accept_hist, *[0] * (block + 1 - len(self.accept_hist))]
+        steps = self.drafts
+        return {
+            "spec_accept_rate": self.accepted / self.draft_tokens if self.draft_tokens else 0.0,
+            "spec_accept_length": self.generated / steps if steps else 0.0,
+            "spec_num_correct_drafts": self.accepted,
+            "spec_num_proposed_drafts": self.draft_tokens,
+            "spec_verify_ct": steps,
+            "spec_correct_drafts_histogram": hist,
+        }
+
 
 @dataclass(slots=True)
 class SlotTotals:

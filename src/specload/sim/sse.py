@@ -225,15 +225,19 @@ class ChunkWriter:
                     else self._completion_final(finish, done))
         return out if self._usage_chunk else with_fields(out, final)
 
-    def tail(self, completion_tokens: int, final: dict[str, Any] | None = None) -> bytes:
-        """The end of a finished stream: the usage chunk when asked for (with the
-        `final` fields), then [DONE]."""
-        if not self._usage_chunk:
-            return DONE
+    def tail(self, completion_tokens: int, final: dict[str, Any] | None = None,
+             own: dict[str, Any] | None = None) -> bytes:
+        """The end of a finished stream: a chunk of the `own` top-level fields if any
+        (SGLang's `sglext`), the usage chunk when asked for (with the `final` fields),
+        then [DONE]."""
         head = self._head[: -len(b'"choices":[{"index":0,')]
+        first = (head.replace(b'"usage":null,', b"") + b'"choices":[],"usage":null,'
+                 + orjson.dumps(own)[1:] + b"\n\n") if own else b""
+        if not self._usage_chunk:
+            return first + DONE
         if self._usage_each or b'"usage":null' not in head:
             body = head + b'"choices":[],'
         else:
             body = head.replace(b'"usage":null,', b"") + b'"choices":[],'
         chunk = body + self._usage(completion_tokens) + self._usage_top + b"}\n\n"
-        return with_fields(chunk, final) + DONE
+        return first + with_fields(chunk, final) + DONE
