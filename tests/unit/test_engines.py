@@ -106,10 +106,12 @@ def test_the_sims_metric_names_are_its_engines_registered_series(flavor: str) ->
 
 
 def _final_fields(flavor: str) -> dict:
-    """What the flavour's usage chunk carries of a request that drafted."""
+    """What the flavour's usage chunk, or its chunk of its own, carries of a request that
+    drafted (and asked, where the engine wants it asked)."""
     k = len(DRAFTED.accept_hist) - 1
-    return FinalFields(FLAVORS[flavor], k if FLAVORS[flavor].spec_decode_metrics else None
-                       ).of(SimpleNamespace(slot_stats=lambda: DRAFTED), True) or {}
+    final = FinalFields(FLAVORS[flavor], k if FLAVORS[flavor].spec_decode_metrics else None)
+    stream = SimpleNamespace(slot_stats=lambda: DRAFTED)
+    return (final.of(stream, True) or {}) | (final.own(stream, True, k) or {})
 
 
 def test_registered_speculation_fields_are_what_the_sim_returns() -> None:
@@ -129,8 +131,9 @@ def test_registered_speculation_fields_are_what_the_sim_returns() -> None:
                 DRAFTED.draft_tokens, DRAFTED.accepted), (entry.id, flavor)
             if spec.steps:
                 assert section[spec.steps] == DRAFTED.drafts, (entry.id, flavor)
-    assert {e.id for e in engines.REGISTRY.values() if e.speculation} == {"vllm", "llamacpp"}
-    assert len(engines.request_speculation()) == 2
+    assert {e.id for e in engines.REGISTRY.values() if e.speculation} == {"vllm", "llamacpp",
+                                                                           "sglang"}
+    assert len(engines.request_speculation()) == 3
 
 
 def test_a_registered_engine_goes_before_other(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -202,7 +202,8 @@ class FinalFields:
     """The top-level fields a flavour adds to a finished request's last chunk or body:
     llama.cpp's `timings` (on the last chunk, the usage chunk or else the finish chunk)
     and vLLM's `metrics.speculative_decoding` (with the server's flag; only on the usage
-    chunk and the body), from the engine's stats of the request."""
+    chunk and the body), from the engine's stats of the request; and SGLang's `sglext`,
+    in a chunk of its own (`own`)."""
 
     flavor: Flavor
     spec_metrics_k: int | None = None
@@ -217,6 +218,15 @@ class FinalFields:
             fields["metrics"] = {"speculative_decoding": stats.speculative_decoding(
                 self.spec_metrics_k or 0)}
         return fields
+
+    def own(self, stream: Stream, asked: bool, block: int) -> dict[str, Any] | None:
+        """The fields of the chunk of its own a flavour sends before the usage chunk:
+        SGLang's `sglext` for a request that `asked` (`return_spec_tokens_details`), none
+        where the server does not draft (`block` 0), as SGLang leaves it out."""
+        if not (self.flavor.spec_details and asked and block):
+            return None
+        return {"sglext": {"spec_tokens_details": stream.slot_stats().spec_tokens_details(
+            block)}}
 
 
 def client_gone(call: Call) -> None:
@@ -342,16 +352,6 @@ class Generation:
             call.record["tool_call"] = tool.name if tool is not None else None
         return reason if tool is None else tool.finish(reason, gen.tool_named)
 
-    def _spec_details(self, gen: GenRequest, engine: StepLoop, stream: Stream
-                      ) -> dict[str, Any] | None:
-        """SGLang's `sglext` of a request that asked for its speculation (none where the
-        server does not speculate, as SGLang leaves it out)."""
-        block = engine.core.max_k
-        if not (self.s.flavor.spec_details and gen.spec_details and block):
-            return None
-        return {"sglext": {"spec_tokens_details": stream.slot_stats().spec_tokens_details(
-            block)}}
-
     def _reasoning(self, gen: GenRequest) -> int:
         """The leading tokens streamed as reasoning: the server's, unless the request
         turned thinking off."""
@@ -415,7 +415,7 @@ class Generation:
         # sending it (a CI run caught a success with no trace line that way)
         self.finish(call, engine)
         await resp.write(w.tail(chunks.sent, chunks.usage_fields(),
-                                self._spec_details(gen, engine, stream)))
+                                self.final.own(stream, gen.spec_details, engine.core.max_k)))
         await resp.write_eof()
 
     async def _stream_faulted(self, chunks: ContentChunks, resp: web.StreamResponse,
@@ -497,8 +497,8 @@ class Generation:
             "created": self.s.created, "model": self.s.limits.model_name,
             "choices": [choice],
             "usage": sse.usage(gen.prompt_tokens, call.record["output_tokens"])}
-        body |= (self.final.of(stream, True) or {}) | (self._spec_details(gen, engine, stream)
-                                                        or {})
+        body |= ((self.final.of(stream, True) or {})
+                 | (self.final.own(stream, gen.spec_details, engine.core.max_k) or {}))
         return json_response(body, headers={"X-Request-Id": call.request_id})
 
 
