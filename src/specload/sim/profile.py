@@ -116,8 +116,8 @@ class EmaTiers(_Strict):
 
     tiers: dict[int, EmaTier] = Field(default_factory=lambda: dict(SGLANG_TIERS))
     ema_alpha: Frac = 0.2
-    warmup_batches: int = Field(10, ge=0)
-    update_interval: int = Field(5, ge=1)
+    warmup_batches: int = Field(default=10, ge=0)
+    update_interval: int = Field(default=5, ge=1)
 
     @model_validator(mode="after")
     def _check(self) -> EmaTiers:
