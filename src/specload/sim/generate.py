@@ -83,6 +83,7 @@ class Call:
         self.traced = False
         self.status = 200
         self.seq: Seq | None = None  # the engine's request, once submitted
+        self.tool: ToolCallStream | None = None  # the call its reply makes, if it makes one
 
     def tokens(self, n: int, streamed: bool, chunks: int = 1) -> None:
         """Record n tokens sent now, in `chunks` equal chunks when streamed."""
@@ -124,11 +125,12 @@ class ContentChunks:
     def next(self, n: int, finished: bool) -> bytes:
         """The events carrying the next n tokens; the trace stamps them as emitted now.
         Nothing (b"") while a call the engine sends whole is not complete."""
-        words = self.held + self.words.words(n)
+        words = self.words.words(n)
+        if self.held:
+            words, self.held = self.held + words, []
         if self.w.holds_until_done and not finished:
             self.held = words
             return b""
-        self.held = []
         sent = self.sent
         data = self.w.step(words, sent, self.reason if finished else None,
                            self.reasoning - sent,
@@ -346,8 +348,8 @@ class Generation:
 
     def _finish(self, gen: GenRequest, call: Call, reason: str) -> str:
         """The reply's finish reason as its engine sends it: a tool call's where it calls
-        one (the trace notes the call: none where the engine has no tools)."""
-        tool = self._tool_call(gen, call)
+        one (`call.tool`; the trace notes the call: none where the engine has no tools)."""
+        tool = call.tool = self._tool_call(gen, call)
         if gen.tools:
             call.record["tool_call"] = tool.name if tool is not None else None
         return reason if tool is None else tool.finish(reason, gen.tool_named)
@@ -389,8 +391,7 @@ class Generation:
         w = sse.ChunkWriter(flavor, gen.endpoint == "chat",
                             sse.chunk_id(flavor, gen.endpoint == "chat", call.request_id),
                             self.s.created, self.s.limits.model_name, gen.prompt_tokens,
-                            gen.include_usage, gen.continuous_usage,
-                            self._tool_call(gen, call))
+                            gen.include_usage, gen.continuous_usage, call.tool)
         chunks = ContentChunks(call, w, words, reason, flavor, self._reasoning(gen), stream,
                                self.final)
         if fault is not None and fault.kind == "empty":  # a clean stream without a token
