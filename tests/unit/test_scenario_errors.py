@@ -67,8 +67,8 @@ CASES = [
      "name: x\narms:\n  - name: a\n    sim: {spec: 'on', faults: [boom:0.1]}\n",
      ONE + "arms[0].sim.faults: fault 'boom:0.1' must look like KIND:FRACTION[:PARAM], e.g. "
      "cut:0.1:20, with KIND one of error500, error400, error429, empty, cut, "
-     "stall_first_byte, stall_between, malformed, stream_error, 0 <= FRACTION <= 1 and "
-     "PARAM >= 0"),
+     "stall_first_byte, stall_between, malformed, stream_error, alter_token, "
+     "0 <= FRACTION <= 1 and PARAM >= 0"),
     # ladders
     ("ladder is a number", "name: x\nladder: 5\n" + A,
      ONE + "ladder: expected a list of user counts, or auto, got 5"),

@@ -285,6 +285,8 @@ class Request:
         "fields specload sets itself are refused (a mapping in a scenario)", json_object=True)
     records: bool = setting(True, "write one row per request to <csv prefix>_requests.csv",
                             scenario=False)
+    keep_replies: bool = setting(False, "write each reply's text into its request record "
+                                 "(only its fingerprint otherwise)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,8 +376,9 @@ class Simulator:
     faults: tuple[str, ...] = setting(
         (), "faults injected into a seeded fraction of requests, each KIND:FRACTION[:PARAM] "
         "(error500, error400, error429[:retry_after_s], cut[:after_tokens], empty, "
-        "stall_first_byte[:seconds], stall_between[:seconds], malformed, stream_error; "
-        "e.g. cut:0.1:20)", flag="--fault", repeat=True)
+        "stall_first_byte[:seconds], stall_between[:seconds], malformed, stream_error, "
+        "alter_token[:position]: a successful reply with one token changed; e.g. cut:0.1:20)",
+        flag="--fault", repeat=True)
     tls_cert: str | None = setting(None, "serve HTTPS: the certificate file (with tls_key)")
     tls_key: str | None = setting(None, "serve HTTPS: the private key file (with tls_cert)")
 

@@ -22,7 +22,7 @@ from specload.engines.schedule import Writer
 
 Meaning = Literal["generated", "prompt", "running", "waiting", "kv_usage", "finished",
                   "preemptions", "drafts", "draft_tokens", "accepted", "accepted_first",
-                  "accept_length",
+                  "verify_steps", "accept_length",
                   "accept_rate", "cache_hit_rate", "prefix_queries", "prefix_hits",
                   "gen_throughput", "latency"]
 OTHER = "other"

@@ -139,6 +139,9 @@ SERIES = (
     # cached / all prompt tokens of the latest prefill batch (scheduler log_prefill_stats)
     Series("sglang:cache_hit_rate", "cache_hit_rate", "mean", _SGLANG_RUNNING),
     Series("sglang:spec_accept_length", "accept_length", "mean", _SGLANG_RUNNING),
+    # verification steps of finished requests, with their tokens (observability/
+    # metrics_collector.py `observe_one_finished_request`, `spec_verify_ct`)
+    Series("sglang:spec_verify_calls_total", "verify_steps"),
     Series("sglang:spec_accept_rate", "accept_rate", "mean", _SGLANG_RUNNING),
 )
 _STATIC = ("SGLang leaves adaptive mode off and keeps static settings, saying so only in "

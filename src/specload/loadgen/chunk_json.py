@@ -4,7 +4,8 @@ Turns a chat or text-completion chunk into the few facts the measurement needs: 
 carry generated content (`delta.content`, `delta.reasoning_content`/`reasoning`, a
 tool call's name or argument fragment in `delta.tool_calls`, or `text`; a role-only
 delta is not a token) and the reply text it adds (`delta.content`
-or `text`: what a chat session sends back as the assistant's turn), the cumulative
+or `text`: what a chat session sends back as the assistant's turn) and the other text it
+generates (reasoning and tool calls: with the reply, the reply's fingerprint), the cumulative
 completion and prompt tokens from its `usage` (final usage chunk, or per-chunk
 `continuous_usage_stats`), whether it is the final usage-only chunk (`"choices": []`,
 or no `choices` key at all), its finish reason, the request's own drafted and accepted
@@ -63,6 +64,7 @@ class Chunk:
 
     has_content: bool = False
     text: str = ""  # the reply's text in this chunk (reasoning is not part of the reply)
+    other: str = ""  # the other text it generates: reasoning, a tool call's name and arguments
     completion_tokens: int | None = None
     prompt_tokens: int | None = None
     usage_only: bool = False  # no choices, only usage: the final `include_usage` chunk
@@ -141,8 +143,10 @@ def _chunk(wire: _WireBase, data: bytes) -> Chunk:
     if delta is not None:
         content = delta.content
         chunk.text = content if isinstance(content, str) else ""
-        chunk.has_content = bool(content or delta.reasoning_content or delta.reasoning
-                                 or tool_call_text(delta.tool_calls))
+        reasoning = delta.reasoning_content or delta.reasoning
+        tools = tool_call_text(delta.tool_calls) if delta.tool_calls is not None else ""
+        chunk.other = (reasoning if isinstance(reasoning, str) else "") + tools
+        chunk.has_content = bool(content or reasoning or tools)
     elif isinstance(choice.text, str) and choice.text:
         chunk.has_content, chunk.text = True, choice.text
     if choice.finish_reason is not None:

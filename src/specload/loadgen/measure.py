@@ -12,9 +12,10 @@ per-chunk usage stays at zero, as Ollama's completions do, gets none), and token
 final usage counts beyond them (an EOS the finish chunk never showed) are credited at
 the finish chunk's arrival. `chunk_itls` and `token_itls` give the inter-token latencies
 from the same data. The request's drafted and accepted tokens (and verification steps)
-are the last counts its chunks gave (cumulative, as the engine keeps them). A tally made
-with `keep_text` also keeps the reply's text (`reply`), which a chat session sends back
-in its next turn.
+are the last counts its chunks gave (cumulative, as the engine keeps them). Every tally
+keeps all the text the stream generated, of every kind and in its order (`generated`,
+which the record fingerprints); one made with `keep_text` also keeps the reply's own
+text (`reply`), which a chat session sends back in its next turn.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class Measured:
     chunk_tokens: list[int] | None  # tokens per token chunk, None when not known
     finish_reason: str
     speculation: DraftCounts | None = None  # as the engine counted it for the request
+    generated: str = ""  # every kind of text the stream generated, in order
 
 
 class StreamTally:
@@ -53,6 +55,7 @@ class StreamTally:
         "finish_arrival",
         "finish_reason",
         "first_text",
+        "generated",
         "prompt_tokens",
         "speculation",
         "t0",
@@ -62,6 +65,7 @@ class StreamTally:
     def __init__(self, t0: float, keep_text: bool = False) -> None:
         self.t0 = t0
         self.texts: list[str] | None = [] if keep_text else None
+        self.generated: list[str] = []
         self.arrivals: list[float] = []  # arrival time of each token chunk
         self.first_text: float | None = None  # arrival of the first chunk with text
         self._per_chunk: list[int] | None = []
@@ -76,8 +80,7 @@ class StreamTally:
         """Account for one parsed chunk that arrived at time `now`."""
         if chunk.prompt_tokens is not None:
             self.prompt_tokens = chunk.prompt_tokens
-        if chunk.text and self.texts is not None:
-            self.texts.append(chunk.text)
+        self._keep_text(chunk)
         if chunk.finish_reason:
             self.finish_reason = chunk.finish_reason
             self.finish_arrival = now
@@ -99,6 +102,14 @@ class StreamTally:
                     self._per_chunk.append(cum - (self._cum_seen or 0))
         if cum is not None:
             self._cum_seen = cum
+
+    def _keep_text(self, chunk: Chunk) -> None:
+        if chunk.other:
+            self.generated.append(chunk.other)
+        if chunk.text:
+            self.generated.append(chunk.text)
+            if self.texts is not None:
+                self.texts.append(chunk.text)
 
     @property
     def has_text(self) -> bool:
@@ -150,6 +161,7 @@ class StreamTally:
             chunk_tokens=per_chunk,
             finish_reason=self.finish_reason,
             speculation=self.speculation,
+            generated="".join(self.generated),
         )
 
 

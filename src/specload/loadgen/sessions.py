@@ -48,7 +48,8 @@ class Session:
     def prompt(self) -> Prompt:
         """The next turn's request: the history, then the user's next message."""
         ask = {"role": "user", "content": self.conversation.turns[self.turn]}
-        return Prompt((*self.messages, ask), self.conversation.category)
+        return Prompt((*self.messages, ask), self.conversation.category,
+                      index=self.conversation.index)
 
     def tags(self, **more: Any) -> Tags:
         return Tags(session_id=self.id, turn=self.turn + 1, **more)

@@ -67,7 +67,7 @@ from specload.loadgen.reader import LineReader
 from specload.loadgen.recorder import Recorder
 from specload.loadgen.sse import SSEDecoder
 from specload.loadgen.start_gate import StartGate
-from specload.runfiles import accept_by_step
+from specload.runfiles import accept_by_step, reply_digest
 from specload.runfiles.records import LATE_LIMIT_MS, RequestRecord, encode_chunks
 from specload.traffic import request_body
 from specload.traffic.prompts import Prompt, request_seed
@@ -368,6 +368,7 @@ class StreamingUser(FastHttpUser):
             session_id=tags.session_id, turn=tags.turn, scheduled=tags.scheduled,
             late_ms=late_ms, late_by=late_by, reconnects=sent.reconnects,
             **_speculation_columns(measured.speculation),
+            **_reply_columns(sent.prompt, measured.generated, ctx.opts),
         ))
 
 
@@ -509,6 +510,14 @@ def _speculation_columns(spec: DraftCounts | None) -> dict[str, Any]:
     return {"draft_tokens": spec.drafted, "accepted_tokens": spec.accepted,
             "draft_steps": spec.steps,
             "accept_by_step": accept_by_step.encode(spec.per_step) if spec.per_step else ""}
+
+
+def _reply_columns(prompt: Prompt, generated: str, opts: RunOptions) -> dict[str, Any]:
+    """The record's columns that let the report compare this reply with another arm's."""
+    chars, digest, blocks = reply_digest.fingerprint(generated)
+    return {"prompt_index": prompt.index, "max_tokens": prompt.max_tokens or opts.max_tokens,
+            "reply_chars": chars, "reply_hash": digest, "reply_blocks": blocks,
+            "reply_text": generated if opts.keep_replies else ""}
 
 
 def _elapsed_ms(tally: StreamTally) -> float:

@@ -32,6 +32,7 @@ import pandas as pd
 
 from specload.report import chunk_arrays
 from specload.report.chunk_arrays import Chunks
+from specload.report.replies import ReplyColumns, by_prompt
 from specload.report.windows import Window
 from specload.runfiles import accept_by_step
 from specload.runfiles.records import TIMEOUT_KINDS
@@ -225,6 +226,7 @@ class _Rows:
     accepted: np.ndarray
     by_step: np.ndarray  # `accept_by_step` cells ("" where the engine did not list steps)
     category: np.ndarray
+    replies: ReplyColumns  # what each request asked and the fingerprint of its reply
 
     @classmethod
     def of(cls, req: pd.DataFrame, windows: Sequence[Window]) -> _Rows:
@@ -259,7 +261,7 @@ class _Rows:
             drafted=req["draft_tokens"].to_numpy(dtype=float),
             accepted=req["accepted_tokens"].to_numpy(dtype=float),
             by_step=_texts(req, "accept_by_step"),
-            category=_texts(req, "category"))
+            category=_texts(req, "category"), replies=ReplyColumns.of(req))
 
 
 def _failure_columns(r: _Rows, in_w: np.ndarray) -> dict[str, object]:
@@ -485,9 +487,13 @@ def _categories(x: _Window) -> dict[str, object]:
     return {"by_category": _by_category(x.r, x.per_request, x.overlap, x.sel, x.ended)}
 
 
+def _replies(x: _Window) -> dict[str, object]:
+    return {"replies": by_prompt(x.r.replies, x.r.tokens, x.sel)}
+
+
 # The per-rung columns, a function per group: a new column goes into its group's.
 COLUMN_GROUPS = (_throughput, _requests, _tokens, _latency, _workload, _acceptance,
-                 _categories)
+                 _categories, _replies)
 
 
 def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd.DataFrame:

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from specload.report.crossover import PairResult
+from specload.report.parity import Parity
 from specload.runfiles.manifest import Manifest
 from specload.runfiles.records import CLIENT_LAG_LIMIT_MS, CONCURRENCY_SHORTFALL
 from specload.traffic.kinds import USERS, WorkloadKind
@@ -329,6 +330,13 @@ def acceptance_target_warnings(pairs: Sequence[PairResult], summary: pd.DataFram
                 "requests that end mid-draft, or few drafts in the window); the acceptance "
                 "map places the arm by what it reported", arm=pair.on.name))
     return out
+
+
+def parity_warnings(found: Parity | None) -> list[dict[str, Any]]:
+    """Arms whose greedy replies differ from the spec-off arm's beyond its own floor."""
+    if found is None:
+        return []
+    return [warning("output_parity", message, arm=arm) for arm, message in found.warnings()]
 
 
 def source_warnings(per_rep: pd.DataFrame) -> list[dict[str, Any]]:

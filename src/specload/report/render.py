@@ -28,7 +28,7 @@ import pandas as pd
 from specload import __version__
 from specload.engines.spec_command import parse_command
 from specload.errors import UserError
-from specload.report import categories, figures, load_steps, quality, spec_checks
+from specload.report import categories, figures, load_steps, parity, quality, spec_checks
 from specload.report.acceptance import per_token_arms, per_token_note, with_acceptance
 from specload.report.acceptance_map import AcceptanceMap, analyse_map
 from specload.report.aggregate import combine_reps, measure_all
@@ -78,6 +78,7 @@ class Report:
     categories: list[CategoryPair] = field(default_factory=list)  # pairs by prompt category
     arms: ArmsVerdict | None = None  # more than two arms compared: the winner per rung
     steps: list[StepFigures] = field(default_factory=list)  # a load-step run's steps
+    parity: parity.Parity | None = None  # each arm's replies against the spec-off arm's
 
     @property
     def workload(self) -> str:
@@ -107,15 +108,16 @@ def build(path: str | Path, processes: int | None = None) -> Report:
                                         kind)
         return Report(source, per_rep, summary, [], warnings, [], slo, kind,
                       per_token=per_token, steps=load_steps.analyse(summary))
+    replies = parity.analyse(per_rep, source.arms, source.manifest)
     if kind.axis == RATES:  # a latency speedup per rate, no engine setting
         rate_pairs = [analyse_rates(on, off, summary) for on, off in arm_pairs]
         warnings = quality.all_warnings(per_rep, summary, [], source.manifest, source.notes,
-                                        kind)
+                                        kind) + quality.parity_warnings(replies)
         return Report(source, per_rep, summary, [], warnings, [], slo, kind, rate_pairs,
-                      per_token=per_token)
+                      per_token=per_token, parity=replies)
     pairs = [analyse_pair(on, off, summary, per_rep, slo) for on, off in arm_pairs]
     warnings = quality.all_warnings(per_rep, summary, pairs, source.manifest, source.notes,
-                                    kind)
+                                    kind) + quality.parity_warnings(replies)
     recs = [recommendation(recommend(p, arm_setup(p.on), slo), f"{p.on.name} vs {p.off.name}",
                            recommended_folder(pairs, p)) for p in pairs]
     schedules = {a.name: a.schedule for a in source.manifest.arms} if source.manifest else {}
@@ -134,7 +136,7 @@ def build(path: str | Path, processes: int | None = None) -> Report:
                   warnings, recs, slo, kind, arms=arms, study=study, envelopes=found,
                   per_token=per_token,
                   acceptance_map=analyse_map(source.arms, pairs, summary),
-                  categories=categories.analyse(pairs, per_rep))
+                  categories=categories.analyse(pairs, per_rep), parity=replies)
 
 
 def schedule_to_verify(report: Report) -> Schedule | None:
@@ -235,6 +237,7 @@ def summary_json(report: Report) -> dict[str, Any]:
         else None,
         "acceptance_map": report.acceptance_map.as_dict() if report.acceptance_map else None,
         "categories": [c.as_dict() for c in report.categories],
+        "parity": report.parity.as_dict() if report.parity else None,
     })
 
 
@@ -381,8 +384,9 @@ def _study_lines(report: Report, with_advice: bool = True) -> list[str]:
         if rec.files:
             lines.append(f"  files in {report.source.out_dir / MULTI_K_FOLDER}: "
                          f"{', '.join(rec.files)}")
-    return lines + [line for env in report.envelopes
-                    for line in (env.line(), *([env.tax.line(env.arm)] if env.tax else []))]
+    lines += [line for env in report.envelopes
+              for line in (env.line(), *([env.tax.line(env.arm)] if env.tax else []))]
+    return lines + (report.parity.lines() if report.parity else [])
 
 
 def _slo_lines(report: Report) -> list[str]:
@@ -456,6 +460,7 @@ def _html(report: Report) -> str:
             formatters={"concurrency": "{:g}".format},
             float_format="{:.3f}".format))
     frame = _table(report)
+    replies = _html_parity(report.parity)
     note = table_note(frame, report.per_token)
     table = frame.to_html(index=False, na_rep="–", float_format=cell, border=0,
                           classes=TABLE_CLASS) + (f"<p><small>{esc(note)}</small></p>"
@@ -465,13 +470,30 @@ def _html(report: Report) -> str:
         f"{a.name} ({a.role}, {len(a.reps)} rep)" for a in report.source.arms))}</p>
 <h2>{esc(report.kind.axis.heading or f"Crossover {report.kind.axis.crossover}")}</h2>
 <ul>{crossover}</ul>
-{side}
+{side}{replies}
 <h2>Recommended setting</h2><ul>{recs or _no_recommendation(report)}</ul>
 <h2>Data-quality warnings ({len(report.warnings)})</h2><ul class="warn">{warns}</ul>
 <h2>Figures</h2>{plots}
 <h2>Per-rung summary</h2>{table}
 <p>Only each rung's measure window counts; system tok/s counts tokens by arrival time.</p>
 """)
+
+
+def _html_parity(found: parity.Parity | None) -> str:
+    """The replies section: each arm's identical share and first difference per rung."""
+    if found is None:
+        return ""
+    head = "<h2>Replies</h2>"
+    if not found.compared:
+        return head + f"<p>{html.escape(found.lines()[0])}</p>"
+    table = found.table()[["arm", "rung", "compared", "identical", "share",
+                           "first_diff_tokens_median", "first_diff_chars_median"]]
+    return (head + f"<p>Each arm's replies against {html.escape(found.reference)}'s for the "
+            "same prompts at the same rung: the share identical, and where the others first "
+            f"differ (median, in tokens and characters). {html.escape(found.reference)} "
+            f"against itself: {html.escape(found.floor_words())}.</p>"
+            + table.to_html(index=False, border=0, classes=TABLE_CLASS, na_rep="–",
+                            float_format="{:.3g}".format))
 
 
 def write(report: Report) -> Path:

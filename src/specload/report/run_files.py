@@ -35,9 +35,9 @@ _REP_DIR = re.compile(r"^rep-(\d+)$")
 # The request record's columns the report reads, typed by the record's own fields
 # (`records.RequestRecord`): a new field is read without a line here. Whole ints and flags
 # are ints; floats, and ints that may be missing, floats; text is text, except the few
-# columns of few values (categorical) and the chunk lists (kept in Arrow).
-_UNREAD = ("request_id", "user_id", "seq")
-_CHUNK_COLS = ("chunk_gaps_us", "chunk_tokens")
+# columns of few values (categorical) and the long lists (kept in Arrow).
+_UNREAD = ("request_id", "user_id", "seq", "reply_text")
+_ARROW_COLS = ("chunk_gaps_us", "chunk_tokens", "reply_blocks")
 _CATEGORY_COLS = ("client_id", "category")  # few values, many rows
 
 
@@ -308,7 +308,7 @@ def _frame(table: pa.Table) -> pd.DataFrame:
         df[col] = pc.fill_null(table[col], 0).to_numpy().astype("int64") if col in have else 0
     for col in _STR_COLS:
         text = pc.fill_null(table[col], "") if col in have else pa.repeat("", table.num_rows)
-        df[col] = pd.Series(pd.arrays.ArrowExtensionArray(text)) if col in _CHUNK_COLS else (
+        df[col] = pd.Series(pd.arrays.ArrowExtensionArray(text)) if col in _ARROW_COLS else (
             text.to_numpy(zero_copy_only=False).astype(object))
     for col in _CATEGORY_COLS:
         text = pc.fill_null(table[col], "") if col in have else pa.repeat("", table.num_rows)

@@ -90,6 +90,8 @@ def server_row(server: Metrics, w: Window) -> dict[str, float]:
     drafts, _ = _delta(server, names("drafts"), w)
     accept_rate = _ratio(accepted, draft_tokens)
     accept_len = 1.0 + _ratio(accepted, drafts)
+    if not np.isfinite(accept_len):  # tokens per verification step, both of finished requests
+        accept_len = _ratio(generated, _delta(server, names("verify_steps"), w)[0])
     if not np.isfinite(accept_rate):
         accept_rate = _gauge_mean(server, names("accept_rate"), w)
     if not np.isfinite(accept_len):

@@ -155,6 +155,17 @@ class RequestRecord:
     draft_steps: int | None = None
     # drafts accepted per verification step, binned (`accept_by_step`; "": not listed)
     accept_by_step: str = ""
+    # what was asked and what came back, for comparing replies between arms
+    # (`reply_digest`): the prompt's index in its set (or the conversation's; None for a
+    # synthetic prompt), the max_tokens sent, the characters of generated text (every
+    # kind), their digest and their blocks' digests, and the text itself only when the
+    # run asks for it (`keep_replies`)
+    prompt_index: int | None = None
+    max_tokens: int | None = None
+    reply_chars: int = 0
+    reply_hash: str = ""
+    reply_blocks: str = ""
+    reply_text: str = ""
     extra: dict[str, object] = field(default_factory=dict, repr=False)
 
     def row(self) -> list[object]:

@@ -23,6 +23,7 @@ DEFAULT_PARAMS: dict[str, float] = {
     "stall_between": 1.0,  # seconds of silence after the first content chunk
     "malformed": 0.0,
     "stream_error": 0.0,
+    "alter_token": 16.0,  # the token (from 0) whose word is replaced by another
 }
 
 # What each fault is to a client that reads the stream right: the `error_kind` it records
@@ -38,6 +39,8 @@ CLIENT_ERROR_KINDS: dict[str, str] = {
     "malformed": "malformed_chunk",
     "stream_error": "stream_error",
 }
+# Faults the client cannot see as a failure: the request succeeds with a wrong reply.
+SILENT_FAULTS = ("alter_token",)
 
 
 @dataclass(frozen=True, slots=True)

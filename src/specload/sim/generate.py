@@ -311,7 +311,8 @@ class Generation:
             if fault.kind == "stall_first_byte":
                 await asyncio.sleep(fault.param)
         flavor = self.s.flavor
-        key = digest(self.s.seed if gen.seed is None else gen.seed, gen.prompt_text)
+        seed = 0 if gen.greedy else self.s.seed if gen.seed is None else gen.seed
+        key = digest(seed, gen.prompt_text)
         target, reason = output_length(
             key, gen.max_tokens, gen.min_tokens if flavor.honours_min_tokens else 0,
             gen.ignore_eos and flavor.honours_ignore_eos, self.s.eos_mean)
@@ -326,12 +327,12 @@ class Generation:
         stream = engine.submit(gen.prompt_tokens, target, history, category,
                                per_step=self.s.spec_metrics_detailed)
         call.seq = stream.seq
+        altered = int(fault.param) if fault is not None and fault.kind == "alter_token" else None
+        words = TokenStream(key, altered)
         try:
             if gen.stream:
-                return await self._stream(call, gen, engine, stream, TokenStream(key), reason,
-                                          fault)
-            return await self._unary(call, gen, engine, stream, TokenStream(key), reason,
-                                     fault)
+                return await self._stream(call, gen, engine, stream, words, reason, fault)
+            return await self._unary(call, gen, engine, stream, words, reason, fault)
         except asyncio.CancelledError:
             client_gone(call)
             raise

@@ -4,8 +4,9 @@ Every data-parallel rank (one engine core each) contributes one `RankStats`; the
 uses the names and labels the flavour's engine uses (see `flavors.py` for sources):
 vLLM `vllm:*` with `model_name` and `engine="<rank>"`; SGLang `sglang:*` with
 `model_name`, `engine_type`, `tp_rank`, `pp_rank`, `moe_ep_rank` and, with more than
-one rank, `dp_rank`, speculative acceptance as gauges over the recent steps and token
-counters on the tokenizer side (no rank label); TGI `tgi_*` without labels, tokens only
+one rank, `dp_rank`, speculative acceptance as gauges over the recent steps and counters
+of finished requests' tokens and verification steps on the tokenizer side (no rank
+label); TGI `tgi_*` without labels, tokens only
 as histograms of finished requests; llama.cpp `llamacpp:*` without labels, token and
 draft counters advanced only when a request leaves its slot, values printed as C++
 prints a double. Histograms use vLLM's buckets. `specload_sim_*`
@@ -193,11 +194,16 @@ SGLANG_RANK_SERIES: tuple[Series, ...] = (
     ("sglang:cache_hit_rate", "gauge", "The prefix cache hit rate.",
      lambda r: r.cache_hit_rate),
 )
+# the tokenizer manager's `observe_one_finished_request` (observability/
+# metrics_collector.py): a request's generated tokens and verification steps
+# (`spec_verify_ct`) are added when it finishes, as llama.cpp's are at release
 SGLANG_TOKENIZER_SERIES: tuple[Series, ...] = (
     ("sglang:prompt_tokens", "counter", "Number of prefill tokens processed.",
      lambda r: r.prompt_tokens),
     ("sglang:generation_tokens", "counter", "Number of generation tokens processed.",
-     lambda r: r.generation_tokens),
+     lambda r: r.slots.predicted),
+    ("sglang:spec_verify_calls", "counter", "Number of speculative decoding verification "
+     "calls.", lambda r: r.slots.drafts),
     ("sglang:num_requests", "counter", "The number of processed requests.",
      lambda r: r.finished),
 )

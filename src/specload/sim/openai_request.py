@@ -78,6 +78,7 @@ class GenRequest:
     include_usage: bool
     continuous_usage: bool
     seed: int | None
+    greedy: bool = False  # temperature 0: the reply does not depend on the seed
     thinking: bool | None = None  # `chat_template_kwargs`' thinking switch, where it is set
     tools: tuple[str, ...] = ()  # the functions offered (`tools`)
     tool_call: str | None = None  # the function the reply calls (tools, tool_choice not none)
@@ -204,12 +205,23 @@ def parse_request(endpoint: Literal["chat", "completions"], body: object,
         include_usage=_opt_bool(opts, "include_usage"),
         continuous_usage=_opt_bool(opts, "continuous_usage_stats"),
         seed=_seed(body),
+        greedy=_temperature(body) == 0,
         thinking=_thinking(body),
         tools=tools,
         tool_call=_tool_call(body, tools),
         tool_named=isinstance(body.get("tool_choice"), dict),
         spec_details=_opt_bool(body, "return_spec_tokens_details"),
     )
+
+
+def _temperature(body: dict[str, Any]) -> float:
+    """The sampling temperature (the OpenAI API's default, 1, where unset)."""
+    value = body.get("temperature")
+    if value is None:
+        return 1.0
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise _bad("'temperature' must be a number >= 0", "temperature")
+    return float(value)
 
 
 def _thinking(body: dict[str, Any]) -> bool | None:

@@ -5,9 +5,10 @@ rule of thumb for English BPE vocabularies) plus a few template tokens per chat
 message. Generated tokens are words drawn from a fixed vocabulary by an RNG seeded
 with the request seed and a digest of the prompt, consumed one word per token, so the
 text depends only on (seed, prompt) and not on how steps chunk it: spec-on and spec-off
-servers stream the same text. Words need no JSON escaping, which lets the API splice
-them into pre-encoded SSE templates. The EOS length is lognormal around the profile's
-mean, drawn from the same digest.
+servers stream the same text. A greedy request (temperature 0) draws with seed 0
+whatever seed it sent, as a greedy engine's output does not depend on its seed. Words
+need no JSON escaping, which lets the API splice them into pre-encoded SSE templates.
+The EOS length is lognormal around the profile's mean, drawn from the same digest.
 """
 
 from __future__ import annotations
@@ -101,12 +102,15 @@ def output_length(
 
 
 class TokenStream:
-    """The words a request generates, handed out in order."""
+    """The words a request generates, handed out in order; `alter_at` replaces the word of
+    that token (from 0) by another, as a server whose speculation changed the output."""
 
-    __slots__ = ("_random",)
+    __slots__ = ("_alter_at", "_random", "_taken")
 
-    def __init__(self, key: int) -> None:
+    def __init__(self, key: int, alter_at: int | None = None) -> None:
         self._random = random.Random(key).random
+        self._alter_at = alter_at
+        self._taken = 0
 
     def take(self, n: int) -> str:
         """The next n tokens' text (the words `Random.choices(VOCAB, k=n)` would draw)."""
@@ -115,4 +119,9 @@ class TokenStream:
     def words(self, n: int) -> list[str]:
         """The next n tokens, one word each."""
         r, size = self._random, len(VOCAB)
-        return [VOCAB[int(r() * size)] for _ in range(n)]
+        out = [VOCAB[int(r() * size)] for _ in range(n)]
+        at = self._alter_at
+        if at is not None and self._taken <= at < self._taken + n:
+            out[at - self._taken] = VOCAB[(VOCAB.index(out[at - self._taken]) + 1) % size]
+        self._taken += n
+        return out

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,7 @@ class Conversation:
     turns: tuple[str, ...]
     category: str
     system: str | None = None
+    index: int | None = None  # its place in the set it came from
 
     def opening(self) -> list[dict[str, str]]:
         """The messages a session starts from (the system message, or none)."""
@@ -52,12 +53,12 @@ def load_conversations(path: str | None) -> list[Conversation]:
     """The built-in set for None/""/"builtin", else a ShareGPT .json or .jsonl file."""
     if not path or path == BUILTIN_NAME:
         text = resources.files("specload").joinpath(BUILTIN_FILE).read_text(encoding="utf-8")
-        return _parse_lines(text, "built-in conversations")
-    content = read_text(path, "conversations")
-    if Path(path).suffix == ".jsonl":
-        return _parse_lines(content, path)
-    return _collect([(f"{path}: entry {i}", e) for i, e in
-                     enumerate(json_array(content, path))], path)
+        found = _parse_lines(text, "built-in conversations")
+    else:
+        content = read_text(path, "conversations")
+        found = _parse_lines(content, path) if Path(path).suffix == ".jsonl" else _collect(
+            [(f"{path}: entry {i}", e) for i, e in enumerate(json_array(content, path))], path)
+    return [replace(c, index=i) for i, c in enumerate(found)]
 
 
 def _parse_lines(content: str, source: str) -> list[Conversation]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import random
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -39,6 +39,7 @@ class Prompt:
     category: str
     max_tokens: int | None = None
     chars: int | None = None  # synthetic prompts: characters sent, for calibration
+    index: int | None = None  # its place in the set it came from (None: made up)
 
     @property
     def text(self) -> str:
@@ -70,11 +71,12 @@ def load_prompts(path: str | None) -> list[Prompt]:
     """The built-in set for None/"" /"builtin", else the file at `path` by its suffix."""
     if not path or path == BUILTIN_NAME:
         text = resources.files("specload").joinpath("data/prompts.jsonl")
-        return parse_jsonl(text.read_text(encoding="utf-8"), "built-in prompts")
-    content = read_text(path, "prompt")
-    if Path(path).suffix == ".jsonl":
-        return parse_jsonl(content, path)
-    return parse_sharegpt(content, path)
+        found = parse_jsonl(text.read_text(encoding="utf-8"), "built-in prompts")
+    else:
+        content = read_text(path, "prompt")
+        found = (parse_jsonl(content, path) if Path(path).suffix == ".jsonl"
+                 else parse_sharegpt(content, path))
+    return [replace(p, index=i) for i, p in enumerate(found)]
 
 
 def read_text(path: str, what: str) -> str:

@@ -83,6 +83,16 @@ def test_quickstart_sweep_and_report(tmp_path: Path, run_sweep) -> None:
         assert r["efficiency"] >= (0.8 if capped else 0.95), r
     assert "verify: envelope efficiency" in res.stdout
 
+    # greedy replies: spec-on and the verification arm return spec-off's text, rung by
+    # rung, on the prompts both sent (the simulator's text depends only on the prompt)
+    parity = summary["parity"]
+    assert parity["reference"] == "spec-off" and parity["compared"]
+    for arm in parity["arms"]:
+        assert [r["rung"] for r in arm["rungs"]] == [f"C={c}" for c in ladder]
+        assert all(r["compared"] >= 5 and r["share"] == 1.0 for r in arm["rungs"]), arm
+    for c in ladder:
+        assert f"  C={c}: spec-on 100% identical of " in res.stdout
+
     # a new user's first screen: no data-quality warning, latencies at every rung
     # (client_starved excepted: it reports the machine, here another test's browser or
     # Locust processes beside this one taking the CPU, as it should; a load generator

@@ -11,9 +11,11 @@ request of the spec-on arms records the draft and accepted tokens (and, from vLL
 verification steps) the simulator's trace has for it; the spec-off arm's requests, which
 drafted nothing, leave both empty; at every /metrics sample the counters hold what the
 requests released before it recorded (llama-server adds a request's drafts when its slot
-is released); each rung's acceptance rate from the requests is the counters' to 1% (the
-rung's requests are those that ended in it, the counters are interpolated at its edges:
-some 30 requests a rung make the two agree), with no mismatch warning; and the report's
+is released, SGLang its tokens and verification steps when it finishes); each rung's
+acceptance rate from the requests is the counters' to 1% (the rung's requests are those
+that ended in it, the counters are interpolated at its edges: some 30 requests a rung
+make the two agree), and SGLang's acceptance length, tokens per verification step, the
+same; with no mismatch warning; and the report's
 table shows the column. From vLLM's per-step lists each request records its steps binned
 by number (`accept_by_step`) as the trace has them; the rungs' bins of steps
 and accepted drafts give the arm's acceptance length, each rung's acceptance histogram
@@ -86,19 +88,29 @@ def test_every_request_records_what_the_trace_has(run) -> None:
     assert {t["draft_tokens"] for t in traces["spec-off"]} == {0}
 
 
+# each server's counters of finished requests and the record columns they add up (SGLang's
+# token counter also counts the one token of each `/health` generation, which no record
+# holds)
+COUNTED = {"spec-on": ((DRAFTED, "draft_tokens"), (ACCEPTED, "accepted_tokens")),
+           "sglang-on": (("sglang:spec_verify_calls_total", "draft_steps"),)}
+
+
 @pytest.mark.slow
-def test_the_counters_hold_what_the_released_requests_recorded(run) -> None:
+@pytest.mark.parametrize("arm", list(COUNTED))
+def test_the_counters_hold_what_the_released_requests_recorded(run, arm: str) -> None:
+    """llama-server adds a request's drafts when its slot is released, SGLang its tokens
+    and verification steps when it finishes (`observe_one_finished_request`)."""
     run_dir, traces = run
-    ends = {t["request_id"]: t["end"] for t in traces["spec-on"]}
-    rows = [(ends[r["request_id"]], int(r["draft_tokens"]), int(r["accepted_tokens"]))
-            for r in read_csv(run_dir / "spec-on" / "locust_requests.csv")]
+    ends = {t["request_id"]: t["end"] for t in traces[arm]}
+    rows = [(ends[r["request_id"]], *(int(r[col]) for _, col in COUNTED[arm]))
+            for r in read_csv(run_dir / arm / "locust_requests.csv")]
     samples: dict[float, dict[str, float]] = {}
-    for s in read_csv(run_dir / "spec-on" / "locust_server_metrics.csv"):
+    for s in read_csv(run_dir / arm / "locust_server_metrics.csv"):
         samples.setdefault(float(s["ts"]), {})[s["metric"]] = float(s["value"])
     assert len(samples) >= 10
     for ts, got in samples.items():
         half = got[FETCH_METRIC] / 2  # the server read its counters inside the fetch
-        for name, i in ((DRAFTED, 1), (ACCEPTED, 2)):
+        for i, (name, _) in enumerate(COUNTED[arm], start=1):
             surely = sum(r[i] for r in rows if r[0] <= ts - half)
             maybe = sum(r[i] for r in rows if r[0] <= ts + half + RELEASE_S)
             assert surely <= got[name] <= maybe, (ts, name, surely, got[name], maybe)
@@ -106,19 +118,30 @@ def test_the_counters_hold_what_the_released_requests_recorded(run) -> None:
 
 @pytest.mark.slow
 def test_each_rungs_rate_from_the_requests_is_the_counters(run) -> None:
-    run_dir, _ = run
+    run_dir, traces = run
     summary = json.loads((run_dir / "summary.json").read_text())
-    # llama.cpp counts drafts and accepted drafts; SGLang has no counter of them, only
-    # gauges of its recent steps' acceptance (`sglang:spec_accept_rate`), whose samples
-    # the report averages: its requests (each the trace's own count, above) agree with
-    # them as far as a mean of recent-step gauges follows a token-weighted rate
-    for arm, within in (("spec-on", 0.01), ("sglang-on", 0.05)):
+    # llama.cpp counts drafts and accepted drafts; SGLang counts no drafts, only its
+    # verification steps (with the tokens, of finished requests), so its acceptance
+    # length is the counters' tokens per step, and the requests' the same ratio of what
+    # they recorded (their rate has only SGLang's gauges of recent steps to meet)
+    for arm in ("spec-on", "sglang-on"):
         on = [r for r in summary["summary"] if r["arm"] == arm]
         assert [r["concurrency"] for r in on] == LADDER
         for r in on:
             assert r["req_spec_requests"] >= 30, r
-            assert r["req_accept_rate"] == pytest.approx(r["accept_rate"], rel=within), r
             assert r["req_accept_len"] > 1.5, r
+            if arm == "spec-on":
+                assert r["req_accept_rate"] == pytest.approx(r["accept_rate"], rel=0.01), r
+    rows = read_csv(run_dir / "sglang-on" / "locust_requests.csv")
+    ends = {t["request_id"]: t["end"] for t in traces["sglang-on"]}
+    for rung in read_csv(run_dir / "sglang-on" / "locust_rungs.csv"):
+        t0, t1 = float(rung["measure_start"]), float(rung["measure_end"])
+        ended = [r for r in rows if t0 <= ends[r["request_id"]] < t1]
+        steps = sum(int(r["draft_steps"]) for r in ended)
+        own = sum(int(r["output_tokens"]) for r in ended) / steps
+        (row,) = [r for r in summary["summary"]
+                  if r["arm"] == "sglang-on" and r["concurrency"] == int(rung["users"])]
+        assert row["accept_len_mean"] == pytest.approx(own, rel=0.01), (row, own)
     off = [r for r in summary["summary"] if r["arm"] == "spec-off"]
     assert all(r["req_spec_requests"] == 0 for r in off), off
     assert not [w for w in summary["warnings"] if w["kind"] == "acceptance_mismatch"]

@@ -40,7 +40,18 @@ def test_role_only_and_empty_content_are_not_tokens() -> None:
 
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
 def test_reasoning_counts_as_content(field: str) -> None:
-    assert parse_chunk(chat({field: "hmm"})).has_content
+    chunk = parse_chunk(chat({field: "hmm"}))
+    assert chunk.has_content and (chunk.text, chunk.other) == ("", "hmm")
+
+
+def test_every_kind_of_generated_text_is_kept_for_the_fingerprint() -> None:
+    """The reply's own text is its content; reasoning and a tool call's name and
+    arguments are the other text it generated, which parity compares too."""
+    both = parse_chunk(chat({"reasoning_content": "so ", "content": "yes"}))
+    assert (both.text, both.other) == ("yes", "so ")
+    call = {"tool_calls": [{"index": 0, "function": {"name": "f", "arguments": "{\"a"}}]}
+    assert parse_chunk(chat(call)).other == 'f{"a'
+    assert parse_chunk(chat({"role": "assistant"})).other == ""
 
 
 def test_a_tool_calls_name_and_argument_fragments_are_tokens() -> None:

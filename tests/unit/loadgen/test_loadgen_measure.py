@@ -121,3 +121,12 @@ def test_itls() -> None:
         token_itls(arrivals, [1, 2])
     assert tokens_per_chunk(12, 4) == 3.0
     assert tokens_per_chunk(0, 0) is None
+
+
+def test_the_generated_text_keeps_every_kind_in_order_and_the_reply_only_content() -> None:
+    t = StreamTally(t0=0.0, keep_text=True)
+    t.add(0.1, Chunk(has_content=True, other="think "))
+    t.add(0.2, Chunk(has_content=True, text="Hello", other=""))
+    t.add(0.3, Chunk(has_content=True, other='f{"x": 1}'))
+    assert t.result().generated == 'think Hellof{"x": 1}'
+    assert t.reply() == "Hello"

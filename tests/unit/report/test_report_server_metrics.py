@@ -62,6 +62,17 @@ def test_sglang_gauges_and_names_without_total_suffix() -> None:
     assert got["accept_rate"] == pytest.approx(0.4)
 
 
+def test_sglang_acceptance_length_is_tokens_per_verification_step_where_counted() -> None:
+    """SGLang's counters of finished requests, tokens and verification steps, give the
+    length its own `spec_accept_length` reports per request; the gauges only without."""
+    rows = [(t, "sglang:generation_tokens_total", 10.0 * t) for t in (0.0, 10.0, 20.0, 30.0)]
+    rows += [(t, "sglang:spec_verify_calls_total", 4.0 * t) for t in (0.0, 10.0, 20.0, 30.0)]
+    rows += [(15.0, "sglang:spec_accept_length", 9.0), (15.0, "sglang:spec_accept_rate", 0.4)]
+    got = sm.server_row(_long(rows), W)
+    assert got["accept_len_mean"] == pytest.approx(2.5)
+    assert got["accept_rate"] == pytest.approx(0.4)
+
+
 def test_missing_server_metrics_give_nan_not_zero() -> None:
     got = sm.server_row(sm.index_metrics(None), W)
     assert set(got) == set(sm.SERVER_COLUMNS)

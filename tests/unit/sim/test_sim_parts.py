@@ -9,7 +9,13 @@ import yaml
 
 from specload.runfiles.records import ERROR_KINDS
 from specload.sim import SimConfigError
-from specload.sim.faults import CLIENT_ERROR_KINDS, DEFAULT_PARAMS, FaultPicker, parse_fault
+from specload.sim.faults import (
+    CLIENT_ERROR_KINDS,
+    DEFAULT_PARAMS,
+    SILENT_FAULTS,
+    FaultPicker,
+    parse_fault,
+)
 from specload.sim.profile import PROFILES_DIR, builtin_names, load_profile
 from specload.sim.step_loop import LAG_WINDOW_S, LagMeter
 from specload.sim.textgen import TokenStream, digest, output_length, text_tokens
@@ -61,6 +67,14 @@ def test_generated_text_depends_on_seed_and_prompt_not_on_chunking() -> None:
     assert json.loads(json.dumps(whole)) == whole and '"' not in whole and "\\" not in whole
 
 
+def test_an_altered_token_changes_only_its_own_word_however_the_steps_chunk_it() -> None:
+    key = digest(0, "prompt")
+    whole = TokenStream(key).words(40)
+    stream = TokenStream(key, alter_at=17)
+    altered = [w for n in (5, 10, 3, 22) for w in stream.words(n)]
+    assert [i for i, (a, b) in enumerate(zip(whole, altered, strict=True)) if a != b] == [17]
+
+
 def test_output_length_bounds() -> None:
     assert output_length(5, 100, 0, True, 50) == (100, "length")
     lengths = [output_length(digest(0, str(i)), 300, 0, False, 100) for i in range(300)]
@@ -73,7 +87,8 @@ def test_output_length_bounds() -> None:
 
 
 def test_every_fault_is_a_failure_kind_of_the_records() -> None:
-    assert set(CLIENT_ERROR_KINDS) == set(DEFAULT_PARAMS)
+    assert set(CLIENT_ERROR_KINDS) | set(SILENT_FAULTS) == set(DEFAULT_PARAMS)
+    assert not set(CLIENT_ERROR_KINDS) & set(SILENT_FAULTS)
     assert set(CLIENT_ERROR_KINDS.values()) <= set(ERROR_KINDS)
 
 
