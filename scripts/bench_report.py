@@ -32,7 +32,8 @@ import pandas as pd
 
 from specload.report import chunk_arrays, client_metrics, measure_cache, run_files
 from specload.report.windows import rung_windows
-from specload.runfiles import records
+from specload.runfiles import records, reply_digest
+from specload.sim.textgen import TokenStream
 
 LADDER = (1, 2, 5, 10, 30, 70, 100, 250)
 WARMUP_S = 5.0
@@ -42,6 +43,8 @@ ARMS = {  # name: (role, step ms at C=0, step ms per concurrent request, mean to
     "spec-off": ("spec_off", 10.0, 0.12, 1.0),
 }
 CHUNKS = (100, 300)
+PROMPTS = 405  # the built-in set's size: each reply fingerprinted, as the load generator does
+MAX_TOKENS = 1024
 
 
 def _step_ms(arm: str, c: int) -> float:
@@ -72,13 +75,17 @@ def _rung(rng: np.random.Generator, arm: str, c: int, t0: float, measure_end: fl
             end = t + float(offs[-1]) + 0.0005
             out = int(toks.sum())
             ttft, e2e = offs[0] * 1e3, offs[-1] * 1e3
+            prompt = int(rng.integers(PROMPTS))
+            reply = reply_digest.fingerprint(TokenStream(prompt).take(out))
             rec = records.RequestRecord(
                 request_id=f"{arm}-{c}-{user}-{t:.6f}", client_id="bench", user_id=user,
                 endpoint="chat", category="chat", start=t, end=end, status=200,
                 ttft_ms=ttft, e2e_ms=e2e, tpot_ms=(e2e - ttft) / (out - 1), output_tokens=out,
                 prompt_tokens=200, tokens_source="usage", num_chunks=n, finish_reason="stop",
                 chunk_gaps_us=" ".join(map(str, gaps.tolist())),
-                chunk_tokens=" ".join(map(str, toks.tolist())))
+                chunk_tokens=" ".join(map(str, toks.tolist())), prompt_index=prompt,
+                prompt_hash=f"{prompt:016x}", max_tokens=MAX_TOKENS, reply_bytes=reply.size,
+                reply_hash=reply.digest, reply_blocks=reply.blocks)
             for name, value in zip(records.REQUEST_COLUMNS, rec.row(), strict=True):
                 cols[name].append(value)
             t = end

@@ -143,10 +143,13 @@ def _chunk(wire: _WireBase, data: bytes) -> Chunk:
     if delta is not None:
         content = delta.content
         chunk.text = content if isinstance(content, str) else ""
-        reasoning = delta.reasoning_content or delta.reasoning
-        tools = tool_call_text(delta.tool_calls) if delta.tool_calls is not None else ""
-        chunk.other = (reasoning if isinstance(reasoning, str) else "") + tools
-        chunk.has_content = bool(content or reasoning or tools)
+        reasoning, calls = delta.reasoning_content or delta.reasoning, delta.tool_calls
+        if reasoning is None and calls is None:  # content alone: most chunks
+            chunk.has_content = bool(content)
+        else:
+            tools = tool_call_text(calls)
+            chunk.other = (reasoning if isinstance(reasoning, str) else "") + tools
+            chunk.has_content = bool(content or reasoning or tools)
     elif isinstance(choice.text, str) and choice.text:
         chunk.has_content, chunk.text = True, choice.text
     if choice.finish_reason is not None:

@@ -514,9 +514,10 @@ def _speculation_columns(spec: DraftCounts | None) -> dict[str, Any]:
 
 def _reply_columns(prompt: Prompt, generated: str, opts: RunOptions) -> dict[str, Any]:
     """The record's columns that let the report compare this reply with another arm's."""
-    chars, digest, blocks = reply_digest.fingerprint(generated)
-    return {"prompt_index": prompt.index, "max_tokens": prompt.max_tokens or opts.max_tokens,
-            "reply_chars": chars, "reply_hash": digest, "reply_blocks": blocks,
+    size, digest, blocks = reply_digest.fingerprint(generated)
+    return {"prompt_index": prompt.index, "prompt_hash": reply_digest.prompt_digest(prompt.text),
+            "max_tokens": prompt.max_tokens or opts.max_tokens,
+            "reply_bytes": size, "reply_hash": digest, "reply_blocks": blocks,
             "reply_text": generated if opts.keep_replies else ""}
 
 

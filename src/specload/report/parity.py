@@ -5,7 +5,7 @@ temperature 0 a speculating server should stream the text a plain one does. Each
 keeps its replies by prompt (`report/replies.py`); for every arm but the reference (the
 first spec-off arm), at every rung, the replies to the prompts both arms sent are
 compared: the share that are identical, and for the others the median position of
-their first difference, in characters and (by the reference reply's own characters per
+their first difference, in bytes of text and (by the reference reply's own bytes per
 token) in tokens. Kernels whose results depend on the batch can change greedy output
 with the batch size, speculation or not, so the reference arm is compared with itself
 too: the same prompt at two rungs, or in two repeats of one (the batch-variance floor;
@@ -28,7 +28,7 @@ import pandas as pd
 from specload.report.replies import Key, Reply
 from specload.report.run_files import ArmSource
 from specload.runfiles.manifest import Manifest
-from specload.runfiles.reply_digest import BLOCK_CHARS, first_difference
+from specload.runfiles.reply_digest import BLOCK_BYTES, first_difference
 
 _Z = 1.96  # the counts' 95% intervals
 
@@ -40,7 +40,7 @@ class Agreement:
 
     compared: int
     identical: int
-    first_diff_chars: float = math.nan
+    first_diff_bytes: float = math.nan
     first_diff_tokens: float = math.nan
 
     @property
@@ -61,7 +61,7 @@ class Agreement:
 
     def as_dict(self) -> dict[str, Any]:
         return {"compared": self.compared, "identical": self.identical, "share": self.share,
-                "first_diff_chars_median": self.first_diff_chars,
+                "first_diff_bytes_median": self.first_diff_bytes,
                 "first_diff_tokens_median": self.first_diff_tokens}
 
 
@@ -142,7 +142,7 @@ class Parity:
 def agreement(pairs: Iterable[tuple[Reply, Reply]]) -> Agreement:
     """(reply, reference reply) pairs compared."""
     compared = identical = 0
-    chars: list[int] = []
+    where: list[int] = []
     tokens: list[float] = []
     for reply, ref in pairs:
         compared += 1
@@ -151,11 +151,11 @@ def agreement(pairs: Iterable[tuple[Reply, Reply]]) -> Agreement:
             continue
         at = first_difference(reply.blocks, ref.blocks)
         if at is not None:
-            chars.append(at)
-            if ref.chars and ref.tokens:  # the middle of the block where they part
-                tokens.append(min(at + BLOCK_CHARS / 2, ref.chars) * ref.tokens / ref.chars)
+            where.append(at)
+            if ref.size and ref.tokens:  # the middle of the block where they part
+                tokens.append(min(at + BLOCK_BYTES / 2, ref.size) * ref.tokens / ref.size)
     return Agreement(compared, identical,
-                     statistics.median(chars) if chars else math.nan,
+                     statistics.median(where) if where else math.nan,
                      statistics.median(tokens) if tokens else math.nan)
 
 

@@ -487,10 +487,10 @@ def _html_parity(found: parity.Parity | None) -> str:
     if not found.compared:
         return head + f"<p>{html.escape(found.lines()[0])}</p>"
     table = found.table()[["arm", "rung", "compared", "identical", "share",
-                           "first_diff_tokens_median", "first_diff_chars_median"]]
+                           "first_diff_tokens_median", "first_diff_bytes_median"]]
     return (head + f"<p>Each arm's replies against {html.escape(found.reference)}'s for the "
             "same prompts at the same rung: the share identical, and where the others first "
-            f"differ (median, in tokens and characters). {html.escape(found.reference)} "
+            f"differ (median, in tokens and bytes). {html.escape(found.reference)} "
             f"against itself: {html.escape(found.floor_words())}.</p>"
             + table.to_html(index=False, border=0, classes=TABLE_CLASS, na_rep="–",
                             float_format="{:.3g}".format))

@@ -157,12 +157,13 @@ class RequestRecord:
     accept_by_step: str = ""
     # what was asked and what came back, for comparing replies between arms
     # (`reply_digest`): the prompt's index in its set (or the conversation's; None for a
-    # synthetic prompt), the max_tokens sent, the characters of generated text (every
-    # kind), their digest and their blocks' digests, and the text itself only when the
-    # run asks for it (`keep_replies`)
+    # synthetic prompt), the digest of its text as sent, the max_tokens sent, the UTF-8
+    # bytes of generated text (every kind), their digest and their blocks' CRCs, and the
+    # text itself only when the run asks for it (`keep_replies`)
     prompt_index: int | None = None
+    prompt_hash: str = ""
     max_tokens: int | None = None
-    reply_chars: int = 0
+    reply_bytes: int = 0
     reply_hash: str = ""
     reply_blocks: str = ""
     reply_text: str = ""

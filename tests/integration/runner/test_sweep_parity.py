@@ -4,8 +4,8 @@ matches the spec-off one on every prompt both sent.
 
 Three arms at temperature 0: `altered` changes the token at `POSITION` of a seeded share
 of its replies, `spec-on` changes nothing, `spec-off` is the reference. What must hold:
-- every request's record carries its prompt's index, its max_tokens and the fingerprint
-  of its reply, never the reply's text (the run did not ask for it);
+- every request's record carries its prompt's index and digest, its max_tokens and the
+  fingerprint of its reply, never the reply's text (the run did not ask for it);
 - the clean arm's replies are identical to spec-off's at every rung, on every prompt the
   two sent there;
 - the altered arm's replies differ from spec-off's exactly for the requests its server
@@ -64,6 +64,7 @@ def test_records_keep_the_prompt_and_a_fingerprint_not_the_text(parity_run) -> N
     for arm in ("altered", "spec-on", "spec-off"):
         rows = [r for r in _rows(run, arm) if not r["error_kind"]]
         assert rows and all(r["prompt_index"] and r["max_tokens"] == "48" for r in rows)
+        assert all(len(r["prompt_hash"]) == 16 for r in rows)
         assert all(len(r["reply_hash"]) == 16 and r["reply_blocks"] for r in rows)
         assert all(r["reply_text"] == "" for r in rows)
 
@@ -83,16 +84,16 @@ def test_the_clean_arm_matches_and_the_altered_one_parts_where_its_server_altere
     # which of the altered arm's compared replies its server altered, by its trace
     faulted = {t["request_id"] for t in read_trace(run / "altered" / "server_trace.jsonl")
                if t.get("fault") == "alter_token"}
-    reference = {(r["prompt_index"], r["max_tokens"]): r["reply_hash"]
+    reference = {(r["prompt_hash"], r["max_tokens"]): r["reply_hash"]
                  for r in _rows(run, "spec-off") if not r["error_kind"]}
     data = read_rep(run / "altered" / "locust")
     windows, _ = rung_windows(data.rungs, data.history, data.requests)
     rows = [r for r in _rows(run, "altered") if not r["error_kind"]
             and any(w.start <= float(r["start"]) < w.end for w in windows)
-            and (r["prompt_index"], r["max_tokens"]) in reference]
+            and (r["prompt_hash"], r["max_tokens"]) in reference]
     assert faulted and rows
     for r in rows:
-        same = r["reply_hash"] == reference[(r["prompt_index"], r["max_tokens"])]
+        same = r["reply_hash"] == reference[(r["prompt_hash"], r["max_tokens"])]
         assert same == (r["request_id"] not in faulted), r["request_id"]
     differ = sum(r["request_id"] in faulted for r in rows)
     assert altered.overall.compared - altered.overall.identical == differ > 0

@@ -29,13 +29,17 @@ def _altered(text: str, word: int) -> str:
     return " ".join(words)
 
 
+def _n(key: tuple[str, int]) -> int:
+    return int(key[0].split()[1])
+
+
 def _per_rep(changed: dict[int, set[int]], prompts: dict[int, range]) -> pd.DataFrame:
     """Rows of (arm, rung C): prompts[C] sent by both arms, the spec-on replies of the
     prompts in changed[C] altered at their 10th word."""
     rows = []
     for c, sent in prompts.items():
-        off = {(p, 0, 64): _reply(f"{p}{WORDS}") for p in sent}
-        on = {k: _reply(_altered(f"{k[0]}{WORDS}", 10)) if k[0] in changed.get(c, ()) else r
+        off = {(f"prompt {p}", 64): _reply(f"{p}{WORDS}") for p in sent}
+        on = {k: _reply(_altered(f"{_n(k)}{WORDS}", 10)) if _n(k) in changed.get(c, ()) else r
               for k, r in off.items()}
         rows += [{"arm": "on", "rep": 1, "concurrency": c, "replies": on},
                  {"arm": "off", "rep": 1, "concurrency": c, "replies": off}]
@@ -78,7 +82,7 @@ def test_a_floor_as_high_as_the_arm_is_not_flagged() -> None:
     variance, not speculation."""
     per_rep = _per_rep({1: {0, 1, 2, 3}}, {1: range(8), 4: range(8)})
     off = per_rep[(per_rep["arm"] == "off") & (per_rep["concurrency"] == 4)].index[0]
-    per_rep.at[off, "replies"] = {k: _reply(_altered(f"{k[0]}{WORDS}", 3)) if k[0] < 4 else r
+    per_rep.at[off, "replies"] = {k: _reply(_altered(f"{_n(k)}{WORDS}", 3)) if _n(k) < 4 else r
                                   for k, r in per_rep.at[off, "replies"].items()}
     found = parity.analyse(per_rep, ARMS, _manifest(0))
     assert found is not None and found.floor.identical == 4 and found.floor.compared == 8
