@@ -41,6 +41,9 @@ judged by the server's own counters, in each repeat:
 - `specload sim-fit` from the CPU base profile is the sweep's digital twin: every rung
   within 10% of what the repeats measured there, and `sim-curve` on it
   crosses once, between the same two rungs as the sweep.
+- the report compares the arms' replies at every rung on the request files' own counts
+  (synthetic acceptance takes drafts the target would not have chosen: what it finds is
+  printed);
 Both servers require an API key (`--api-key` through LLAMA_API_KEY, the key in
 OPENAI_API_KEY): every figure above comes through it, the pair keeps its batch size and
 acceptance, and no file of the run holds the key.
@@ -64,6 +67,7 @@ from specload.report.crossover import find_crossover
 from specload.runfiles.records import FETCH_METRIC
 from tests.support import llama_metrics as metrics
 from tests.support import llama_server
+from tests.support.parity_counts import assert_reported
 from tests.support.ratios import ratio_range
 from tests.support.sweeps import read_csv, run_dir_of, run_sweep
 
@@ -388,6 +392,15 @@ def test_sim_fit_makes_a_digital_twin_of_the_pair(pair_run, per_rep, tmp_path: P
         sweep["below"] <= twin_verdict.below < twin_verdict.above <= sweep["above"]
     ), (curve, sweep, done.stdout)
     assert _crosses_between(curve, twin_verdict.below, twin_verdict.above), curve
+
+
+def test_the_replies_are_compared_and_synthetic_acceptance_shows(pair_run) -> None:
+    """`--spec-synth-len` accepts drafts at random, not by match with the target
+    (`server_sample_and_accept_synth`, tools/server/server-context.cpp): a benchmarking
+    mode whose replies are not the target's. The report compares them with spec-off's
+    rung by rung on the files' own counts; what it finds is printed."""
+    for line in assert_reported(pair_run[1], LADDER):
+        print(line)
 
 
 def test_the_key_protected_pair_keeps_its_metrics_and_the_key_stays_out(pair_run) -> None:

@@ -32,6 +32,8 @@ crossover. What must hold, judged by vLLM's own counters:
 - above the bound the verification server (the draft model held at k = 0) is measured
   against spec-off at the same rungs: the k = 0 tax with its noise band, in summary.json,
   the report and, where it is beyond the noise, the recommendation's README;
+- every arm's replies are compared with spec-off's at every rung, on the counts the
+  request files give (what they find is printed);
 - no file of the run holds the key, and the report still has batch and acceptance.
 """
 
@@ -54,6 +56,7 @@ from specload.report.windows import Window
 from specload.runfiles import accept_by_step
 from specload.runfiles.records import FETCH_METRIC
 from tests.support import vllm_server
+from tests.support.parity_counts import assert_reported
 from tests.support.ratios import ratio_range
 from tests.support.sweeps import read_csv, run_dir_of, run_sweep
 
@@ -301,6 +304,13 @@ def test_the_k0_tax_above_the_bound_is_measured_against_spec_off(pair_run: Path)
     assert "with k = 0 (from batch" in (pair_run / "report.html").read_text()
     readme = (pair_run / "recommended" / "README.md").read_text()
     assert ("k = 0 costs up to" in readme) == bool(tax["beyond_noise_at"]), readme
+
+
+def test_each_arms_replies_are_compared_with_spec_offs(pair_run: Path) -> None:
+    """At temperature 0 the draft model's drafts, verified, should leave the replies as
+    spec-off's; what the run finds, rung by rung, is printed (docs/real-engines.md)."""
+    for line in assert_reported(pair_run, LADDER):
+        print(line)
 
 
 def test_the_key_is_in_no_file_of_the_run(pair_run: Path) -> None:
