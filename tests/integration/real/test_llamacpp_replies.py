@@ -42,7 +42,7 @@ from tests.support import llama_server
 from tests.support.parity_counts import assert_reported
 from tests.support.sweeps import read_csv, run_dir_of, run_sweep
 
-pytestmark = [pytest.mark.real, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.real, pytest.mark.untimed, pytest.mark.timeout(900)]
 
 TEMPLATE = """{%- if tools %}<|im_start|>system
 You may call one or more functions. Function signatures within <tools></tools>:
