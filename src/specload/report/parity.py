@@ -127,8 +127,9 @@ class Parity:
 
     def table(self) -> pd.DataFrame:
         """One row per arm and rung: the comparison's counts and first difference."""
+        columns = ["arm", "rung", *Agreement(0, 0).as_dict()]
         return pd.DataFrame([{"arm": a.arm, "rung": label, **got.as_dict()}
-                             for a in self.arms for label, got in a.rungs])
+                             for a in self.arms for label, got in a.rungs], columns=columns)
 
     def as_dict(self) -> dict[str, Any]:
         return {"reference": self.reference, "temperature": self.temperature,
@@ -215,12 +216,12 @@ def temperature_of(manifest: Manifest | None) -> float | None:
 
 def analyse(per_rep: pd.DataFrame, arms: Sequence[ArmSource],
             manifest: Manifest | None) -> Parity | None:
-    """Every arm's parity with the first spec-off arm; None without a spec-off arm or
-    without fingerprinted replies."""
+    """Every arm's parity with the first spec-off arm; None without a spec-off arm and
+    another to compare with it, or without fingerprinted replies."""
     if "replies" not in per_rep:
         return None
     reference = next((a.name for a in arms if a.role == "spec_off"), None)
-    if reference is None:
+    if reference is None or len(arms) < 2:
         return None
     runs = _by_run(per_rep, reference)
     ref = _by_rung(runs)

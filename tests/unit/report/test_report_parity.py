@@ -99,6 +99,12 @@ def test_sampled_replies_are_not_compared() -> None:
 
 def test_no_spec_off_arm_or_no_fingerprints_give_no_parity() -> None:
     per_rep = _per_rep({}, {1: range(3)})
+    alone = per_rep[per_rep["arm"] == "off"]  # a run of one spec-off arm: nothing to compare
+    assert parity.analyse(alone, [ArmSource("off", "spec_off")], _manifest(0)) is None
+    # an arm that measured no rung: a table with no row, the report's columns all there
+    found = parity.analyse(alone, ARMS, _manifest(0))
+    assert found is not None and found.arms[0].rungs == []
+    assert {"arm", "rung", "share", "first_diff_tokens_median"} <= set(found.table())
     assert parity.analyse(per_rep, [ArmSource("on", "spec_on"), ArmSource("off", "other")],
                           None) is None
     assert parity.analyse(per_rep.assign(replies=[{}] * len(per_rep)), ARMS, None) is None
