@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 from specload.sim.textgen import TokenStream, chat_prompt_tokens, digest
-from specload.traffic.prompts import Prompt, request_seed
 from tests.integration.loadgen.test_loadgen_groundtruth import check_against_trace
 from tests.support.ks import ks_pvalue, lognormal_cdf
 
@@ -72,16 +71,15 @@ def _conversations(path: Path) -> dict[int, list[str]]:
     return {chat_prompt_tokens([t[0]]): t for t in convs.values()}
 
 
-def _replayed_prompt_tokens(turns: list[str], rows: list[dict[str, str]], seed: int
-                            ) -> list[int]:
-    """What each turn's prompt counts at the simulator, rebuilding its replies (the
-    simulator draws a reply from the request's seed, the run's mixed with the prompt)."""
+def _replayed_prompt_tokens(turns: list[str], rows: list[dict[str, str]]) -> list[int]:
+    """What each turn's prompt counts at the simulator, rebuilding its replies (at the
+    run's temperature, 0, the simulator draws a reply from the prompt alone, as a greedy
+    engine's does not depend on the request's seed)."""
     texts, out = [], []
     for turn, row in zip(turns, rows, strict=False):
         texts.append(turn)
         out.append(chat_prompt_tokens(texts))
-        sent = Prompt(tuple({"role": "user", "content": t} for t in texts), "chat")
-        key = digest(request_seed(seed, sent), "\x1e".join(texts))
+        key = digest(0, "\x1e".join(texts))
         texts.append(TokenStream(key).take(int(row["output_tokens"])))
     return out
 
@@ -106,7 +104,7 @@ def test_sessions_match_the_sim_trace(sim_server, locust_run, tmp_path: Path) ->
             else None
         if conversation is not None:
             assert [int(r["prompt_tokens"]) for r in turns] == _replayed_prompt_tokens(
-                conversation, turns, seed)
+                conversation, turns)
         thinks += [float(b["start"]) - float(a["end"])
                    for a, b in itertools.pairwise(turns)]
     assert len(thinks) >= 80

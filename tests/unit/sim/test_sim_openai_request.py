@@ -52,6 +52,15 @@ def test_defaults_and_options() -> None:
     assert req.prompt_tokens == 2
 
 
+def test_a_request_at_temperature_0_is_greedy_and_only_then() -> None:
+    """Greedy replies do not depend on the seed (`generate.py` draws them with seed 0);
+    the API's default temperature is 1."""
+    assert parse_request("chat", {**CHAT, "temperature": 0, "seed": 7}, LIMITS).greedy
+    assert parse_request("chat", {**CHAT, "temperature": 0.0}, LIMITS).greedy
+    for sampled in ({}, {"temperature": None}, {"temperature": 0.7}):
+        assert not parse_request("chat", {**CHAT, **sampled}, LIMITS).greedy
+
+
 def test_text_parts_are_joined() -> None:
     body = {"messages": [{"role": "user", "content": [{"type": "text", "text": "ab"},
                                                        {"type": "text", "text": "cd"}]}]}
@@ -75,6 +84,8 @@ def test_more_output_than_the_context_leaves_is_cut_or_refused_as_the_engine_doe
     ("chat", {**CHAT, "max_tokens": True}, 400, "max_tokens"),
     ("chat", {**CHAT, "min_tokens": 50, "max_tokens": 10}, 400, "min_tokens"),
     ("chat", {**CHAT, "seed": "1"}, 400, "seed"),
+    ("chat", {**CHAT, "temperature": -0.5}, 400, "temperature"),
+    ("chat", {**CHAT, "temperature": "0"}, 400, "temperature"),
     ("chat", {**CHAT, "stream": "yes"}, 400, "stream"),
     ("chat", {"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, 400,
      "messages[0].content"),
