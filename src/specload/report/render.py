@@ -486,14 +486,23 @@ def _html_parity(found: parity.Parity | None) -> str:
     head = "<h2>Replies</h2>"
     if not found.compared:
         return head + f"<p>{html.escape(found.lines()[0])}</p>"
-    table = found.table()[["arm", "rung", "compared", "identical", "share",
-                           "first_diff_tokens_median", "first_diff_bytes_median"]]
+    table = found.table().rename(columns=_PARITY_HEADINGS)[list(_PARITY_HEADINGS.values())]
+    flagged = "".join(f"<li>{html.escape(message)}</li>" for _, message in found.warnings())
     return (head + f"<p>Each arm's replies against {html.escape(found.reference)}'s for the "
             "same prompts at the same rung: the share identical, and where the others first "
             f"differ (median, in tokens and bytes). {html.escape(found.reference)} "
             f"against itself: {html.escape(found.floor_words())}.</p>"
+            + (f'<ul class="warn">{flagged}</ul>' if flagged else "")
             + table.to_html(index=False, border=0, classes=TABLE_CLASS, na_rep="–",
+                            formatters={"identical share": "{:.0%}".format},
                             float_format="{:.3g}".format))
+
+
+# the replies table's columns (`Parity.table`) as the report heads them
+_PARITY_HEADINGS = {"arm": "arm", "rung": "rung", "compared": "prompts compared",
+                    "identical": "identical", "share": "identical share",
+                    "first_diff_tokens_median": "first difference (token)",
+                    "first_diff_bytes_median": "first difference (byte)"}
 
 
 def write(report: Report) -> Path:
