@@ -60,7 +60,11 @@ def assert_reported(run: Path, ladder: Sequence[int]) -> list[str]:
         assert rungs == recount(run, arm["arm"], parity["reference"]), arm["arm"]
         lines.append(f"{arm['arm']} against {parity['reference']}: " + ", ".join(
             f"{rung} {same}/{n}" for rung, (n, same) in rungs.items())
-            + f"; first differences at token ~{arm['overall']['first_diff_tokens_median']}")
+            + _where(arm["overall"]["first_diff_tokens_median"]))
     floor = parity["floor"]
     lines.append(f"{parity['reference']} against itself: {floor['identical']}/{floor['compared']}")
     return lines
+
+
+def _where(token: float | None) -> str:
+    return "" if token is None else f"; the others first differ at token ~{token:.0f} (median)"
