@@ -19,7 +19,8 @@ from specload import engines
 from specload.runner.context_check import listed_context, listing, remote_counter
 from specload.runner.health_checks import listed_models, probe
 from specload.traffic import prompt_fit
-from specload.traffic.prompts import Prompt, load_prompts
+from specload.traffic.prompt_sets import load_prompts
+from specload.traffic.prompts import Prompt
 
 MAX_TOKENS = 24
 

@@ -9,7 +9,8 @@ import pytest
 
 from specload.errors import UserError
 from specload.traffic.category_mix import CategoryMix
-from specload.traffic.prompts import PromptOrder, load_prompts
+from specload.traffic.prompt_sets import load_prompts
+from specload.traffic.prompts import PromptOrder
 
 
 @pytest.mark.parametrize("given", ["code:0.5,chat:0.5", "code:1, chat:1", {"code": 2, "chat": 2}])

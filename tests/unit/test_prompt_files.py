@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specload.errors import UserError
-from specload.traffic.prompts import load_prompts, parse_jsonl, parse_sharegpt
+from specload.traffic.prompt_sets import load_prompts
+from specload.traffic.prompts import parse_jsonl, parse_sharegpt
 
 BIG = 8 * 1024 * 1024
 

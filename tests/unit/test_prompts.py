@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from specload.errors import UserError
+from specload.traffic.prompt_sets import load_prompts
 from specload.traffic.prompts import (
     CATEGORIES,
     PromptOrder,
-    load_prompts,
     parse_jsonl,
     parse_sharegpt,
 )

@@ -50,8 +50,10 @@ from specload.traffic.shapes import LengthSpec
 SHAREGPT = '[{"conversations": [{"from": "human", "value": "hi"}]}]'
 FILES = {"prompts": SHAREGPT, "conversations": SHAREGPT, "ca_bundle": "not parsed here\n",
          "tls_cert": "not parsed here\n", "tls_key": "not parsed here\n"}
-# values the scenario checks against what exists (profiles, flavours, fault kinds)
-KNOWN = {"profile": "bench-20ms", "flavor": "sglang", "faults": ("cut:0.1:20",)}
+# values the scenario checks against what exists (profiles, flavours, fault kinds), and
+# the prompts file's format (the file above is ShareGPT's)
+KNOWN = {"profile": "bench-20ms", "flavor": "sglang", "faults": ("cut:0.1:20",),
+         "prompt_format": "sharegpt"}
 
 
 def other_value(d: Declared, tmp_path: Path) -> Any:

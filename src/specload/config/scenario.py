@@ -69,7 +69,7 @@ from specload.sim.faults import DEFAULT_PARAMS as FAULT_KINDS
 from specload.sim.faults import parse_fault
 from specload.sim.flavors import adaptive_controller, flavor_named
 from specload.sim.profile import builtin_names, schedule_problems
-from specload.traffic import request_body
+from specload.traffic import prompt_sets, request_body
 from specload.traffic.arrivals import validate_rates
 from specload.traffic.category_mix import CategoryMix
 from specload.traffic.conversations import load_conversations
@@ -81,7 +81,7 @@ from specload.traffic.kinds import (
     kinds_taking,
     workload_keys,
 )
-from specload.traffic.prompts import load_prompts
+from specload.traffic.prompt_sets import load_prompts
 from specload.traffic.shapes import Distribution, LengthError
 
 BUILTIN_PROFILES = tuple(builtin_names())
@@ -290,11 +290,14 @@ class RequestSettings(_model_of(Request)):  # type: ignore[misc]
 
     @model_validator(mode="after")
     def _joint(self) -> RequestSettings:
-        if self.categories and not self.prompt_tokens:
-            try:
-                CategoryMix.parse(self.categories).deal(load_prompts(self.prompts or None))
-            except UserError as exc:
-                raise ValueError(str(exc)) from None
+        try:
+            if self.prompts and self.prompt_format != prompt_sets.AUTO:  # the file as that format
+                load_prompts(self.prompts, self.prompt_format)
+            if self.categories and not self.prompt_tokens:
+                CategoryMix.parse(self.categories).deal(
+                    load_prompts(self.prompts or None, self.prompt_format))
+        except UserError as exc:
+            raise ValueError(str(exc)) from None
         return _jointly(self, Request)
 
 

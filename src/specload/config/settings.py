@@ -32,6 +32,7 @@ from specload.ladder.rungs import (
 from specload.traffic import request_body
 from specload.traffic.arrivals import ARRIVAL_KINDS, DEFAULT_MAX_IN_FLIGHT
 from specload.traffic.prompt_fit import POLICIES
+from specload.traffic.prompt_sets import NAMES as PROMPT_FORMATS
 from specload.traffic.shapes import Distribution, LengthError, LengthSpec, ThinkTime
 
 ARRIVAL_UNITS: tuple[str, ...] = ("requests", "sessions")
@@ -241,8 +242,12 @@ class Request:
     ignore_eos: bool = setting(False, "ask the server to ignore EOS so every request runs "
                                "to max_tokens")
     temperature: float = setting(0.0, "sampling temperature", ge=0)
-    prompts: str = setting("", "prompt file: ShareGPT .json or .jsonl (default: built-in "
-                           "set)")
+    prompts: str = setting("", "prompt file: ShareGPT .json, .jsonl, MT-Bench's or "
+                           "Spec-Bench's question.jsonl, a SPEED-Bench split (.jsonl or "
+                           ".parquet) (default: built-in set)")
+    prompt_format: str = setting(
+        "auto", "the prompt file's format (auto: as its name and first line show)",
+        choices=PROMPT_FORMATS)
     prompt_tokens: str = setting(
         "", "synthetic prompts of this many tokens: N, uniform:LO:HI, normal:MEAN:SD or "
         "lognormal:MEAN:SIGMA (default: the prompt set's)", distribution=LengthSpec)

@@ -43,7 +43,8 @@ from specload.runfiles.records import client_id
 from specload.traffic import prompt_fit
 from specload.traffic.category_mix import CategoryMix
 from specload.traffic.conversations import SessionDeck
-from specload.traffic.prompts import Prompt, PromptOrder, load_prompts
+from specload.traffic.prompt_sets import load_prompts
+from specload.traffic.prompts import Prompt, PromptOrder
 from specload.traffic.shapes import LengthSpec, PromptBuilder
 
 MODELS_PATH = "/v1/models"
@@ -67,7 +68,7 @@ class ProcessState:
         self.opts = RunOptions.from_env(environment)
         self.client_id = client_id()
         self.share = index, share_count = _share(environment)
-        prompts = prompt_fit.apply(load_prompts(self.opts.prompts),
+        prompts = prompt_fit.apply(load_prompts(self.opts.prompts, self.opts.prompt_format),
                                    prompt_fit.parse_skip(self.opts.skip_prompts),
                                    prompt_fit.parse_cut(self.opts.cut_prompts))
         mixed = CategoryMix.parse(self.opts.categories).deal(prompts) if (

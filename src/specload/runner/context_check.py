@@ -29,7 +29,8 @@ from specload.config.scenario import Arm, Scenario
 from specload.runfiles.manifest import PromptFitEntry
 from specload.runner.health_checks import listed_models, probe
 from specload.traffic import prompt_fit
-from specload.traffic.prompts import Prompt, load_prompts
+from specload.traffic.prompt_sets import load_prompts
+from specload.traffic.prompts import Prompt
 
 COUNT_TIMEOUT_S = 30.0
 COUNT_THREADS = 4
@@ -178,7 +179,7 @@ def fit_prompts(scenario: Scenario, arm: Arm, engine: str | None, base_url: str,
     model = scenario.request.model or (ids[0] if ids else None)
     count = remote_counter(base_url + window.count_route, model, api_key, tls,
                            window.count_field)
-    prompts = load_prompts(scenario.request.prompts)
+    prompts = load_prompts(scenario.request.prompts, scenario.request.prompt_format)
     try:
         if known is None and first:
             return _first(scenario, arm, prompts, found, count)

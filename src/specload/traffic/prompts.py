@@ -1,16 +1,17 @@
-"""Prompts: the built-in set, ShareGPT / JSON-lines loaders, and the seeded request order.
+"""Prompts: the built-in set, ShareGPT / JSON-lines parsers, and the seeded request order.
 
-The built-in set (`data/prompts.jsonl`, made by `scripts/gen_prompts.py`) has 45 prompts
-in each of the categories of `CATEGORIES` because speculative acceptance depends on the
-kind of text. A JSON-lines file has one object per line with
-`prompt` (a string) or `messages` (OpenAI chat messages), and optional `max_tokens` and
-`category`. A ShareGPT file is a JSON array of `{"conversations": [{"from": "human",
-"value": ...}, ...]}`; the first human turn is the prompt. Errors name the file and the
-line (JSONL) or entry (ShareGPT); `read_text` and `sharegpt_turns` serve the
-multi-turn loader (`traffic/conversations.py`) too. `PromptOrder` is a seeded permutation walked
-as one global sequence that load processes share round-robin, so the requests' prompts
-(or conversations) are the same for every arm and do not depend on how many workers
-there are.
+Files are read through `traffic/prompt_sets.py`, which knows every format. The built-in
+set (`data/prompts.jsonl`, made by `scripts/gen_prompts.py`) has 45 prompts in each of
+the categories of `CATEGORIES` because speculative acceptance depends on the kind of
+text. A JSON-lines file has one object per line with `prompt` (a string) or `messages`
+(OpenAI chat messages), and optional `max_tokens` and `category`. A ShareGPT file is a
+JSON array of `{"conversations": [{"from": "human", "value": ...}, ...]}`; the first
+human turn is the prompt. Errors name the file and the line (JSONL) or entry (ShareGPT);
+`read_text` and `sharegpt_turns` serve the multi-turn loader
+(`traffic/conversations.py`) too. `PromptOrder` is a seeded permutation walked as one
+global sequence that load processes share round-robin, so the requests' prompts (or
+conversations) are the same for every arm and do not depend on how many workers there
+are.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ from __future__ import annotations
 import json
 import random
 import zlib
-from dataclasses import dataclass, replace
-from importlib import resources
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -65,18 +65,6 @@ def run_seed(seed: int, first_rung: int) -> int:
     if first_rung == 0:
         return seed
     return zlib.crc32(f"{seed}:{first_rung}".encode()) & 0x7FFFFFFF
-
-
-def load_prompts(path: str | None) -> list[Prompt]:
-    """The built-in set for None/"" /"builtin", else the file at `path` by its suffix."""
-    if not path or path == BUILTIN_NAME:
-        text = resources.files("specload").joinpath("data/prompts.jsonl")
-        found = parse_jsonl(text.read_text(encoding="utf-8"), "built-in prompts")
-    else:
-        content = read_text(path, "prompt")
-        found = (parse_jsonl(content, path) if Path(path).suffix == ".jsonl"
-                 else parse_sharegpt(content, path))
-    return [replace(p, index=i) for i, p in enumerate(found)]
 
 
 def read_text(path: str, what: str) -> str:

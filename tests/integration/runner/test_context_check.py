@@ -12,7 +12,7 @@ import pytest
 from specload import engines
 from specload.runner.context_check import listed_context, listing, remote_counter
 from specload.runner.health_checks import probe
-from specload.traffic.prompts import load_prompts
+from specload.traffic.prompt_sets import load_prompts
 from tests.support import context_probe
 from tests.support.sims import sim_in_thread
 from tests.support.sweeps import read_manifest, read_trace, run_dir_of

@@ -13,7 +13,8 @@ from locust.env import Environment
 
 from specload.loadgen import plugin
 from specload.loadgen.process_state import ModelDiscoveryError, ProcessState, fetch_models
-from specload.traffic.prompts import PromptOrder, load_prompts
+from specload.traffic.prompt_sets import load_prompts
+from specload.traffic.prompts import PromptOrder
 
 plugin.install()  # as a locustfile does: specload's arguments and listeners
 

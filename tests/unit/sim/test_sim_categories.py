@@ -13,7 +13,7 @@ from specload.sim.acceptance import AcceptanceSampler, expected_tokens_per_step
 from specload.sim.categories import category_of
 from specload.sim.profile import load_profile
 from specload.sim.virtual import run_closed_loop
-from specload.traffic.prompts import load_prompts
+from specload.traffic.prompt_sets import load_prompts
 
 # tau at K = 7, temperature 1, of yuhuili/EAGLE3-LLaMA3.1-Instruct-8B, per benchmark (the
 # model card of nebius/EAGLE3-Llama-3.3-70B-Instruct): the profile's categories
