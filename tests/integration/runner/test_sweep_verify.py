@@ -44,6 +44,10 @@ LOAD_PROBLEMS = ("client_saturated", "client_starved", "concurrency_shortfall")
 
 
 @pytest.mark.slow
+@pytest.mark.timing
+# the k = 0 tax at C = 64 is a few percent of the servers' step time: with the real tier's
+# untimed checks beside the slow tier, one run measured it at 0.981, within its 2% band
+@pytest.mark.flaky(reruns=1)
 def test_multi_k_study_recovers_the_simulators_best_k_and_verifies_it(
     tmp_path: Path, write_scenario, run_sweep
 ) -> None:
