@@ -195,11 +195,11 @@ SGLANG_RANK_SERIES: tuple[Series, ...] = (
      lambda r: r.cache_hit_rate),
 )
 # the tokenizer manager's `observe_one_finished_request` (observability/
-# metrics_collector.py): a request's generated tokens and verification steps
-# (`spec_verify_ct`) are added when it finishes, as llama.cpp's are at release
+# metrics_collector.py): a request's prompt and generated tokens and its verification
+# steps (`spec_verify_ct`) are added when it finishes, as llama.cpp's are at release
 SGLANG_TOKENIZER_SERIES: tuple[Series, ...] = (
     ("sglang:prompt_tokens", "counter", "Number of prefill tokens processed.",
-     lambda r: r.prompt_tokens),
+     lambda r: r.slots.prompt),
     ("sglang:generation_tokens", "counter", "Number of generation tokens processed.",
      lambda r: r.slots.predicted),
     ("sglang:spec_verify_calls", "counter", "Number of speculative decoding verification "
@@ -295,7 +295,7 @@ def _sum_ranks(ranks: Sequence[RankStats]) -> RankStats:
     total.predicted_rate = sum(r.predicted_rate for r in ranks) / len(ranks)
     slots = total.slots
     for r in ranks:
-        for name in ("predicted", "predicted_steps", "predicted_us", "drafts",
+        for name in ("prompt", "predicted", "predicted_steps", "predicted_us", "drafts",
                      "draft_tokens", "accepted"):
             setattr(slots, name, getattr(slots, name) + getattr(r.slots, name))
         slots.merge_per_pos(r.slots.accepted_per_pos)

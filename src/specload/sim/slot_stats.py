@@ -112,6 +112,7 @@ class SlotStats:
 class SlotTotals:
     """The server-wide counters released slots add to (`server_metrics`)."""
 
+    prompt: int = 0  # prompt tokens, cached or processed (SGLang counts them so)
     predicted: int = 0  # `predict.count`
     predicted_steps: int = 0  # `predict.steps`
     predicted_us: int = 0  # `predict.time`
@@ -123,6 +124,7 @@ class SlotTotals:
 
     def add(self, stats: SlotStats, tokens: int) -> None:
         """`metrics_on_prediction`: one released request's stats, all at once."""
+        self.prompt += stats.prompt_cached + stats.prompt_processed
         self.predicted += stats.generated
         self.predicted_steps += stats.gen_steps
         self.predicted_us += stats.gen_us

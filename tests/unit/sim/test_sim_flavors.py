@@ -150,13 +150,14 @@ def test_sglang_metrics_have_dp_rank_gauges_and_tokenizer_counters() -> None:
     """Tokens and verification steps are the finished requests', summed over ranks."""
     ranks = [_rank(3, 2.8), _rank(5, 2.6)]
     for rank, (tokens, steps) in zip(ranks, ((150, 60), (90, 40)), strict=True):
-        rank.slots.predicted, rank.slots.drafts = tokens, steps
+        rank.slots.predicted, rank.slots.drafts, rank.slots.prompt = tokens, steps, 2 * tokens
     got = _samples(metrics.render(metrics.SGLANG, ranks, "m"))
     lengths = {dict(k[1])["dp_rank"]: v for k, v in got.items()
                if k[0] == "sglang:spec_accept_length"}
     assert lengths == {"0": 2.8, "1": 2.6}
     for name, total in (("sglang:generation_tokens_total", 240),
-                        ("sglang:spec_verify_calls_total", 100)):
+                        ("sglang:spec_verify_calls_total", 100),
+                        ("sglang:prompt_tokens_total", 480)):
         assert [v for k, v in got.items() if k[0] == name] == [total]
     single = _samples(metrics.render(metrics.SGLANG, [_rank(3, 2.8)], "m"))
     assert not any("dp_rank" in dict(k[1]) for k in single)
