@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from specload.errors import UserError
-from specload.traffic.prompt_sets import SPEED_PLACEHOLDER, detect, load_prompts
+from specload.traffic.prompt_sets import SPEED_PLACEHOLDER, PromptFile, detect, load_prompts
 
 # FastChat's llm_judge/data/mt_bench/question.jsonl (two turns, an optional reference)
 MT_BENCH = [
@@ -55,7 +55,7 @@ def _lines(path: Path, rows: list[dict]) -> Path:
 def test_each_set_is_detected_and_keeps_its_categories(tmp_path: Path, rows: list[dict],
                                                         name: str) -> None:
     path = _lines(tmp_path / "question.jsonl", rows)
-    assert detect(path) == name
+    assert detect(PromptFile(str(path))) == name
     got = load_prompts(str(path))
     kept = [r for r in rows if "messages" not in r
             or r["messages"][0]["content"] != SPEED_PLACEHOLDER]

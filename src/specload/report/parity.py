@@ -21,7 +21,7 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -140,22 +140,34 @@ class Parity:
                          for a in self.arms]}
 
 
-def agreement(pairs: Iterable[tuple[Reply, Reply]]) -> Agreement:
-    """(reply, reference reply) pairs compared."""
-    compared = identical = 0
-    where: list[int] = []
-    tokens: list[float] = []
+class Outcome(NamedTuple):
+    """One reply against its reference: the same, or where they part (bytes, tokens)."""
+
+    same: bool
+    at_bytes: int | None = None
+    at_token: float | None = None  # None where the reference's length is not known
+
+
+def compare(pairs: Iterable[tuple[Reply, Reply]]) -> list[Outcome]:
+    """Each (reply, reference reply) pair compared."""
+    out = []
     for reply, ref in pairs:
-        compared += 1
         if reply.digest == ref.digest:
-            identical += 1
+            out.append(Outcome(True))
             continue
         at = first_difference(reply.blocks, ref.blocks)
-        if at is not None:
-            where.append(at)
-            if ref.size and ref.tokens:  # the middle of the block where they part
-                tokens.append(min(at + BLOCK_BYTES / 2, ref.size) * ref.tokens / ref.size)
-    return Agreement(compared, identical,
+        token = (min(at + BLOCK_BYTES / 2, ref.size) * ref.tokens / ref.size  # mid-block
+                 if at is not None and ref.size and ref.tokens else None)
+        out.append(Outcome(False, at, token))
+    return out
+
+
+def agreement(outcomes: Iterable[Outcome]) -> Agreement:
+    """The counts and first-difference medians of compared pairs."""
+    found = list(outcomes)
+    where = [o.at_bytes for o in found if o.at_bytes is not None]
+    tokens = [o.at_token for o in found if o.at_token is not None]
+    return Agreement(len(found), sum(o.same for o in found),
                      statistics.median(where) if where else math.nan,
                      statistics.median(tokens) if tokens else math.nan)
 
@@ -228,14 +240,14 @@ def analyse(per_rep: pd.DataFrame, arms: Sequence[ArmSource],
     if not any(ref.values()):
         return None
     labels = list(ref)
-    floor = agreement(pair for a, b in itertools.combinations(runs, 2)
-                      for pair in _common(runs[a], runs[b]))
+    floor = agreement(compare(pair for a, b in itertools.combinations(runs, 2)
+                              for pair in _common(runs[a], runs[b])))
     found = []
     for arm in (a.name for a in arms if a.name != reference):
         mine = _by_rung(_by_run(per_rep, arm))
-        rungs = [(label, agreement(_common(mine[label], ref[label])))
-                 for label in labels if label in mine]
-        overall = agreement(pair for label in labels if label in mine
-                            for pair in _common(mine[label], ref[label]))
-        found.append(ArmParity(arm, rungs, overall, _beyond(overall, floor)))
+        per_rung = {label: compare(_common(mine[label], ref[label]))
+                    for label in labels if label in mine}
+        overall = agreement(itertools.chain.from_iterable(per_rung.values()))
+        found.append(ArmParity(arm, [(label, agreement(o)) for label, o in per_rung.items()],
+                               overall, _beyond(overall, floor)))
     return Parity(reference, temperature_of(manifest), floor, found)

@@ -21,6 +21,7 @@ Errors are one line: the file, the line or row, and the format expected.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -46,33 +47,45 @@ SPEC_BENCH_ONLY = frozenset({"translation", "summarization", "qa", "math_reasoni
 SPEED_BENCH_TIERS = frozenset({"low_entropy", "mixed", "high_entropy"})
 
 
+class PromptFile:
+    """One prompt file, read once: its text and, for the formats of records, its JSON
+    lines or parquet rows, each as (where, object)."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self.source = Path(path), path
+
+    @functools.cached_property
+    def text(self) -> str:
+        return read_text(self.source, "prompt")
+
+    @functools.cached_property
+    def records(self) -> list[tuple[str, Any]]:
+        if self.path.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            try:
+                rows = pq.read_table(self.path).to_pylist()
+            except Exception as exc:  # pyarrow raises several kinds for a broken file
+                raise UserError(f"{self.source}: not a readable parquet file ({exc})") from exc
+            return [(f"{self.source}: row {i}", row) for i, row in enumerate(rows)]
+        out = []
+        for lineno, line in enumerate(self.text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    out.append((f"{self.source}:{lineno}", json.loads(line)))
+                except json.JSONDecodeError as exc:
+                    raise UserError(f"{self.source}:{lineno}: not valid JSON ({exc.msg})") \
+                        from exc
+        return out
+
+
 @dataclass(frozen=True, slots=True)
 class PromptFormat:
     """One published shape of a prompt file."""
 
     name: str
     expected: str  # what a line (or the file) looks like, for errors
-    parse: Callable[[Path, str], list[Prompt]]  # (path, its source name) -> prompts
-
-
-def _records(path: Path, source: str) -> list[tuple[str, Any]]:
-    """(where, object) of a JSON-lines file, or of a parquet file's rows."""
-    if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        try:
-            rows = pq.read_table(path).to_pylist()
-        except Exception as exc:  # pyarrow raises several kinds for a broken file
-            raise UserError(f"{source}: not a readable parquet file ({exc})") from exc
-        return [(f"{source}: row {i}", row) for i, row in enumerate(rows)]
-    out = []
-    for lineno, line in enumerate(read_text(str(path), "prompt").splitlines(), start=1):
-        if line.strip():
-            try:
-                out.append((f"{source}:{lineno}", json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise UserError(f"{source}:{lineno}: not valid JSON ({exc.msg})") from exc
-    return out
+    parse: Callable[[PromptFile], list[Prompt]]
 
 
 def _first_turn(obj: Any, where: str, expected: str) -> tuple[str, str] | None:
@@ -90,25 +103,25 @@ def _first_turn(obj: Any, where: str, expected: str) -> tuple[str, str] | None:
     return None if turns[0].startswith(SPEED_PLACEHOLDER) else (category, turns[0])
 
 
-def _turns_parser(expected: str) -> Callable[[Path, str], list[Prompt]]:
-    def parse(path: Path, source: str) -> list[Prompt]:
-        found = [_first_turn(obj, where, expected) for where, obj in _records(path, source)]
+def _turns_parser(expected: str) -> Callable[[PromptFile], list[Prompt]]:
+    def parse(file: PromptFile) -> list[Prompt]:
+        found = [_first_turn(obj, where, expected) for where, obj in file.records]
         prompts = [Prompt(({"role": "user", "content": text},), category)
                    for category, text in (f for f in found if f is not None)]
         if not prompts:
             left = f" ({len(found)} placeholder rows: run the set's prepare script)" \
                 if found else ""
-            raise UserError(f"{source}: no prompts{left}")
+            raise UserError(f"{file.source}: no prompts{left}")
         return prompts
     return parse
 
 
-def _own(path: Path, source: str) -> list[Prompt]:
-    return parse_jsonl(read_text(str(path), "prompt"), source)
+def _own(file: PromptFile) -> list[Prompt]:
+    return parse_jsonl(file.text, file.source)
 
 
-def _sharegpt(path: Path, source: str) -> list[Prompt]:
-    return parse_sharegpt(read_text(str(path), "prompt"), source)
+def _sharegpt(file: PromptFile) -> list[Prompt]:
+    return parse_sharegpt(file.text, file.source)
 
 
 _TURNS = ('a JSON object with `question_id`, `category` and `turns` (a list of strings), '
@@ -126,16 +139,16 @@ FORMATS: dict[str, PromptFormat] = {f.name: f for f in (
 NAMES = (AUTO, *FORMATS)
 
 
-def detect(path: Path) -> str:
+def detect(file: PromptFile) -> str:
     """The format a file shows: parquet is SPEED-Bench's, a JSON-lines file by its first
-    record's keys (and categories), any other file ShareGPT's JSON array."""
-    if path.suffix == ".parquet":
+    record's keys (and its categories), any other file ShareGPT's JSON array."""
+    if file.path.suffix == ".parquet":
         return "speed-bench"
-    if path.suffix != ".jsonl":
+    if file.path.suffix != ".jsonl":
         return "sharegpt"
-    text = read_text(str(path), "prompt").lstrip()
+    line = next((t for t in file.text.splitlines() if t.strip()), "")
     try:
-        first = json.loads(text.splitlines()[0]) if text else None
+        first = json.loads(line) if line else None
     except json.JSONDecodeError:
         return "jsonl"  # its own parser names the line
     if not isinstance(first, dict) or "question_id" not in first:
@@ -143,18 +156,10 @@ def detect(path: Path) -> str:
     if isinstance(first.get("question_id"), str) or "sub_category" in first \
             or first.get("category") in SPEED_BENCH_TIERS:
         return "speed-bench"
-    return "spec-bench" if _has_spec_bench_category(text) else "mt-bench"
-
-
-def _has_spec_bench_category(text: str) -> bool:
-    for line in text.splitlines():
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(obj, dict) and obj.get("category") in SPEC_BENCH_ONLY:
-            return True
-    return False
+    # the records the parser reads next (`PromptFile` keeps them)
+    spec_only = any(isinstance(r, dict) and r.get("category") in SPEC_BENCH_ONLY
+                    for _, r in file.records)
+    return "spec-bench" if spec_only else "mt-bench"
 
 
 def load_prompts(path: str | None, fmt: str = AUTO) -> list[Prompt]:
@@ -166,8 +171,8 @@ def load_prompts(path: str | None, fmt: str = AUTO) -> list[Prompt]:
         text = resources.files("specload").joinpath("data/prompts.jsonl")
         found = parse_jsonl(text.read_text(encoding="utf-8"), "built-in prompts")
     else:
-        file = Path(path)
-        if not file.is_file():
+        file = PromptFile(path)
+        if not file.path.is_file():
             read_text(path, "prompt")  # the reason, in one line
-        found = FORMATS[detect(file) if fmt == AUTO else fmt].parse(file, path)
+        found = FORMATS[detect(file) if fmt == AUTO else fmt].parse(file)
     return [replace(p, index=i) for i, p in enumerate(found)]
