@@ -79,7 +79,11 @@ def test_lowering_users_and_stopping_keep_every_row(sim_server, master_ports, tm
     assert 1 <= len(at_rung_change) <= 4, interrupted  # 6 -> 2 users
     assert 1 <= len(at_end) <= 2, interrupted  # the last 2 users
     cut = [r for r in rows if r["interrupted"] == "1"]
-    assert all(r["error_kind"] == "interrupted" and int(r["num_chunks"]) > 0 for r in cut)
+    assert all(r["error_kind"] == "interrupted" for r in cut)
+    # A user stopped mid-reply keeps its chunks; one stopped before its first token came
+    # (it had just sent its next request) has none, and no TTFT either.
+    assert any(int(r["num_chunks"]) > 0 for r in cut)
+    assert all((int(r["num_chunks"]) > 0) == bool(r["ttft_ms"]) for r in cut)
 
 
 @pytest.mark.slow
