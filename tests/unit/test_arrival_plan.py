@@ -10,7 +10,7 @@ import pytest
 from specload.traffic.arrivals import (
     ArrivalPlan,
     RateError,
-    parse_rates,
+    parse_levels,
     plan_rates,
     share,
     window_arrivals,
@@ -78,4 +78,4 @@ def test_bad_plans_say_what_is_wrong(args: tuple, fragment: str) -> None:
     with pytest.raises(RateError, match=fragment):
         plan_rates(*args)
     with pytest.raises(RateError, match="comma-separated numbers"):
-        parse_rates("1,x")
+        parse_levels("1,x")

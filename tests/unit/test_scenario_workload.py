@@ -12,6 +12,7 @@ import pytest
 from specload.config.scenario import Scenario, parse_scenario
 from specload.errors import UserError
 from specload.runner.locust_proc import LOCUSTFILES, LoadMode, locust_command
+from tests.support.trace_files import synthetic, write_mooncake
 
 BASE: dict[str, Any] = {"name": "w", "arms": [{"name": "a", "url": "http://127.0.0.1:1"}]}
 
@@ -74,6 +75,10 @@ def test_open_loop_steps_rates(tmp_path: Path) -> None:
     ({"kind": "open", "rates": [1], "max_in_flight": 0},
      "workload.max_in_flight: must be at least 1, got 0"),
     ({"kind": "crowd"}, "workload.kind: must be one of users, sessions, open"),
+    ({"kind": "trace", "speed": [1]}, "workload: kind: trace needs `trace`"),
+    ({"kind": "open", "rates": [1], "speed": [1]}, "workload: `speed` is for kind: trace"),
+    ({"kind": "trace", "trace": "none.jsonl", "speed": [1]},
+     "workload.trace: trace file 'none.jsonl' not found"),
 ])
 def test_bad_workloads_get_one_line_each(tmp_path: Path, workload: dict[str, Any],
                                          expected: str) -> None:
@@ -83,13 +88,40 @@ def test_bad_workloads_get_one_line_each(tmp_path: Path, workload: dict[str, Any
 
 def test_open_loop_rejects_a_ladder(tmp_path: Path) -> None:
     (line,) = problems(tmp_path, ladder=[1, 2], workload={"kind": "open", "rates": [1]})
-    assert "an open workload steps `workload.rates`, not `ladder`" in line
+    assert "an open-loop run steps `workload.rates`, not `ladder`" in line
 
 
 def test_a_broken_conversations_file_names_its_line(tmp_path: Path) -> None:
     (tmp_path / "c.jsonl").write_text('{"conversations": []}\n{oops\n')
     (line,) = problems(tmp_path, workload={"kind": "sessions", "conversations": "c.jsonl"})
     assert "conversations file 'c.jsonl' line 2: not valid JSON" in line
+
+
+def test_a_trace_replay_steps_speeds(tmp_path: Path) -> None:
+    write_mooncake(tmp_path / "t.jsonl", synthetic(40, rate=4.0))
+    s = scenario(tmp_path, warmup_s=2, workload={
+        "kind": "trace", "trace": "t.jsonl", "speed": [1, 4], "start_s": 1,
+        "duration_s": 8, "block_tokens": 16})
+    assert s.levels == [1, 4] and s.trace_window.length_s == 8
+    assert s.nominal_rung_s == 2 + (8 + 2) / 2 and s.rung_bound_s == 2 + 8  # the slowest
+    args = dict(itertools.pairwise(locust_command(s, "URL", tmp_path / "p", [4], LoadMode())))
+    assert args["-f"] == str(LOCUSTFILES["trace"])
+    assert (args["--speeds"], args["--trace"], args["--trace-start"], args["--trace-duration"],
+            args["--block-tokens"]) == ("4", str(tmp_path / "t.jsonl"), "1.0", "8.0", "16")
+
+
+def test_a_trace_replay_names_a_bad_line_and_an_empty_window(tmp_path: Path) -> None:
+    path = write_mooncake(tmp_path / "t.jsonl", synthetic(5, rate=1.0))
+    (line,) = problems(tmp_path, workload={"kind": "trace", "trace": "t.jsonl", "speed": [1],
+                                           "start_s": 3600})
+    assert "workload: t.jsonl" not in line and "no request in the window from 3600 s" in line
+    path.write_text(path.read_text() + '{"timestamp": 9}\n')
+    (line,) = problems(tmp_path, workload={"kind": "trace", "trace": "t.jsonl", "speed": [1]})
+    assert "workload.trace: trace file 't.jsonl' line 6: not a JSON object" in line
+    write_mooncake(path, synthetic(5, rate=1.0))
+    (line,) = problems(tmp_path, ladder=[1], workload={"kind": "trace", "trace": "t.jsonl",
+                                                       "speed": [1]})
+    assert "a trace replay steps `workload.speed`, not `ladder`" in line
 
 
 @pytest.mark.parametrize("path", sorted(Path("scenarios").glob("*.yaml")), ids=lambda p: p.stem)

@@ -43,12 +43,15 @@ from specload.loadgen import shape, workload_options
 from specload.loadgen.options import RunOptions, add_arguments
 from specload.loadgen.workload_options import WorkloadOptions
 from specload.runner.locust_proc import LoadMode, locust_command, request_args, workload_args
-from specload.traffic.kinds import LOAD_STEPS
+from specload.traffic.kinds import LOAD_STEPS, OPEN, TRACE
 from specload.traffic.shapes import LengthSpec
 
 # settings whose value names a file the scenario checks
 SHAREGPT = '[{"conversations": [{"from": "human", "value": "hi"}]}]'
-FILES = {"prompts": SHAREGPT, "conversations": SHAREGPT, "ca_bundle": "not parsed here\n",
+TRACE_LINES = "".join(f'{{"timestamp": {t}, "input_length": 9, "output_length": 2}}\n'
+                      for t in range(0, 6000, 500))
+FILES = {"prompts": SHAREGPT, "conversations": SHAREGPT, "trace": TRACE_LINES,
+         "ca_bundle": "not parsed here\n",
          "tls_cert": "not parsed here\n", "tls_key": "not parsed here\n"}
 # values the scenario checks against what exists (profiles, flavours, fault kinds), and
 # the prompts file's format (the file above is ShareGPT's)
@@ -108,6 +111,7 @@ def test_every_setting_round_trips(tmp_path: Path) -> None:
     # an open workload of sessions takes every workload key but the load steps' own
     every = given(Workload, tmp_path)
     steps_only = {k: every.pop(k) for k in LOAD_STEPS.keys if k in every}
+    trace_only = {k: every.pop(k) for k in TRACE.keys if k in every and k not in OPEN.keys}
     workload = {**every, "kind": "open", "rates": [1.0]}
     request = {k: v for k, v in given(Request, tmp_path).items() if k not in ALONE}
     sc = scenario_with(tmp_path, request=request, workload=workload, **windows)
@@ -117,7 +121,7 @@ def test_every_setting_round_trips(tmp_path: Path) -> None:
     for cls, values in ((Request, sc.request), (Windows, sc), (Workload, sc.workload)):
         back = from_attributes(cls, parsed)
         for d in declared(cls):
-            if d.rule.scenario and d.name not in (*ALONE, *steps_only):
+            if d.rule.scenario and d.name not in (*ALONE, *steps_only, *trace_only):
                 assert getattr(back, d.name) == getattr(values, d.name), (d.name, d.flag)
                 assert getattr(back, d.name) != d.default, d.name
     assert WorkloadOptions.from_env(SimpleNamespace(parsed_options=parsed)).rates == "1"
@@ -127,6 +131,11 @@ def test_every_setting_round_trips(tmp_path: Path) -> None:
     back = WorkloadOptions.from_env(SimpleNamespace(parsed_options=parsed))
     assert back.steps == "4,128,4"
     assert {k: getattr(back, k) for k in steps_only} == steps_only
+    replay = scenario_with(tmp_path, workload={**trace_only, "kind": "trace", "speed": [1, 2]})
+    parsed = parser().parse_args(workload_args(replay.workload, replay.levels))
+    back = WorkloadOptions.from_env(SimpleNamespace(parsed_options=parsed))
+    assert back.speeds == "1,2"
+    assert {k: getattr(back, k) for k in trace_only} == trace_only
 
 
 @pytest.mark.parametrize(("name", "value"), ALONE.items())

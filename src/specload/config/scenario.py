@@ -20,8 +20,10 @@ Relative file paths (prompts, profile YAML) are resolved against the scenario's 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -76,6 +78,7 @@ from specload.traffic.conversations import load_conversations
 from specload.traffic.kinds import (
     KINDS,
     NAMES,
+    TRACE,
     USERS,
     WorkloadKind,
     kinds_taking,
@@ -83,6 +86,9 @@ from specload.traffic.kinds import (
 )
 from specload.traffic.prompt_sets import load_prompts
 from specload.traffic.shapes import Distribution, LengthError
+from specload.traffic.trace_plan import validate_speeds
+from specload.traffic.traces import AUTO as TRACE_AUTO
+from specload.traffic.traces import Trace, load_trace
 
 BUILTIN_PROFILES = tuple(builtin_names())
 SPEC_MODES = ("on", "off", "schedule", "adaptive")
@@ -654,9 +660,19 @@ class Workload(_model_of(SettingsWorkload)):  # type: ignore[misc]
     kind: Literal[NAMES] = USERS.name  # type: ignore[valid-type]
     rates: list[float] | None = None
     steps: list[int] | None = None
+    speed: list[float] | None = None
 
     _steps_ok = field_validator("steps")(lambda v: _no_problems(v, validate_steps))
     _rates_ok = field_validator("rates")(lambda v: _no_problems(v, validate_rates))
+    _speeds_ok = field_validator("speed")(lambda v: _no_problems(v, validate_speeds))
+
+    @field_validator("trace")
+    @classmethod
+    def _trace_reads(cls, v: str, info: ValidationInfo) -> str:
+        if not v:
+            return v
+        fmt = info.data.get("trace_format", TRACE_AUTO)
+        return _checked_file(v, info, "trace", lambda path: load_trace(path, fmt))
 
     @field_validator("conversations")
     @classmethod
@@ -680,7 +696,20 @@ class Workload(_model_of(SettingsWorkload)):  # type: ignore[misc]
         if axis.workload_key and not getattr(self, axis.workload_key):
             raise ValueError(f"kind: {self.kind} needs `{axis.workload_key}`, "
                              f"{axis.levels_help}")
+        if kind == TRACE:
+            self.replayed()  # the window holds requests
         return _jointly(self, SettingsWorkload)
+
+    def replayed(self) -> Trace:
+        """A trace workload's window of its trace (read again: a scenario holds no
+        trace); raises ValueError when the file is gone or the window is empty."""
+        if not self.trace:
+            raise ValueError("kind: trace needs `trace`, the trace file to replay")
+        try:
+            return load_trace(self.trace, self.trace_format).window(self.start_s,
+                                                                      self.duration_s)
+        except UserError as exc:
+            raise ValueError(str(exc)) from None
 
     @property
     def holds_sessions(self) -> bool:
@@ -788,7 +817,7 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
     def _ladder_or_rates(self) -> Scenario:
         key = self.workload_kind.axis.workload_key
         if key and "ladder" in self.model_fields_set:
-            raise ValueError(f"an {self.workload.kind} workload steps `workload.{key}`, not "
+            raise ValueError(f"{self.workload_kind.a_run} steps `workload.{key}`, not "
                              "`ladder`: leave `ladder` out")
         return self
 
@@ -828,7 +857,15 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
         """A rung's planned length: its warmup and measure window, or a load step's."""
         if self.workload_kind.whole_runs:
             return self.workload.step_s
+        if self.workload_kind == TRACE:
+            length = self.trace_window.length_s
+            return self.warmup_s + statistics.fmean(length / s for s in self.levels)
         return self.warmup_s + self.measure_s
+
+    @functools.cached_property
+    def trace_window(self) -> Trace:
+        """A trace workload's window of its trace, read once."""
+        return self.workload.replayed()
 
     @property
     def rung_bound_s(self) -> float:
@@ -836,6 +873,8 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
         cap stretched as far as it may be: `ladder.window_cap`; a load step: its length)."""
         if self.workload_kind.whole_runs:
             return self.workload.step_s
+        if self.workload_kind == TRACE:  # the slowest speed's window, fixed in time
+            return self.warmup_s + self.trace_window.length_s / min(self.levels)
         return self.warmup_s + STRETCH_LIMIT * self.max_window_s
 
     @property
@@ -890,7 +929,7 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
                              f"in arm {on[0].name!r}")
         kind = self.workload_kind
         if not kind.gives_schedule:
-            raise ValueError(f"verify: an {kind.name} workload gives {kind.axis.crossover}, "
+            raise ValueError(f"verify: {kind.a_run} gives {kind.axis.crossover}, "
                              "not a schedule")
         return self
 

@@ -34,6 +34,9 @@ from specload.traffic.arrivals import ARRIVAL_KINDS, DEFAULT_MAX_IN_FLIGHT
 from specload.traffic.prompt_fit import POLICIES
 from specload.traffic.prompt_sets import NAMES as PROMPT_FORMATS
 from specload.traffic.shapes import Distribution, LengthError, LengthSpec, ThinkTime
+from specload.traffic.traces import AUTO as TRACE_AUTO
+from specload.traffic.traces import MOONCAKE_BLOCK_TOKENS
+from specload.traffic.traces import NAMES as TRACE_FORMATS
 
 ARRIVAL_UNITS: tuple[str, ...] = ("requests", "sessions")
 DEFAULT_STEP_S = 30.0
@@ -335,7 +338,8 @@ class Search:
 
 @dataclass(frozen=True, slots=True)
 class Workload:
-    """What chat sessions, open-loop arrivals and load steps do (docs/workloads.md)."""
+    """What chat sessions, open-loop arrivals, load steps and trace replays do
+    (docs/workloads.md)."""
 
     conversations: str = setting("builtin", "sessions: multi-turn conversations, a ShareGPT "
                                  ".json or .jsonl file (default: the built-in set)")
@@ -351,14 +355,25 @@ class Workload:
     cv: float = setting(1.0, "open loop, gamma arrivals: coefficient of variation of the gaps "
                         "between arrivals (1: as bursty as Poisson; above 1: burstier)",
                         flag="--arrival-cv", gt=0)
-    max_in_flight: int = setting(DEFAULT_MAX_IN_FLIGHT, "open loop: at most this many "
-                                 "requests (or sessions) in flight; an arrival due while all "
-                                 "are busy starts late", ge=1)
+    max_in_flight: int = setting(DEFAULT_MAX_IN_FLIGHT, "open loop, trace replay: at most "
+                                 "this many requests (or sessions) in flight; an arrival due "
+                                 "while all are busy starts late", ge=1)
     unit: str = setting("requests", "open loop: each arrival is one request, or a whole chat "
                         "session", flag="--arrival-unit", choices=ARRIVAL_UNITS)
     step_s: float = setting(DEFAULT_STEP_S, "load steps: how long each user count holds; its "
                             "second half is the step's steady window", unit="s",
                             flag="--step-time", ge=4)
+    trace_format: str = setting(TRACE_AUTO, "trace replay: the trace's format (auto: by its "
+                                "name and first line)", choices=TRACE_FORMATS)
+    trace: str = setting("", "trace replay: the trace file, Mooncake JSON lines or an Azure "
+                         "CSV (read where the rungs are planned: the master's machine)")
+    start_s: float = setting(0.0, "trace replay: where in the trace the replayed window "
+                             "starts", unit="s", flag="--trace-start", ge=0)
+    duration_s: float | None = setting(None, "trace replay: the window's length in trace "
+                                       "time (default: to the trace's end)", unit="s",
+                                       flag="--trace-duration", gt=0)
+    block_tokens: int = setting(MOONCAKE_BLOCK_TOKENS, "trace replay: tokens per prompt "
+                                "block a hash id names", ge=1)
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,6 +56,7 @@ class Span:
     start: float
     end: float
     rate: float | None = None  # open loop: the rung's arrival rate
+    speed: float | None = None  # trace replay: the trace's speed
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +218,7 @@ class LiveRungs:
         self.pending = [w for w in self.pending if w.end > done_until]
         lines = [{"rung": w.rung, "users": w.users, "measure_start": w.start,
                   "measure_end": w.end} | ({"rate": w.rate} if w.rate is not None else {})
+                 | ({"speed": w.speed} if w.speed is not None else {})
                  for w in ready]
         self.final += lines
         self._kept_from = min([w.start for w in self.pending] + [max(w.end for w in ready)])

@@ -18,6 +18,7 @@ turns follow one another with think times, and the pool caps sessions, not reque
 from __future__ import annotations
 
 import logging
+import math
 from collections import deque
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -35,39 +36,43 @@ from specload.loadgen.sessions import SessionRunner, _deck
 from specload.loadgen.users import ChatStreamUser, Tags
 from specload.runfiles.records import LATE_LIMIT_MS
 from specload.traffic.arrivals import ArrivalPlan, share
+from specload.traffic.trace_plan import TracePlan
 
 log = logging.getLogger(__name__)
+Plan = ArrivalPlan | TracePlan
 MSG_PLAN = "specload_plan"
 IDLE_S = 0.5  # how long a user without an arrival waits before asking again
 
 
 class ArrivalQueue:
-    """This process's planned arrival times (epoch s), taken in order by its users."""
+    """This process's planned arrivals, (epoch s, what it replays or None), taken in
+    order by its users; `plan` is the plan they came from."""
 
-    __slots__ = ("_loaded", "_times", "sending")
+    __slots__ = ("_arrivals", "_loaded", "plan")
 
     def __init__(self) -> None:
-        self._times: deque[float] = deque()
+        self._arrivals: deque[tuple[float, Any]] = deque()
         self._loaded = Event()
-        self.sending = 0  # users of this process sending an arrival (request or session)
+        self.plan: Plan | None = None
 
-    def load(self, times: Sequence[float]) -> None:
-        self._times = deque(times)
+    def load(self, arrivals: Sequence[tuple[float, Any]], plan: Plan | None = None) -> None:
+        self._arrivals = deque(arrivals)
+        self.plan = plan
         self._loaded.set()
 
     def clear(self) -> None:
-        self._times.clear()
+        self._arrivals.clear()
         self._loaded.clear()
 
     @property
     def remaining(self) -> int:
-        return len(self._times)
+        return len(self._arrivals)
 
-    def take(self, timeout: float = IDLE_S) -> float | None:
+    def take(self, timeout: float = IDLE_S) -> tuple[float, Any] | None:
         """The next arrival, or None when there is none (yet, or any more)."""
-        if not self._loaded.wait(timeout) or not self._times:
+        if not self._loaded.wait(timeout) or not self._arrivals:
             return None
-        return self._times.popleft()
+        return self._arrivals.popleft()
 
 
 ARRIVALS = ArrivalQueue()
@@ -77,6 +82,9 @@ class OpenLoopUser(ChatStreamUser):
     """One of the pool: sends each arrival it takes at its scheduled time."""
 
     start_gate = False
+    # when this user last finished an arrival: one that fell due before then found it
+    # busy (a user not spawned yet was not busy: the client's)
+    free_since = -math.inf
 
     def generate(self) -> None:
         IN_FLIGHT.park_while_draining()
@@ -85,22 +93,24 @@ class OpenLoopUser(ChatStreamUser):
         if model is None:
             gevent.sleep(IDLE_S)
             return
-        due = ARRIVALS.take()
-        if due is None:
+        taken = ARRIVALS.take()
+        if taken is None:
             gevent.sleep(IDLE_S)
             return
-        wait = due - wall_clock.now()
-        pool = self.environment.runner.target_user_count
-        cap_late = -wait * 1e3 > LATE_LIMIT_MS and ARRIVALS.sending >= pool - 1
-        if wait > 0:
-            gevent.sleep(wait)
-        ARRIVALS.sending += 1
+        due, replay = taken
+        now = wall_clock.now()
+        # overdue, and this user (the first to take it: the queue is in order) was busy
+        # when it fell due: every user of the pool was
+        cap_late = (now - due) * 1e3 > LATE_LIMIT_MS and self.free_since > due
+        if due > now:
+            gevent.sleep(due - now)
         try:
-            self.arrive(ctx, model, Tags(scheduled=due, cap_late=cap_late))
+            self.arrive(ctx, model, Tags(scheduled=due, cap_late=cap_late), replay)
         finally:
-            ARRIVALS.sending -= 1
+            self.free_since = wall_clock.now()
 
-    def arrive(self, ctx: ProcessState, model: str, tags: Tags) -> None:
+    def arrive(self, ctx: ProcessState, model: str, tags: Tags, replay: Any) -> None:
+        """Send one arrival; `replay` is what the plan gave with it (None: a rate plan's)."""
         self.stream(ctx, ctx.next_prompt(), model, tags=tags)
 
 
@@ -114,7 +124,7 @@ class OpenSessionUser(OpenLoopUser):
         super().__init__(environment)
         self.sessions = SessionRunner(self)
 
-    def arrive(self, ctx: ProcessState, model: str, tags: Tags) -> None:
+    def arrive(self, ctx: ProcessState, model: str, tags: Tags, replay: Any) -> None:
         self.sessions.session = None
         schedule: dict[str, Any] = {"scheduled": tags.scheduled, "cap_late": tags.cap_late}
         while True:
@@ -125,16 +135,22 @@ class OpenSessionUser(OpenLoopUser):
             gevent.sleep(_deck(ctx).pause())
 
 
-def load_share(plan: ArrivalPlan, t0: float, index: int = 0, count: int = 1) -> int:
+def load_share(plan: Plan, t0: float, index: int = 0, count: int = 1) -> int:
     """Queue this process's share of a plan started at `t0`; returns how many arrivals."""
-    times = [t0 + offset for offset in share(plan.offsets(), index, count)]
-    ARRIVALS.load(times)
-    return len(times)
+    arrivals = [(t0 + offset, replay) for offset, replay in share(plan.arrivals(), index, count)]
+    ARRIVALS.load(arrivals, plan)
+    return len(arrivals)
+
+
+def plan_from_message(data: dict[str, Any]) -> Plan:
+    """A rate plan or a trace plan, from the dict it travelled as."""
+    return TracePlan.from_message(data) if "requests" in data else \
+        ArrivalPlan.from_message(data)
 
 
 def _on_plan(environment: Environment, msg: Any, **_: Any) -> None:
     index, count = msg.data["share"]
-    load_share(ArrivalPlan.from_message(msg.data["plan"]), msg.data["t0"], index, count)
+    load_share(plan_from_message(msg.data["plan"]), msg.data["t0"], index, count)
 
 
 def _on_init(environment: Environment, **_: Any) -> None:

@@ -9,7 +9,8 @@ this process's share of the seeded prompt order (worker index of `--expect-worke
 the API key header (from the environment variable named by `--api-key-env`; never
 logged), and the model id (`--model`, else the first id listed by `GET /v1/models`,
 fetched once; a `--model` the server does not list is warned about once). Other
-workloads add what they share through `EXTENSIONS` (chat sessions: the session deck),
+workloads add what they share through `EXTENSIONS` (chat sessions: the session deck; a
+trace replay: its prompt writer),
 so a bad conversations file fails the same loud way as a bad prompt file.
 """
 
@@ -46,6 +47,8 @@ from specload.traffic.conversations import SessionDeck
 from specload.traffic.prompt_sets import load_prompts
 from specload.traffic.prompts import Prompt, PromptOrder
 from specload.traffic.shapes import LengthSpec, PromptBuilder
+from specload.traffic.trace_prompts import CATEGORY as TRACE_CATEGORY
+from specload.traffic.trace_prompts import TracePrompts
 
 MODELS_PATH = "/v1/models"
 log = logging.getLogger(__name__)
@@ -74,12 +77,12 @@ class ProcessState:
         mixed = CategoryMix.parse(self.opts.categories).deal(prompts) if (
             self.opts.categories) else prompts
         self._order = PromptOrder(mixed, self.opts.seed, index, share_count)
+        self._prompts = prompts
         opts = self.opts
         seed = opts.seed * 1_000_003 + index  # each process its own draws
         self._lengths = random.Random(seed)
-        self._synthetic = PromptBuilder(
-            " ".join(p.text for p in prompts), seed,
-            opts.shared_prefix_tokens) if opts.prompt_tokens else None
+        self._synthetic = PromptBuilder(self.corpus, seed, opts.shared_prefix_tokens) \
+            if opts.prompt_tokens else None
         self._prompt_len = LengthSpec.parse(opts.prompt_tokens) if opts.prompt_tokens else None
         self._output_len = LengthSpec.parse(opts.output_tokens) if opts.output_tokens else None
         self.auth_headers = api_key.bearer(api_key.resolve(self.opts.api_key_env))
@@ -91,6 +94,7 @@ class ProcessState:
         self.model_check: gevent.Greenlet | None = None
         self._request_seq = count(1)
         self.sessions: SessionDeck | None = None
+        self.trace_prompts: TracePrompts | None = None
         for extend in EXTENSIONS:
             extend(self)
 
@@ -100,6 +104,11 @@ class ProcessState:
         if ctx is None:
             ctx = _contexts[environment] = cls(environment)
         return ctx
+
+    @functools.cached_property
+    def corpus(self) -> str:
+        """The prompt set's text, what synthetic and trace prompts are written from."""
+        return " ".join(p.text for p in self._prompts)
 
     def next_request(self) -> tuple[int, str]:
         """This process's next request: its sequence number (from 1) and a UUID id."""
@@ -124,8 +133,12 @@ class ProcessState:
         return replace(prompt, max_tokens=self._output_len.sample(self._lengths))
 
     def observe_prompt(self, prompt: Prompt, prompt_tokens: int | None) -> None:
-        """The server counted `prompt_tokens` for a synthetic prompt: calibrate."""
-        if self._synthetic is not None and prompt.chars and prompt_tokens:
+        """The server counted `prompt_tokens` for a synthetic or trace prompt: calibrate."""
+        if not (prompt.chars and prompt_tokens):
+            return
+        if self.trace_prompts is not None and prompt.category == TRACE_CATEGORY:
+            self.trace_prompts.observe(prompt.chars, prompt_tokens)
+        elif self._synthetic is not None:
             self._synthetic.observe(prompt.chars, prompt_tokens)
 
     def model(self, host: str) -> str:

@@ -21,8 +21,9 @@ from typing import Any
 from locust.runners import STATE_MISSING, MasterRunner
 
 from specload.config.settings import Windows, from_attributes
+from specload.errors import UserError
 from specload.loadgen.live import Span
-from specload.loadgen.open_loop import ARRIVALS, MSG_PLAN, load_share
+from specload.loadgen.open_loop import ARRIVALS, MSG_PLAN, Plan, load_share
 from specload.loadgen.shape import LadderShape, RungsFile
 from specload.loadgen.workload_options import WorkloadOptions
 from specload.runfiles.records import RATE_RUNGS_COLUMNS, RUNGS_SUFFIX
@@ -50,6 +51,20 @@ def rate_plan(environment: Any) -> tuple[ArrivalPlan, int, float]:
 class RateShape(LadderShape):
     """Run the arrival plan (see the module docstring); stop after the drain."""
 
+    columns: tuple[str, ...] = RATE_RUNGS_COLUMNS  # of the rungs file
+
+    def plan(self) -> tuple[Plan, int, float]:
+        """The plan, the pool size and the drain bound; raises `RateError`."""
+        return rate_plan(self._environment)
+
+    def describe(self, plan: Plan) -> str:
+        """The plan in the log's words."""
+        assert isinstance(plan, ArrivalPlan)
+        return (f"{','.join(f'{r.rate:g}' for r in plan.rungs)} arrivals/s ("
+                f"{plan.kind if plan.kind == 'poisson' else f'gamma cv {plan.cv:g}'}), "
+                f"{plan.rungs[0].warmup_s:.0f} s warmup + {plan.rungs[0].measure_s:.0f} s "
+                "measure each")
+
     def reset_time(self) -> None:
         super().reset_time()
         windows = getattr(self, "_windows", None)
@@ -61,23 +76,20 @@ class RateShape(LadderShape):
     def _begin(self) -> bool:
         opts = getattr(self._environment, "parsed_options", None)
         try:
-            plan, self._pool, self._drain_s = rate_plan(self._environment)
-        except RateError as exc:
+            plan, self._pool, self._drain_s = self.plan()
+        except (RateError, UserError) as exc:
             log.error("rate shape: %s; stopping", exc)
             return False
         prefix = getattr(opts, "csv_prefix", None)
         self._rungs_file = RungsFile(Path(prefix + RUNGS_SUFFIX) if prefix else None,
-                                     RATE_RUNGS_COLUMNS)
+                                     self.columns)
         t0 = self._now() + LEAD_S
         self._windows = plan.windows(t0)
         self._send_plan(plan, t0)
-        log.info("rate shape: %s arrivals/s (%s), %.0f s warmup + %.0f s measure each, "
-                 "at most %d in flight", ",".join(f"{r.rate:g}" for r in plan.rungs),
-                 plan.kind if plan.kind == "poisson" else f"gamma cv {plan.cv:g}",
-                 plan.rungs[0].warmup_s, plan.rungs[0].measure_s, self._pool)
+        log.info("rate shape: %s, at most %d in flight", self.describe(plan), self._pool)
         return True
 
-    def _send_plan(self, plan: ArrivalPlan, t0: float) -> None:
+    def _send_plan(self, plan: Plan, t0: float) -> None:
         runner = self.runner
         if not isinstance(runner, MasterRunner):
             load_share(plan, t0)
@@ -101,10 +113,11 @@ class RateShape(LadderShape):
         while self._written < len(windows) and now >= windows[self._written].measure_end:
             w = windows[self._written]
             self._rungs_file.append(w.index, self._pool, w.warmup_start, w.measure_start,
-                                    w.measure_end, w.rate)
+                                    w.measure_end, w.rate,
+                                    *(() if w.speed is None else (w.speed,)))
             if live is not None:
                 live.add_window(Span(w.index, self._pool, w.measure_start, w.measure_end,
-                                     w.rate))
+                                     w.rate, w.speed))
             self._written += 1
         if self._written < len(windows):
             return self._pool, float(self._pool)

@@ -44,6 +44,8 @@ class Interval:
     top: float
     basis: str  # REPEATS or REQUESTS
     level: float = LEVEL
+    name: str = "C*"  # what the interval is on, and how a level of its axis reads
+    at: str = "C={:g}"
 
     def contains(self, c: float) -> bool:
         return self.lo <= c <= self.hi
@@ -59,19 +61,20 @@ class Interval:
 
     def words(self) -> str:
         """"95% interval 21.0-26.1", or where it leaves the ladder, that said plainly."""
-        pct = f"{self.level:.0%}"
+        pct, name = f"{self.level:.0%}", self.name
+        top, bottom = self.at.format(self.top), self.at.format(self.bottom)
         if self.above and self.lo >= self.top:
-            return f"C* is above C={self.top:g} ({pct} of the bootstrap's draws)"
+            return f"{name} is above {top} ({pct} of the bootstrap's draws)"
         if self.below and self.hi <= self.bottom:
-            return f"C* is below C={self.bottom:g} ({pct} of the bootstrap's draws)"
-        lo = f"below C={self.bottom:g}" if self.below else f"{self.lo:.3g}"
-        hi = f"above C={self.top:g}" if self.above else f"{self.hi:.3g}"
+            return f"{name} is below {bottom} ({pct} of the bootstrap's draws)"
+        lo = f"below {bottom}" if self.below else f"{self.lo:.3g}"
+        hi = f"above {top}" if self.above else f"{self.hi:.3g}"
         text = f"{pct} interval {lo} to {hi}" if self.below or self.above else \
             f"{pct} interval {lo}-{hi}"
         if self.above:
-            text += f": C* may be above C={self.top:g}"
+            text += f": {name} may be above {top}"
         elif self.below:
-            text += f": C* may be below C={self.bottom:g}"
+            text += f": {name} may be below {bottom}"
         return f"{text} (bootstrap over {self.basis})"
 
     def as_dict(self) -> dict[str, object]:
@@ -100,15 +103,28 @@ def draw_spans(c: np.ndarray, speedup: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return low, high
 
 
+@dataclass(frozen=True, slots=True)
+class Columns:
+    """Where a pair's per-repeat rows hold the level, the figure whose ratio is the
+    speedup (higher is better) and its standard error."""
+
+    level: str = "concurrency"
+    value: str = "output_tok_s"
+    se: str = "output_tok_s_se"
+
+
+TOK_S = Columns()
+
+
 def _arm_draws(rows: pd.DataFrame, levels: np.ndarray, rng: np.random.Generator,
-               draws: int) -> np.ndarray:
-    """tok/s of every rung of one arm in each draw (draws x rungs)."""
+               draws: int, cols: Columns) -> np.ndarray:
+    """The figure (tok/s) of every rung of one arm in each draw (draws x rungs)."""
     out = np.empty((draws, levels.size))
     for j, level in enumerate(levels):
-        at = rows[(rows["concurrency"] == level) & np.isfinite(rows["output_tok_s"])]
-        value = at["output_tok_s"].to_numpy(dtype=float)
-        se = np.nan_to_num(at["output_tok_s_se"].to_numpy(dtype=float)) \
-            if "output_tok_s_se" in at else np.zeros(value.size)
+        at = rows[(rows[cols.level] == level) & np.isfinite(rows[cols.value])]
+        value = at[cols.value].to_numpy(dtype=float)
+        se = np.nan_to_num(at[cols.se].to_numpy(dtype=float)) \
+            if cols.se in at else np.zeros(value.size)
         pick = rng.integers(0, value.size, size=(draws, value.size)) if value.size > 1 \
             else np.zeros((draws, 1), dtype=int)
         out[:, j] = (value[pick] + se[pick] * rng.standard_normal(pick.shape)).mean(axis=1)
@@ -116,19 +132,21 @@ def _arm_draws(rows: pd.DataFrame, levels: np.ndarray, rng: np.random.Generator,
 
 
 def c_star_interval(levels: np.ndarray, on: pd.DataFrame, off: pd.DataFrame,
-                    draws: int = DRAWS, level: float = LEVEL) -> Interval | None:
+                    draws: int = DRAWS, level: float = LEVEL, cols: Columns = TOK_S,
+                    name: str = "C*", at: str = "C={:g}") -> Interval | None:
     """The interval on C* of a pair, from each arm's per-repeat rows (`rep`,
-    `concurrency`, `output_tok_s`, `output_tok_s_se`) at the pair's `levels`; None
-    without a rung both arms measured."""
+    `concurrency`, `output_tok_s`, `output_tok_s_se`, or the `cols` given) at the pair's
+    `levels`; None without a rung both arms measured."""
     levels = np.asarray(sorted(levels), dtype=float)
     if levels.size == 0:
         return None
     rng = np.random.default_rng(SEED)
-    speedup = _arm_draws(on, levels, rng, draws) / _arm_draws(off, levels, rng, draws)
+    speedup = _arm_draws(on, levels, rng, draws, cols) / \
+        _arm_draws(off, levels, rng, draws, cols)
     below, above = (np.sort(end) for end in draw_spans(levels, speedup))
     tail = (1.0 - level) / 2
     lo = below[math.floor(tail * draws)]
     hi = above[math.ceil((1.0 - tail) * draws) - 1]
-    multi = on.groupby("concurrency")["rep"].nunique().max() > 1
+    multi = on.groupby(cols.level)["rep"].nunique().max() > 1
     return Interval(float(lo), float(hi), float(levels[0]), float(levels[-1]),
-                    REPEATS if multi else REQUESTS, level)
+                    REPEATS if multi else REQUESTS, level, name, at)

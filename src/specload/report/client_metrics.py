@@ -378,6 +378,7 @@ def _workload_columns(r: _Rows, in_w: np.ndarray, sel: np.ndarray, w: Window
     out: dict[str, float] = {
         "sessions": float(len(set(sessions[sessions != ""]))),
         "rate": float("nan") if w.rate is None else w.rate,
+        "speed": float("nan") if w.speed is None else w.speed,
         "achieved_rate": float(np.count_nonzero(in_w)) / w.length,
     }
     due = (r.scheduled >= w.start) & (r.scheduled < w.end)
@@ -395,6 +396,8 @@ def _workload_columns(r: _Rows, in_w: np.ndarray, sel: np.ndarray, w: Window
     out |= _pcts(r.late_ms[sched] + r.ttft[sched], "ttft_sched")
     out |= _pcts(e2e_sched.copy(), "e2e_sched")
     out["e2e_sched_mean_ms"] = float(e2e_sched.mean()) if e2e_sched.size else float("nan")
+    out["e2e_sched_mean_ms_se"] = float(e2e_sched.std(ddof=1) / np.sqrt(e2e_sched.size)) \
+        if e2e_sched.size > 1 else float("nan")
     return out
 
 

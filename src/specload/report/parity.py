@@ -195,7 +195,9 @@ def _beyond(got: Agreement, floor: Agreement) -> bool:
 
 
 def _label(row: pd.Series) -> str:
-    rate = row.get("rate")
+    rate, speed = row.get("rate"), row.get("speed")
+    if speed is not None and pd.notna(speed):
+        return f"speed {speed:g}x"
     if rate is not None and pd.notna(rate):
         return f"{rate:g}/s"
     return f"C={row['concurrency']:g}"

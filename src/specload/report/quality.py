@@ -34,7 +34,7 @@ import pandas as pd
 from specload.report.crossover import PairResult
 from specload.report.parity import Parity
 from specload.runfiles.manifest import Manifest
-from specload.runfiles.records import CLIENT_LAG_LIMIT_MS, CONCURRENCY_SHORTFALL
+from specload.runfiles.records import CLIENT_LAG_LIMIT_MS, CONCURRENCY_SHORTFALL, LATE_LIMIT_MS
 from specload.traffic.kinds import USERS, WorkloadKind
 
 RATE_SHORTFALL = 0.02
@@ -59,10 +59,12 @@ IGNORE_EOS_LENGTH_SHARE = 0.95
 
 
 def warning(kind: str, message: str, arm: str | None = None, concurrency: int | None = None,
-             rep: int | None = None, rate: float | None = None) -> dict[str, Any]:
+            rep: int | None = None, rate: float | None = None, speed: float | None = None
+            ) -> dict[str, Any]:
     found = {"kind": kind, "arm": arm, "concurrency": concurrency, "rep": rep,
              "message": message}
-    return found | ({"rate": rate} if rate is not None else {})
+    return found | ({"rate": rate} if rate is not None else {}) \
+        | ({"speed": speed} if speed is not None else {})
 
 
 def _get(row: Any, name: str, default: object = float("nan")) -> Any:
@@ -116,6 +118,18 @@ def _rate(row: Any, where: str) -> Iterator[tuple[str, str]]:
                         f"target {row.rate:g}/s; {why}"
                         + (f"; {unsent:.0f} planned arrivals never started" if unsent > 0
                            else ""))
+
+
+def _schedule(row: Any, where: str) -> Iterator[tuple[str, str]]:
+    """Arrivals that started after their scheduled times (a trace's, scaled), when no cap
+    held them: the load process kept the schedule badly."""
+    late = _get(row, "late_p99_ms")
+    if not (np.isfinite(late) and late > LATE_LIMIT_MS) or _get(row, "late_cap_share", 0.0):
+        return
+    yield "schedule_late", (f"{where}: arrivals started up to {late:.1f} ms after their "
+                            f"scheduled times (p99; more than {LATE_LIMIT_MS:g} ms is late): "
+                            "the load process ran behind the schedule (add --processes or "
+                            "workers, or give it CPUs of its own)")
 
 
 def _client(row: Any, where: str) -> Iterator[tuple[str, str]]:
@@ -225,6 +239,7 @@ def _clock(row: Any, where: str) -> Iterator[tuple[str, str]]:
 # Each rung check by the name a workload kind lists.
 CHECKS: dict[str, Check] = {
     "failures": _failures, "concurrency": _concurrency, "rate": _rate, "client": _client,
+    "schedule": _schedule,
     "latency_samples": _latency_samples,
     "latency_samples_fixed_window": _latency_samples_fixed_window, "tokens": _tokens,
     "trace": _trace, "acceptance": _acceptance, "workers": _workers, "clock": _clock,
@@ -375,6 +390,8 @@ _DIGEST_TITLES = {
     "client_starved": "load generator short of CPU on a busy machine (timestamps late)",
     "concurrency_shortfall": "achieved concurrency more than 10% under target",
     "rate_held": "achieved arrival rate more than 2% under target (cap or client)",
+    "schedule_late": f"arrivals p99 more than {LATE_LIMIT_MS:g} ms behind their schedule "
+                     "(the load process ran late)",
     "failures": "more than 1% of requests failed",
     "trace_mismatch": "client tok/s more than 1% from the simulator's trace",
     "tokens_estimated": "tokens estimated for requests cut before their usage came",
@@ -416,14 +433,15 @@ def digest(warnings: Sequence[dict[str, Any]]) -> list[str]:
     grouped: dict[str, dict[str, list[str]]] = {}
     for w in warnings:
         if w["kind"] in _DIGEST_TITLES and w["arm"] is not None and w["concurrency"] is not None:
-            level = (f"rate={w['rate']:g}/s" if w.get("rate") is not None
+            level = (f"speed {w['speed']:g}x" if w.get("speed") is not None
+                     else f"rate={w['rate']:g}/s" if w.get("rate") is not None
                      else str(w["concurrency"]))
             at = level + (f" (rep {w['rep']})" if w.get("rep", 1) != 1 else "")
             grouped.setdefault(w["kind"], {}).setdefault(w["arm"], []).append(at)
         else:
             lines.append(w["message"])
     for kind, arms in grouped.items():
-        where = "; ".join(f"{arm} {'' if cs[0].startswith('rate') else 'C='}{', '.join(cs)}"
+        where = "; ".join(f"{arm} {'C=' if cs[0][0].isdigit() else ''}{', '.join(cs)}"
                           for arm, cs in arms.items())
         lines.append(f"{_DIGEST_TITLES[kind]}: {where}")
     return lines

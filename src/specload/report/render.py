@@ -53,7 +53,7 @@ from specload.report.run_files import RunSource, discover
 from specload.report.rung_columns import Combine, View, combined_by, headings
 from specload.report.slo import SloTarget, arm_goodput, slo_from_scenario
 from specload.report.table import NONE_SENT, cell
-from specload.traffic.kinds import KINDS, RATES, USERS, WorkloadKind
+from specload.traffic.kinds import KINDS, USERS, WorkloadKind
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_JSON = "summary.json"
@@ -109,8 +109,8 @@ def build(path: str | Path, processes: int | None = None) -> Report:
         return Report(source, per_rep, summary, [], warnings, [], slo, kind,
                       per_token=per_token, steps=load_steps.analyse(summary))
     replies = parity.analyse(per_rep, source.arms, source.manifest)
-    if kind.axis == RATES:  # a latency speedup per rate, no engine setting
-        rate_pairs = [analyse_rates(on, off, summary) for on, off in arm_pairs]
+    if kind.open_loop:  # a latency speedup per rate, no engine setting
+        rate_pairs = [analyse_rates(on, off, summary, per_rep) for on, off in arm_pairs]
         warnings = quality.all_warnings(per_rep, summary, [], source.manifest, source.notes,
                                         kind) + quality.parity_warnings(replies)
         return Report(source, per_rep, summary, [], warnings, [], slo, kind, rate_pairs,

@@ -36,6 +36,7 @@ class View(StrEnum):
     USERS = "users"
     SESSIONS = "sessions"
     OPEN = "open"
+    TRACE = "trace"
     STEPS = "steps"
     SUMMARY = "summary"  # summary.csv's leading columns, in this order
     LIVE = "live"  # the Tokens tab's per-rung table
@@ -62,16 +63,18 @@ class Column:
 # A view's own heading for a column, where it differs.
 _IN_VIEW: dict[str, dict[View, str]] = {
     "concurrency": {View.SESSIONS: "sessions"},
-    "achieved_concurrency": {View.SESSIONS: "in flight", View.OPEN: "in flight"},
+    "achieved_concurrency": {View.SESSIONS: "in flight", View.OPEN: "in flight",
+                             View.TRACE: "in flight"},
 }
 # name | unit | heading | how repeats combine (a `Combine`; blank: the mean). The order
 # matters where a rule's columns are read in order: the keys group by (arm, concurrency,
-# rate, step), and the summed columns follow the means in summary.csv. A rung's index is the same
-# in every repeat; the mean is rounded.
+# rate, speed, step), and the summed columns follow the means in summary.csv. A rung's
+# index is the same in every repeat; the mean is rounded.
 _DECLARED = """
 arm                   | name        | arm                    | key
 concurrency           | users       | C                      | key
 rate                  | 1/s         | rate/s                 | key
+speed                 | ratio       | speed                  | key
 step                  | index       | step                   | key
 from_users            | users       | from C                 |
 rung                  | index       | rung                   |
@@ -106,6 +109,7 @@ itl_chunk_p50_ms      | ms          | ITL chunk p50 ms       |
 itl_token_p50_ms      | ms          | ITL token p50 ms       |
 e2e_p50_ms            | ms          | E2E p50 ms             |
 e2e_sched_mean_ms     | ms          | E2E mean sched ms      |
+e2e_sched_mean_ms_se  | ms          | E2E mean sched s.e. ms | per repeat only
 tokens_per_chunk      | tokens      | tok/chunk              |
 estimated_token_share | share       | estimated tokens       |
 accept_len            | tokens      | accept len             | after
@@ -127,6 +131,7 @@ prompt_tokens_p90     | tokens      | context p90            |
 achieved_rate         | 1/s         | achieved/s             |
 late_share            | share       | late                   |
 late_cap_share        | share       | late (cap)             |
+late_p99_ms           | ms          | late p99 ms            |
 client_cpu_max        | % of a core | load CPU %             |
 client_lag_p99_max_ms | ms          | load lag p99 ms        |
 rep                   | index       | repeat                 | per repeat only
@@ -175,6 +180,12 @@ VIEWS: dict[View, tuple[str, ...]] = {
                 "achieved_concurrency", "server_running_mean", "output_tok_s", "speedup",
                 "prefix_hit_rate", "ttft_p50_ms", "ttft_sched_p99_ms", "e2e_sched_mean_ms",
                 "tpot_p50_ms", "requests", "failures", "trace_ratio"),
+    # trace replay: rungs are speeds of the trace, each its planned rate; as the open loop
+    View.TRACE: ("arm", "speed", "rate", "achieved_rate", "late_share", "late_cap_share",
+                 "late_p99_ms", "achieved_concurrency", "server_running_mean",
+                 "output_tok_s", "speedup", "prefix_hit_rate", "prompt_tokens_p50",
+                 "prompt_tokens_p90", "ttft_p50_ms", "ttft_sched_p99_ms", "e2e_sched_mean_ms",
+                 "tpot_p50_ms", "requests", "failures", "trace_ratio"),
     # load steps: a step's steady figures and how it settled after the jump into it
     View.STEPS: ("arm", "step", "from_users", "concurrency", "server_running_mean",
                  "output_tok_s", "settle_s", "lost_tokens", "ttft_p50_ms", "tpot_p50_ms",

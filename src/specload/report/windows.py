@@ -26,8 +26,8 @@ HISTORY_TS_OFFSET_S = 0.5
 @dataclass(frozen=True, slots=True)
 class Window:
     """One rung's measure window (epoch seconds), its target concurrency and, for an
-    open-loop rung, its target arrival rate (then `users` is the pool's size); for a
-    load step, the count it jumped from and when."""
+    open-loop rung, its target arrival rate (then `users` is the pool's size; a trace
+    replay's also its speed); for a load step, the count it jumped from and when."""
 
     rung: int
     users: int
@@ -37,6 +37,7 @@ class Window:
     # a load step's: the count it jumped from, and when (its steady window starts later)
     from_users: int | None = None
     since: float | None = None
+    speed: float | None = None  # a trace replay's: the trace's speed
 
     @property
     def length(self) -> float:
@@ -49,12 +50,15 @@ def from_rungs_file(rungs: pd.DataFrame) -> list[Window]:
     rows = rows[rows["measure_end"] > rows["measure_start"]].sort_values("measure_start")
     nan = pd.Series(float("nan"), index=rows.index)
     rates, jumps = rows.get("rate", nan), rows.get("from_users", nan)
+    speeds = rows.get("speed", nan)
     return [
         Window(int(r.rung), int(r.users), float(r.measure_start), float(r.measure_end),
                float(rate) if pd.notna(rate) else None,
                int(jump) if pd.notna(jump) else None,
-               float(r.warmup_start) if pd.notna(jump) else None)
-        for r, rate, jump in zip(rows.itertuples(index=False), rates, jumps, strict=True)
+               float(r.warmup_start) if pd.notna(jump) else None,
+               float(speed) if pd.notna(speed) else None)
+        for r, rate, jump, speed in zip(rows.itertuples(index=False), rates, jumps, speeds,
+                                        strict=True)
     ]
 
 

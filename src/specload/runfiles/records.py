@@ -41,9 +41,19 @@ RUNGS_COLUMNS = ("rung", "users", "warmup_start", "measure_start", "measure_end"
 # An open-loop run's rungs file adds each rung's target arrival rate (per second); its
 # `users` is the pool of users that carry the arrivals (the cap on requests in flight).
 RATE_RUNGS_COLUMNS = (*RUNGS_COLUMNS, "rate")
+# A trace replay's adds the speed the trace was replayed at (its `rate`: the planned
+# arrivals of the measure window per second).
+TRACE_RUNGS_COLUMNS = (*RATE_RUNGS_COLUMNS, "speed")
+# What a rung steps, by the rungs file's columns: the first of these it has.
+LEVEL_COLUMNS = ("speed", "rate", "users")
 # A load-step run's rungs file: one row per step, its warmup starting at the jump from the
 # previous step's user count (`from_users`; 0 for the first step).
 STEP_RUNGS_COLUMNS = (*RUNGS_COLUMNS, "from_users")
+
+
+def level_column(columns: Sequence[str]) -> str | None:
+    """The column of a rungs file that holds what each rung stepped (`LEVEL_COLUMNS`)."""
+    return next((c for c in LEVEL_COLUMNS if c in columns), None)
 
 
 def rung_time(t: float) -> str:

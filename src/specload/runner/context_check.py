@@ -8,8 +8,9 @@ that limit folded into each prompt's output budget. `prompt_fit.plan` then decid
 first server decides for the whole sweep: the manifest keeps the fit, so every arm,
 repeat and resumed run sends the same prompts. A later server (with a smaller context,
 or after a first one that could not be checked) is checked against the prompts the sweep
-sends, and warned about. Synthetic prompts, chat sessions and engines without a declared
-window are not checked; a server that will not count is named and its prompts go
+sends, and warned about. A trace's requests are counted by their lengths, and those
+that cannot fit are warned about. Synthetic prompts, chat sessions and engines without
+a declared window are not checked; a server that will not count is named and its prompts go
 unchecked.
 """
 
@@ -29,6 +30,7 @@ from specload.config.scenario import Arm, Scenario
 from specload.runfiles.manifest import PromptFitEntry
 from specload.runner.health_checks import listed_models, probe
 from specload.traffic import prompt_fit
+from specload.traffic.kinds import TRACE
 from specload.traffic.prompt_sets import load_prompts
 from specload.traffic.prompts import Prompt
 
@@ -153,10 +155,23 @@ def budgets(scenario: Scenario, prompts: list[Prompt]) -> list[int]:
 
 def checked(scenario: Scenario) -> bool:
     """Whether the scenario's requests come from its prompt set (not synthetic, not
-    chat sessions), so there is a set to check."""
+    chat sessions, not a trace's), so there is a set to check."""
     kind = scenario.workload_kind
-    return not scenario.request.prompt_tokens and not kind.holds_sessions(
+    return not scenario.request.prompt_tokens and kind != TRACE and not kind.holds_sessions(
         scenario.workload.unit)
+
+
+def trace_lines(scenario: Scenario, found: Listed) -> list[str]:
+    """What a trace's lengths ask of the server's context: the requests that cannot fit
+    (the engine refuses them) named, the replay left as the trace has it."""
+    requests = scenario.trace_window.requests
+    over = [r.input_tokens + r.output_tokens for r in requests
+            if r.input_tokens + r.output_tokens > found.context]
+    if not over:
+        return [f"trace: all {len(requests)} requests fit the server's {found.words()}"]
+    return [f"warning: trace: {len(over)} of {len(requests)} requests ask for more than "
+            f"the server's {found.words()} (up to {max(over)} tokens): it will refuse "
+            "them, and they count as failures"]
 
 
 def fit_prompts(scenario: Scenario, arm: Arm, engine: str | None, base_url: str,
@@ -167,12 +182,14 @@ def fit_prompts(scenario: Scenario, arm: Arm, engine: str | None, base_url: str,
     makes it: a later one must not change the prompts after an arm ran them all."""
     entry = engines.get(engine)
     window = entry.context if entry is not None else None
-    if window is None or not checked(scenario):
+    if window is None or not (checked(scenario) or scenario.workload_kind == TRACE):
         return Checked(known)
     found = listed(listing(base_url, window, models_body, api_key, tls), window)
     if found is None:
         return Checked(known, [f"note: {base_url}{window.listed_route} lists no context "
                                "length: prompts not checked against it"])
+    if not checked(scenario):
+        return Checked(known, trace_lines(scenario, found))
     if known is not None and found.context >= known.context and found.input_limit is None:
         return Checked(known)  # what the sweep sends fits: nothing to count or load
     ids = listed_models(models_body or b"")

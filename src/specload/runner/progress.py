@@ -96,7 +96,7 @@ def rung_figures(prefix: Path, line: dict[str, Any]) -> dict[str, Any]:
     if requests.empty:
         return line
     window = Window(int(line["rung"]), int(line["users"]), float(line["measure_start"]),
-                    float(line["measure_end"]), line.get("rate"))
+                    float(line["measure_end"]), line.get("rate"), speed=line.get("speed"))
     row = measure(requests, [window]).iloc[0]
     return {**line, **{k: (v.item() if hasattr(v, "item") else v)
                        for k, v in row.items() if k in FIGURES}}
@@ -135,12 +135,13 @@ def progress_line(label: str, line: dict[str, Any], levels: Sequence[float],
     past `max_window_s` (its requests were long: `ladder.window_cap`) says so, and so
     does a rung of users (`holds_c`) whose achieved concurrency fell short of C. A load
     step (`steps`: the levels run in order, whole) is named by its place."""
-    rate = line.get("rate")
-    level = rate if rate is not None else int(line["users"])
+    rate, speed = line.get("rate"), line.get("speed")
+    level = speed if speed is not None else rate if rate is not None else int(line["users"])
     if steps:
         head = f"[{label}] step {int(line['rung']) + 1}/{len(levels)} to {level} users"
     else:
-        step = f"rate={rate:g}/s" if rate is not None else f"C={line['users']}"
+        step = (f"speed {speed:g}x ({rate:.3g}/s)" if speed is not None else
+                f"rate={rate:g}/s" if rate is not None else f"C={line['users']}")
         head = f"[{label}] rung {list(levels).index(level) + 1}/{len(levels)} {step}"
     tok_s = _number(line.get("output_tok_s"))
     if tok_s is None:

@@ -35,6 +35,7 @@ from specload.runfiles.records import (
     SERVER_METRICS_SUFFIX,
     SERVER_TRACE_NAME,
     complete_length,
+    level_column,
     rungs_path,
 )
 
@@ -68,11 +69,11 @@ def cut_partial_rows(prefix: Path) -> list[Path]:
 
 
 def finished_rungs(prefix: Path) -> list[tuple[float, float]]:
-    """Each completed rung: what it stepped (its arrival rate in an open loop, else its
-    users) and when its measure window ended (epoch s)."""
+    """Each completed rung: what it stepped (`records.level_column`) and when its measure
+    window ended (epoch s)."""
     header, rows = _read_rows(rungs_path(prefix))
-    col = "rate" if "rate" in header else "users"
-    if col not in header:
+    col = level_column(header)
+    if col is None:
         return []
     i, end = header.index(col), header.index("measure_end")
     return [(_level(r[i]), float(r[end])) for r in rows if len(r) > max(i, end) and r[i].strip()]
@@ -84,10 +85,10 @@ def drop_rungs_since(prefix: Path, t: float) -> list[float]:
     requests' rows lie in no rung's window. The levels dropped."""
     path = rungs_path(prefix)
     header, rows = _read_rows(path)
-    if "measure_end" not in header:
+    level = level_column(header)
+    if "measure_end" not in header or level is None:
         return []
-    end, col = header.index("measure_end"), header.index("rate" if "rate" in header
-                                                           else "users")
+    end, col = header.index("measure_end"), header.index(level)
     dropped = [r for r in rows if len(r) > max(end, col) and float(r[end]) >= t]
     if not dropped:
         return []
@@ -150,7 +151,7 @@ def merge_part(part_prefix: Path, main_prefix: Path, levels: Sequence[float]) ->
 
     def renumber(header: list[str], row: list[str]) -> list[str]:
         out = list(row)
-        level = _level(row[header.index("rate" if "rate" in header else "users")])
+        level = _level(row[header.index(level_column(header) or "users")])
         out[header.index("rung")] = str(list(levels).index(level))
         return out
 

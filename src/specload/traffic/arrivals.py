@@ -22,8 +22,9 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
+T = TypeVar("T")
 ArrivalKind = Literal["poisson", "gamma"]
 ARRIVAL_KINDS: tuple[str, ...] = ("poisson", "gamma")
 DEFAULT_MAX_IN_FLIGHT = 256
@@ -56,6 +57,7 @@ class RateWindow:
     warmup_start: float
     measure_start: float
     measure_end: float
+    speed: float | None = None  # a trace replay's: the trace's speed (`trace_plan.py`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,11 @@ class ArrivalPlan:
                 start += length
         return out
 
+    def arrivals(self) -> list[tuple[float, None]]:
+        """`offsets`, each with nothing more to say about it (a trace plan's say what
+        they replay)."""
+        return [(t, None) for t in self.offsets()]
+
     def as_message(self) -> dict[str, Any]:
         return {"rungs": [[r.rate, r.warmup_s, r.measure_s] for r in self.rungs],
                 "kind": self.kind, "cv": self.cv, "seed": self.seed}
@@ -118,27 +125,36 @@ def window_arrivals(rng: random.Random, rate: float, length: float, kind: Arriva
     return out
 
 
-def share(times: Sequence[float], index: int, count: int) -> list[float]:
+def share(times: Sequence[T], index: int, count: int) -> list[T]:
     """Every `count`-th arrival from position `index`: one load process's part."""
     if not 0 <= index < count:
         raise ValueError(f"share index {index} outside 0..{count - 1}")
     return list(times[index::count])
 
 
+def validate_levels(levels: Sequence[float], name: str, first: str, unit: str = ""
+                    ) -> list[str]:
+    """Every problem with a rung's levels (`name`: rate, speed), as human-readable
+    messages; `first` says what one level is, for the error of an empty list."""
+    if len(levels) == 0:
+        return [f"no {name}s: give at least {first}"]
+    problems = []
+    for i, r in enumerate(levels):
+        if isinstance(r, bool) or not isinstance(r, int | float) or not math.isfinite(r):
+            problems.append(f"{name} {i}: {r!r} is not a number")
+        elif r <= 0:
+            problems.append(f"{name} {i}: {r:g}{unit} must be more than 0")
+    if not problems:
+        problems += [f"{name} {i}: the {name}s must increase, but {levels[i]:g} follows "
+                     f"{levels[i - 1]:g}" for i in range(1, len(levels))
+                     if levels[i] <= levels[i - 1]]
+    return problems
+
+
 def validate_rates(rates: Sequence[float]) -> list[str]:
     """Every problem with a list of arrival rates, as human-readable messages."""
-    if len(rates) == 0:
-        return ["no rates: give at least one arrival rate per second, e.g. [1, 2, 5]"]
-    problems = []
-    for i, r in enumerate(rates):
-        if isinstance(r, bool) or not isinstance(r, int | float) or not math.isfinite(r):
-            problems.append(f"rate {i}: {r!r} is not a number")
-        elif r <= 0:
-            problems.append(f"rate {i}: {r:g} per second must be more than 0")
-    if not problems:
-        problems += [f"rate {i}: the rates must increase, but {rates[i]:g} follows "
-                     f"{rates[i - 1]:g}" for i in range(1, len(rates)) if rates[i] <= rates[i - 1]]
-    return problems
+    return validate_levels(rates, "rate", "one arrival rate per second, e.g. [1, 2, 5]",
+                           " per second")
 
 
 def validate_arrivals(kind: str, cv: float) -> list[str]:
@@ -168,9 +184,9 @@ def plan_rates(rates: Sequence[float], warmup_s: float, measure_s: float,
     return ArrivalPlan(rungs, kind, float(cv), seed)  # type: ignore[arg-type]
 
 
-def parse_rates(text: str) -> list[float]:
-    """Parse "0.5,1,2,5" (as given on a command line) into arrival rates."""
+def parse_levels(text: str, name: str = "rates") -> list[float]:
+    """Parse "0.5,1,2,5" (as given on a command line) into arrival rates (or speeds)."""
     try:
         return [float(x) for x in text.replace(" ", "").split(",") if x]
     except ValueError as exc:
-        raise RateError(f"rates {text!r} must be comma-separated numbers") from exc
+        raise RateError(f"{name} {text!r} must be comma-separated numbers") from exc

@@ -2,7 +2,8 @@
 
 A kind is what the clients do: closed-loop users (`users`, the default), multi-turn chat
 sessions with think time (`sessions`), open-loop arrivals at the rates of a rate
-ladder (`open`) or closed-loop users whose count jumps from step to step (`steps`). Its
+ladder (`open`), closed-loop users whose count jumps from step to step (`steps`) or a
+trace's own arrivals replayed at the speeds of a speed ladder (`trace`). Its
 `WorkloadKind` is pure data: the `workload:` keys it takes, the packaged locustfile and
 user classes the runner starts, the `Axis` its rungs step (where the scenario lists
 them, the Locust option that passes them, the summary column they become, their words
@@ -55,6 +56,13 @@ RATES = Axis(column="rate", title="arrival rate (per second, log scale)", flag="
              plan_words="rates (per second)", run_words="rates ", rung_words="rate={:g}/s",
              crossover="rate*")
 
+# a trace replay's rungs are speeds of the trace (2: its arrivals twice as close)
+SPEEDS = Axis(column="speed", title="trace speed (times the trace's own rate, log scale)",
+              flag="--speeds", whole=False, workload_key="speed",
+              levels_help="the speeds to replay the trace at, e.g. [0.5, 1, 2, 4]",
+              plan_words="trace speeds", run_words="speeds ", rung_words="speed {:g}x",
+              crossover="speed*")
+
 # a load step's rungs are its steps: the user counts in order, a count may come back
 STEPS = Axis(column="step", title="time since the first step (s)", flag="--steps",
              whole=True, workload_key="steps",
@@ -78,6 +86,7 @@ class WorkloadKind:
     checks: tuple[str, ...]  # `quality.CHECKS` names, each rung's in this order
     gives_schedule: bool  # its crossover is an engine setting in batch size
     a_run: str  # how prose names one of its runs
+    open_loop: bool = False  # arrivals on a plan: a latency speedup, the crossover a rate
     sessions: bool = False  # its users hold chat sessions
     # its rungs only mean something together (a step is measured from the one before):
     # a repeat runs them in one Locust run, never split, interleaved or resumed midway
@@ -121,7 +130,7 @@ OPEN = WorkloadKind(
     locustfile="locustfile_open.py", user_classes=("OpenLoopUser", "OpenSessionUser"),
     view="open", figures=("rate_throughput", "rate_speedup", "rate_latency", "rate_achieved"),
     checks=("failures", "rate", "client", "latency_samples_fixed_window", *_CHECKS_AROUND),
-    gives_schedule=False, a_run="an open-loop run", session_unit="sessions")
+    gives_schedule=False, a_run="an open-loop run", open_loop=True, session_unit="sessions")
 
 # closed-loop users whose count jumps: how fast each arm settles after a jump
 LOAD_STEPS = WorkloadKind(
@@ -130,7 +139,19 @@ LOAD_STEPS = WorkloadKind(
     checks=("failures", "client", *_CHECKS_AROUND), gives_schedule=False,
     a_run="a load-step run", whole_runs=True)
 
-KINDS: dict[str, WorkloadKind] = {k.name: k for k in (USERS, SESSIONS, OPEN, LOAD_STEPS)}
+# a trace replayed open-loop at each speed: arrivals, prompt and reply lengths, shared
+# prefixes as the trace has them
+TRACE = WorkloadKind(
+    name="trace", axis=SPEEDS,
+    keys=("trace", "trace_format", "speed", "start_s", "duration_s", "block_tokens",
+          "max_in_flight"),
+    locustfile="locustfile_trace.py", user_classes=("TraceReplayUser",), view="trace",
+    figures=OPEN.figures, checks=(*OPEN.checks, "schedule"), gives_schedule=False,
+    a_run="a trace replay",
+    open_loop=True)
+
+KINDS: dict[str, WorkloadKind] = {k.name: k for k in (USERS, SESSIONS, OPEN, LOAD_STEPS,
+                                                       TRACE)}
 NAMES = tuple(KINDS)
 
 

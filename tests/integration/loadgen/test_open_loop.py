@@ -9,8 +9,9 @@
   100 ms late: one CI run's 80/s window had 37 such sends, recorded so, and its
   scheduled gaps passed where the sends' did not.)
 - Starts held back are recorded as late, never dropped: by the cap when the pool is
-  too small for a slow server, by the client when its load process is starved of CPU
-  (`tests/support/cpu_burner.py`); the report says which held the rate down.
+  too small for a slow server (also when many of its users free up at once), by the
+  client when its load process is starved of CPU (`tests/support/cpu_burner.py`); the
+  report says which held the rate down.
 (A sweep of open-loop chat sessions is in tests/integration/runner/test_sweep_workloads.py.)
 """
 
@@ -95,6 +96,19 @@ def test_a_small_pool_holds_starts_back_as_late_by_the_cap(fake_stream_server,
     assert row.e2e_sched_mean_ms > 5 * row.e2e_p50_ms  # waiting counts from the schedule
     (held,) = [w for w in report.warnings if w["kind"] == "rate_held"]
     assert "the cap on requests in flight" in held["message"]
+
+
+def test_a_busy_pool_whose_users_finish_together_is_still_the_cap(fake_stream_server,
+                                                                  locust_run) -> None:
+    """Sixteen users against a server whose steps end them together: each takes the next
+    overdue arrival a moment after the others freed up, and it is still the cap's."""
+    url = fake_stream_server("--step-ms", "100")
+    run = locust_run("open.py", url, extra=rate_args("160", 2, "--max-in-flight", "16"))
+    assert run.returncode == 0, run.output[-3000:]
+    rows = run.requests()
+    late = [r for r in rows if float(r["late_ms"]) > LATE_LIMIT_MS]
+    assert len(late) > len(rows) / 2
+    assert [r for r in late if r["late_by"] != "cap"] == []
 
 
 @pytest.mark.slow

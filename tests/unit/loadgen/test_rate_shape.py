@@ -41,7 +41,7 @@ def test_the_plan_is_queued_and_each_window_written_with_its_rate(tmp_path: Path
     plan = plan_rates([2, 5], 1.0, 4.0, seed=3)
     t0 = T0 + LEAD_S
     assert ARRIVALS.remaining == len(plan.offsets()) == 2 * 5 + 5 * 5
-    assert ARRIVALS.take() == pytest.approx(t0 + plan.offsets()[0])
+    assert ARRIVALS.take() == (pytest.approx(t0 + plan.offsets()[0]), None)
     live.in_flight = 1
     ticks = []
     for t in (3, 7.1, 11, 12.2, 15, 21.5):  # drain from 11, at most 10 s
@@ -70,10 +70,10 @@ def test_a_bad_rate_ladder_stops_the_run(tmp_path: Path, caplog: pytest.LogCaptu
 def test_a_second_reset_before_the_plan_starts_keeps_the_plan(tmp_path: Path) -> None:
     shape, clock, _ = make(tmp_path)
     shape.tick()
-    first = ARRIVALS.take()
+    first = ARRIVALS.take()[0]
     shape.reset_time()  # what Locust's master does again at its first spawn
     shape.tick()
-    assert ARRIVALS.remaining == 2 * 5 + 5 * 5 - 1 and ARRIVALS.take() > first
+    assert ARRIVALS.remaining == 2 * 5 + 5 * 5 - 1 and ARRIVALS.take()[0] > first
     clock.now = T0 + 100  # long after: a new test in the web UI plans afresh
     shape.reset_time()
     shape.tick()

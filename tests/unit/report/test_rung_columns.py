@@ -51,9 +51,10 @@ def test_a_view_may_name_a_column_its_own_way() -> None:
 
 def test_each_workload_kind_has_its_table() -> None:
     assert {View(k.view) for k in KINDS.values()} == {View.USERS, View.SESSIONS, View.OPEN,
-                                                      View.STEPS}
+                                                      View.STEPS, View.TRACE}
     assert View.STEPS in views_of("settle_s") and View.USERS not in views_of("settle_s")
     assert View.OPEN in views_of("rate") and View.USERS not in views_of("rate")
+    assert View.TRACE in views_of("speed") and View.OPEN not in views_of("speed")
     # a live rung in GET /specload/live carries at least the tab's table
     assert names(View.LIVE_RUNG)[: len(names(View.LIVE))] == names(View.LIVE)
 
@@ -62,7 +63,7 @@ def test_summed_columns_are_counts() -> None:
     summed = combined_by(Combine.SUM)
     assert {"requests", "failures", "timeouts"} <= set(summed)
     assert {BY_NAME[n].unit for n in summed} <= {"requests", "connections", "workers"}
-    assert combined_by(Combine.KEY) == ("arm", "concurrency", "rate", "step")
+    assert combined_by(Combine.KEY) == ("arm", "concurrency", "rate", "speed", "step")
     assert combined_by(Combine.MEAN_SPREAD) == ("output_tok_s",)
 
 

@@ -1,0 +1,69 @@
+"""Prompts for trace requests: the trace's lengths, its shared prefixes as shared text.
+
+A trace logs lengths, never text, so the prompt of each request is written here, from
+the built-in prompt texts as `shapes.PromptBuilder` writes synthetic ones (no tokenizer,
+nothing downloaded). A Mooncake request names its prompt's blocks by hash id; every
+block id has one text, the same in every request, every arm and every load process (it
+is cut from the corpus at an offset drawn from the id and the run's seed), so two
+requests that share their first blocks share that prefix at the server, and an engine's
+prefix cache finds it as the traced one did. A block's text is `block_tokens` at the
+builder's first guess of the tokenizer's density, fixed for the run; the prompt is
+then cut (or continued with text of its own) to the length that the token model,
+calibrated on the server's `usage.prompt_tokens`, predicts for the request's
+`input_tokens`. A request without blocks (an Azure trace) gets text of its own. Each pass over the
+window (a rung's warmup, its measure window: `trace_plan.Replay`) writes its own text,
+so that only what the trace shares is shared. The
+reply's length is the trace's `output_tokens`, sent as `max_tokens` (with `ignore_eos`
+the server writes all of it). Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from specload.traffic.prompts import Prompt
+from specload.traffic.shapes import INITIAL_CHARS_PER_TOKEN, TokenModel
+from specload.traffic.trace_plan import Replay
+from specload.traffic.traces import TraceRequest
+
+CATEGORY = "trace"
+
+
+class TracePrompts:
+    """Each trace request's prompt, its blocks' text shared; calibrated by `observe`."""
+
+    def __init__(self, corpus: str, block_tokens: int, seed: int) -> None:
+        text = " ".join(corpus.split())
+        if not text:
+            raise ValueError("the text to build prompts from is empty")
+        self._text = text
+        self._seed = seed
+        self._block_chars = max(1, round(block_tokens * INITIAL_CHARS_PER_TOKEN))
+        self.model = TokenModel()
+
+    def _cut(self, key: str, chars: int) -> str:
+        """`chars` characters of the corpus from the offset `key` draws, wrapping."""
+        text = self._text
+        start = zlib.crc32(f"{self._seed}:{key}".encode()) % len(text)
+        out = []
+        while chars > 0:
+            piece = text[start:start + chars]
+            out.append(piece)
+            chars -= len(piece)
+            start = 0
+        return "".join(out)
+
+    def build(self, request: TraceRequest, replay: Replay) -> Prompt:
+        """The prompt of one arrival: `request`, the window's `replay.request`-th."""
+        chars = self.model.chars_for(request.input_tokens)
+        shared = "".join(self._cut(f"{replay.replay}: block {b}", self._block_chars)
+                         for b in request.blocks)
+        own = self._cut(f"{replay.replay}: request {replay.request}",
+                        max(0, chars - len(shared)))
+        content = (shared + own)[:chars]
+        return Prompt(({"role": "user", "content": content},), CATEGORY,
+                      request.output_tokens, len(content), replay.request)
+
+    def observe(self, chars: int, prompt_tokens: int) -> None:
+        """What the server counted for a prompt of `chars` characters."""
+        self.model.observe(float(chars), float(prompt_tokens))
