@@ -31,7 +31,10 @@ from specload.loadgen import locustfile_trace
 from specload.runfiles.records import LATE_LIMIT_MS, REQUESTS_SUFFIX, RUNGS_SUFFIX
 from specload.runner.processes import free_port
 from specload.runner.sim_launcher import SimOptions, launch
-from tests.support.trace_files import synthetic, write_mooncake
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # the trace writer lives with the tests' files
+from tests.support.trace_files import synthetic, write_mooncake  # noqa: E402
 
 TARGET_P99_MS = 5.0
 

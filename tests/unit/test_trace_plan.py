@@ -71,8 +71,14 @@ def test_prompt_lengths_follow_the_server_count_and_replies_the_trace() -> None:
     prompts = TracePrompts("the quick brown fox jumps over the lazy dog " * 300, 16, 0)
     built = prompts.build(REQUESTS[2], Replay(2, "1"))  # no blocks: text of its own
     assert built.max_tokens == 8 and built.index == 2 and built.category == "trace"
-    assert built.chars == len(built.text) == 40 * 4
-    for _ in range(30):  # a server that counts 5 characters a token and 7 of template
-        prompts.observe(built.chars, 7 + built.chars // 5)
-        built = prompts.build(REQUESTS[2], Replay(2, "1"))
-    assert abs(built.chars // 5 + 7 - 40) <= 1
+    assert built.chars == len(built.text) == 40 * 4  # the first guess: 4 characters a token
+    # a server that counts 5 characters a token and 7 tokens of template
+    short, long = prompts.probes()
+    assert len(long) > 4 * len(short) and not prompts.fitted
+    prompts.fit((7 + len(short) // 5, 7 + len(long) // 5))
+    built = prompts.build(REQUESTS[2], Replay(2, "1"))
+    assert prompts.fitted and abs(built.chars / 5 + 7 - 40) <= 1
+    # the same counts, the same prompts: another arm of the same model sends these
+    again = TracePrompts("the quick brown fox jumps over the lazy dog " * 300, 16, 0)
+    again.fit((7 + len(short) // 5, 7 + len(long) // 5))
+    assert again.build(REQUESTS[2], Replay(2, "1")) == built

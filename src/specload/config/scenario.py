@@ -858,9 +858,12 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
         if self.workload_kind.whole_runs:
             return self.workload.step_s
         if self.workload_kind == TRACE:
-            length = self.trace_window.length_s
-            return self.warmup_s + statistics.fmean(length / s for s in self.levels)
+            return statistics.fmean(self.trace_rung_s(s) for s in self.levels)
         return self.warmup_s + self.measure_s
+
+    def trace_rung_s(self, speed: float) -> float:
+        """A trace replay's rung at `speed`: its warmup, then the window at that speed."""
+        return self.warmup_s + self.trace_window.length_s / speed
 
     @functools.cached_property
     def trace_window(self) -> Trace:

@@ -93,6 +93,7 @@ class OpenLoopUser(ChatStreamUser):
         if model is None:
             gevent.sleep(IDLE_S)
             return
+        self.prepare(ctx, model)
         taken = ARRIVALS.take()
         if taken is None:
             gevent.sleep(IDLE_S)
@@ -108,6 +109,9 @@ class OpenLoopUser(ChatStreamUser):
             self.arrive(ctx, model, Tags(scheduled=due, cap_late=cap_late), replay)
         finally:
             self.free_since = wall_clock.now()
+
+    def prepare(self, ctx: ProcessState, model: str) -> None:
+        """What to do before taking an arrival (each time: cheap once done)."""
 
     def arrive(self, ctx: ProcessState, model: str, tags: Tags, replay: Any) -> None:
         """Send one arrival; `replay` is what the plan gave with it (None: a rate plan's)."""

@@ -47,7 +47,6 @@ from specload.traffic.conversations import SessionDeck
 from specload.traffic.prompt_sets import load_prompts
 from specload.traffic.prompts import Prompt, PromptOrder
 from specload.traffic.shapes import LengthSpec, PromptBuilder
-from specload.traffic.trace_prompts import CATEGORY as TRACE_CATEGORY
 from specload.traffic.trace_prompts import TracePrompts
 
 MODELS_PATH = "/v1/models"
@@ -133,12 +132,8 @@ class ProcessState:
         return replace(prompt, max_tokens=self._output_len.sample(self._lengths))
 
     def observe_prompt(self, prompt: Prompt, prompt_tokens: int | None) -> None:
-        """The server counted `prompt_tokens` for a synthetic or trace prompt: calibrate."""
-        if not (prompt.chars and prompt_tokens):
-            return
-        if self.trace_prompts is not None and prompt.category == TRACE_CATEGORY:
-            self.trace_prompts.observe(prompt.chars, prompt_tokens)
-        elif self._synthetic is not None:
+        """The server counted `prompt_tokens` for a synthetic prompt: calibrate."""
+        if self._synthetic is not None and prompt.chars and prompt_tokens:
             self._synthetic.observe(prompt.chars, prompt_tokens)
 
     def model(self, host: str) -> str:

@@ -9,7 +9,8 @@ the load. Each rung runs its warmup and measure window exactly (arrivals do not 
 for the server); as each measure window ends it is appended to the rungs file
 (`records.RATE_RUNGS_COLUMNS`, with the rung's rate) and handed to the live rungs, as
 the ladder shape does. After the last rung the users drain (at most `--drain`
-seconds), arrivals still queued are counted in the log, and the shape stops.
+seconds), arrivals still queued are counted in the log, and the shape stops. A shape
+with another plan (`trace_shape.TraceShape`) overrides `plan`, `describe` and `columns`.
 """
 
 from __future__ import annotations

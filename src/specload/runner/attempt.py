@@ -58,6 +58,7 @@ from specload.runner.resume_parts import (
 )
 from specload.runner.servers import ArmServer, ServerError, server_for
 from specload.runner.verify_arm import has_verify_arm
+from specload.traffic.kinds import TRACE
 
 if TYPE_CHECKING:
     from specload.report.render import Report
@@ -123,10 +124,13 @@ class Sweep:
 
     def remaining_s(self) -> float:
         """Planned seconds of every rung not finished yet in the selected arms."""
-        total = len(build(self.scenario, self.manifest, self.selected, finished(self)).levels())
+        levels = list(build(self.scenario, self.manifest, self.selected,
+                              finished(self)).levels())
         if self._verify_to_come():
-            total += len(self.scenario.levels) * self.scenario.repeats
-        return total * self.rung_s
+            levels += list(self.scenario.levels) * self.scenario.repeats
+        if self.scenario.workload_kind == TRACE:  # fixed in time, each speed its own length
+            return sum(self.scenario.trace_rung_s(x) for x in levels)
+        return len(levels) * self.rung_s
 
     def _verify_to_come(self) -> bool:
         """The verification arm will run after the compared arms (not by hand)."""

@@ -47,6 +47,7 @@ from specload.runner.stages.search import Search
 from specload.runner.stages.tiebreak import TieBreak
 from specload.runner.stages.verify import Verify
 from specload.runner.verify_arm import VERIFY_ARM, has_verify_arm
+from specload.traffic.kinds import TRACE
 
 # --- setup ------------------------------------------------------------------------------
 
@@ -112,6 +113,14 @@ def _sim_k(sim: SimArm) -> str:
     return f" k={sim.k or 'profile'}" if sim.spec == "on" else ""
 
 
+def _trace_words(scenario: Scenario) -> str:
+    """A trace replay's rungs: its window, replayed whole at each speed."""
+    window = scenario.trace_window
+    return (f"{scenario.warmup_s:g} s warmup + the window at each speed (its "
+            f"{len(window.requests)} requests over {window.length_s:g} s of the trace, "
+            f"{window.rate:.3g}/s at 1x), ")
+
+
 def print_plan(scenario: Scenario, mode: LoadMode, cpus: placement.CpuPlan, out: Path
                ) -> None:
     per_rep = len(scenario.levels) * scenario.nominal_rung_s
@@ -126,7 +135,8 @@ def print_plan(scenario: Scenario, mode: LoadMode, cpus: placement.CpuPlan, out:
     say(f"scenario {scenario.name}, workload {scenario.workload.kind}: {steps} "
         f"{','.join(f'{x:g}' for x in scenario.levels)}, "
         + (f"{scenario.workload.step_s:g} s each (the second half is its steady window), "
-           if scenario.workload_kind.whole_runs else
+           if scenario.workload_kind.whole_runs else _trace_words(scenario)
+           if scenario.workload_kind == TRACE else
            f"{scenario.warmup_s:g} s warmup + {scenario.measure_s:g} s measure per rung, ")
         + f"{scenario.repeats} repeat(s)"
         + (f" (up to {scenario.tiebreak_repeats} more while they disagree on the verdict)"

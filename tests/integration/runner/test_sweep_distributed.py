@@ -11,6 +11,7 @@ import yaml
 
 from specload.runner.processes import free_port
 from tests.support.sweeps import ARM_FILES, read_csv, read_manifest, run_dir_of
+from tests.support.trace_files import synthetic, write_mooncake
 
 
 def scenario(distributed: dict | None) -> dict:
@@ -85,6 +86,8 @@ def test_distributed_sweep_matches_single_process_files(tmp_path, run_sweep,
 OTHER_KINDS = {
     "sessions": {"kind": "sessions", "conversations": "builtin", "think_time": 0.2},
     "open": {"kind": "open", "rates": [5, 20], "max_in_flight": 64},
+    # the plan carries the trace's requests: the worker reads no trace file
+    "trace": {"kind": "trace", "trace": "trace.jsonl", "speed": [1, 2], "max_in_flight": 64},
 }
 
 
@@ -96,7 +99,8 @@ def test_workers_run_the_masters_workload_kind(tmp_path, run_sweep, specload_wor
     data = scenario({"workers": 1, "master_bind_host": "127.0.0.1",
                      "master_bind_port": port, "workers_wait_s": 60})
     data["workload"] = OTHER_KINDS[kind]
-    if kind == "open":
+    write_mooncake(tmp_path / "trace.jsonl", synthetic(60, rate=20.0))
+    if kind in ("open", "trace"):
         del data["ladder"]
     else:
         data["ladder"] = [2, 6]
@@ -115,3 +119,7 @@ def test_workers_run_the_masters_workload_kind(tmp_path, run_sweep, specload_wor
     else:
         # open-loop arrivals, each with its scheduled time
         assert all(r["scheduled"] for r in rows)
+    if kind == "trace":  # every request of the window at each speed, sent by the worker
+        for rung in read_csv(run_dir / "spec-on" / "locust_rungs.csv"):
+            start, end = float(rung["measure_start"]) - 1e-5, float(rung["measure_end"]) - 1e-5
+            assert sum(start <= float(r["scheduled"]) < end for r in rows) == 60

@@ -4,7 +4,7 @@ An open-loop sweep whose arrivals are whole chat sessions (`unit: sessions`): bo
 arms run every rate, the progress lines name the rates, each session's first turn is
 scheduled and its later turns follow it, and the report reads the run on the rate axis
 (achieved rate, rate*). A dry run of a sessions scenario prints the sessions locustfile
-with the think time.
+with the think time; one of a trace replay its window and the trace locustfile.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.sweeps import read_csv, run_dir_of
+from tests.support.trace_files import synthetic, write_mooncake
 
 RATES = [2, 6]
 
@@ -58,3 +59,17 @@ def test_a_sessions_dry_run_prints_the_sessions_locustfile(write_scenario, run_s
     assert "workload sessions: ladder 1,10" in result.stdout
     assert "locustfile_sessions.py" in result.stdout
     assert "--think-time lognormal:6:0.8" in result.stdout
+
+
+def test_a_trace_dry_run_prints_its_window_and_the_trace_locustfile(write_scenario, run_sweep,
+                                                                    tmp_path: Path) -> None:
+    rows = synthetic(40, rate=4.0)
+    write_mooncake(tmp_path / "t.jsonl", rows)
+    n = sum(r.t_ms < 5000 for r in rows)
+    path = write_scenario(scenario({"kind": "trace", "trace": "t.jsonl", "speed": [1, 2],
+                                    "duration_s": 5}))
+    result = run_sweep(str(path), "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert ("workload trace: trace speeds 1,2, 1 s warmup + the window at each speed (its "
+            f"{n} requests over 5 s of the trace, {n / 5:.3g}/s at 1x)") in result.stdout
+    assert "locustfile_trace.py" in result.stdout and "--trace-duration 5.0" in result.stdout
