@@ -49,14 +49,15 @@ def write_prefix(prefix: Path, reqs: Sequence[records.RequestRecord],
                  clock: Sequence[tuple[Any, ...]] | None = None,
                  events: Sequence[tuple[Any, ...]] | None = None) -> Path:
     """Write the run files of one Locust prefix; returns the prefix. Rungs with a sixth
-    value are an open-loop run's (that value is the rate)."""
+    value are an open-loop run's (that value is the rate), with a seventh a trace
+    replay's (its speed)."""
     prefix.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame([r.row() for r in reqs], columns=list(records.REQUEST_COLUMNS)).to_csv(
         f"{prefix}{records.REQUESTS_SUFFIX}", index=False)
     for rows, suffix, columns in (
-        (rungs, records.RUNGS_SUFFIX, records.RATE_RUNGS_COLUMNS
-         if rungs and len(rungs[0]) == len(records.RATE_RUNGS_COLUMNS)
-         else records.RUNGS_COLUMNS),
+        (rungs, records.RUNGS_SUFFIX,
+         next((c for c in (records.TRACE_RUNGS_COLUMNS, records.RATE_RUNGS_COLUMNS)
+               if rungs and len(rungs[0]) == len(c)), records.RUNGS_COLUMNS)),
         (server, records.SERVER_METRICS_SUFFIX, records.SERVER_METRICS_COLUMNS),
         (client, records.CLIENT_STATS_SUFFIX, records.CLIENT_STATS_COLUMNS),
         (history, records.LOCUST_HISTORY_SUFFIX, HISTORY_COLUMNS),

@@ -706,8 +706,8 @@ class Workload(_model_of(SettingsWorkload)):  # type: ignore[misc]
         if not self.trace:
             raise ValueError("kind: trace needs `trace`, the trace file to replay")
         try:
-            return load_trace(self.trace, self.trace_format).window(self.start_s,
-                                                                      self.duration_s)
+            return load_trace(self.trace, self.trace_format).window(
+                self.start_s, self.duration_s or None)
         except UserError as exc:
             raise ValueError(str(exc)) from None
 

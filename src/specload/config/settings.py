@@ -369,9 +369,9 @@ class Workload:
                          "CSV (read where the rungs are planned: the master's machine)")
     start_s: float = setting(0.0, "trace replay: where in the trace the replayed window "
                              "starts", unit="s", flag="--trace-start", ge=0)
-    duration_s: float | None = setting(None, "trace replay: the window's length in trace "
-                                       "time (default: to the trace's end)", unit="s",
-                                       flag="--trace-duration", gt=0)
+    duration_s: float = setting(0.0, "trace replay: the window's length in trace time (0: "
+                                "to the trace's end)", unit="s", flag="--trace-duration",
+                                ge=0)
     block_tokens: int = setting(MOONCAKE_BLOCK_TOKENS, "trace replay: tokens per prompt "
                                 "block a hash id names", ge=1)
 

@@ -34,7 +34,7 @@ class TraceShape(RateShape):
         if not workload.speeds:
             raise RateError("--speeds is empty: give the speeds to replay it at, e.g. 1,2,4")
         trace = load_trace(workload.trace, workload.trace_format).window(
-            workload.start_s, workload.duration_s)
+            workload.start_s, workload.duration_s or None)
         w = from_attributes(Windows, self._environment.parsed_options)
         return (plan_speeds(trace, workload.speed_list(), w.warmup_s), workload.max_in_flight,
                 w.drain_s)

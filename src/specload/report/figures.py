@@ -29,7 +29,7 @@ from specload.report.load_steps import BIN_S as STEP_BIN_S
 from specload.report.plotjs import Figure, bar, heatmap, scatter, template
 from specload.report.rate_axis import RatePair
 from specload.runfiles import accept_by_step
-from specload.traffic.kinds import LADDER, RATES, STEPS, USERS, WorkloadKind
+from specload.traffic.kinds import LADDER, RATES, SPEEDS, STEPS, USERS, WorkloadKind
 
 PALETTE = tuple(template()["layout"]["colorway"])  # plotly's own line colours
 C_AXIS = LADDER.title
@@ -79,7 +79,7 @@ def rung_ticks(fig: Figure) -> None:
 def _arm_lines(fig: Figure, summary: pd.DataFrame, column: str, label: str, unit: str,
                dash: str = "solid", suffix: str = "", x: str = "concurrency") -> None:
     arms = list(dict.fromkeys(summary["arm"]))
-    at = "rate" if x == "rate" else "C"
+    at = {"rate": "rate", "speed": "speed"}.get(x, "C")
     for arm in arms:
         part = summary[summary["arm"] == arm].sort_values(x)
         if part[column].notna().sum() == 0:
@@ -414,12 +414,21 @@ def load_steps(summary: pd.DataFrame) -> Figure:
                    x_title=STEPS.title, log_x=False)
 
 
+def _open_x(frame: pd.DataFrame) -> tuple[str, str, str]:
+    """An open loop's x axis, its column, title and name: the arrival rate, or a trace
+    replay's speed (its rate is the speed times the trace's own)."""
+    if "speed" in frame and frame["speed"].notna().any():
+        return "speed", SPEEDS.title, "trace speed"
+    return "rate", RATE_AXIS, "arrival rate"
+
+
 def rate_throughput(summary: pd.DataFrame) -> Figure:
-    """Open loop: system output tok/s vs arrival rate per arm."""
+    """Open loop: system output tok/s vs arrival rate (or trace speed) per arm."""
     fig = Figure()
-    _arm_lines(fig, summary, "output_tok_s", "system output", "tok/s", x="rate")
-    return _layout(fig, "System output throughput per arrival rate (equal while both arms "
-                   "keep up)", "output tokens/s (all requests)", x_title=RATE_AXIS)
+    x, title, per = _open_x(summary)
+    _arm_lines(fig, summary, "output_tok_s", "system output", "tok/s", x=x)
+    return _layout(fig, f"System output throughput per {per} (equal while both arms keep "
+                   "up)", "output tokens/s (all requests)", x_title=title)
 
 
 def rate_speedup(pairs: Sequence[RatePair]) -> Figure:
@@ -428,54 +437,60 @@ def rate_speedup(pairs: Sequence[RatePair]) -> Figure:
     for i, pair in enumerate(pairs):
         table, colour = pair.table, PALETTE[i % len(PALETTE)]
         name = f"{pair.on.name} / {pair.off.name}"
+        x = _open_x(table)[0]
         fig.add_trace(scatter(
-            x=table["rate"], y=table["speedup"], mode="lines+markers", name=name,
+            x=table[x], y=table["speedup"], mode="lines+markers", name=name,
             line={"color": colour},
             error_y={"type": "data", "symmetric": False,
                      "array": table["band_hi"] - table["speedup"],
                      "arrayminus": table["speedup"] - table["band_lo"]},
-            hovertemplate=f"{name}<br>rate=%{{x}}/s<br>speedup: %{{y:.3f}}×<extra></extra>"))
-        rate = pair.crossover.c_star
-        if rate is not None:  # a marker, not an annotation: those misplace on log axes
+            hovertemplate=f"{name}<br>{x}=%{{x}}<br>speedup: %{{y:.3f}}×<extra></extra>"))
+        at = pair.speed_star if x == "speed" else pair.crossover.c_star
+        if at is not None:  # a marker, not an annotation: those misplace on log axes
+            words = f"speed* = {at:.3g}" if x == "speed" else f"rate* = {at:.3g}/s"
             fig.add_trace(scatter(
-                x=[rate], y=[1.0], mode="markers+text", name=f"rate* = {rate:.3g}/s ({name})",
+                x=[at], y=[1.0], mode="markers+text", name=f"{words} ({name})",
                 marker={"color": colour, "size": 14, "symbol": "x"},
-                text=[f"rate* = {rate:.3g}/s"], textposition="top right",
-                hovertemplate="rate* = %{x:.3g}/s (interpolated in log rate)<extra></extra>"))
-            fig.add_vline(x=rate, line={"color": colour, "dash": "dot", "width": 1})
+                text=[words], textposition="top right",
+                hovertemplate=f"{words} (interpolated in log rate)<extra></extra>"))
+            fig.add_vline(x=at, line={"color": colour, "dash": "dot", "width": 1})
     fig.add_hline(y=1.0, line={"color": "black", "dash": "dash", "width": 1})
-    return _layout(fig, "Speedup of speculative decoding per arrival rate (spec-off / "
-                   "spec-on mean E2E from the schedule)", "speedup (×)", x_title=RATE_AXIS)
+    _, title, per = _open_x(pairs[0].table) if pairs else ("rate", RATE_AXIS, "arrival rate")
+    return _layout(fig, f"Speedup of speculative decoding per {per} (spec-off / spec-on "
+                   "mean E2E from the schedule)", "speedup (×)", x_title=title)
 
 
 def rate_latency(summary: pd.DataFrame) -> Figure:
     """Open loop: E2E and TTFT from the schedule (coordinated omission included) and
     TTFT from the send, vs rate."""
     fig = Figure()
-    _arm_lines(fig, summary, "e2e_sched_mean_ms", "mean E2E from schedule", "ms", x="rate",
+    x, title, per = _open_x(summary)
+    _arm_lines(fig, summary, "e2e_sched_mean_ms", "mean E2E from schedule", "ms", x=x,
                suffix=" E2E mean (from schedule)")
     _arm_lines(fig, summary, "ttft_sched_p99_ms", "TTFT p99 from schedule", "ms",
-               dash="dash", x="rate", suffix=" TTFT p99 (from schedule)")
+               dash="dash", x=x, suffix=" TTFT p99 (from schedule)")
     _arm_lines(fig, summary, "ttft_p99_ms", "TTFT p99 from send", "ms", dash="dot",
-               x="rate", suffix=" TTFT p99 (from send)")
-    fig = _layout(fig, "Latency per arrival rate, from the scheduled time and from the send",
-                  "milliseconds (log scale)", x_title=RATE_AXIS)
+               x=x, suffix=" TTFT p99 (from send)")
+    fig = _layout(fig, f"Latency per {per}, from the scheduled time and from the send",
+                  "milliseconds (log scale)", x_title=title)
     return fig.update_yaxes(type="log", rangemode="normal")
 
 
 def rate_achieved(summary: pd.DataFrame) -> Figure:
     """Open loop: achieved arrival rate and requests in flight vs the target rate."""
     fig = Figure()
-    _arm_lines(fig, summary, "achieved_rate", "achieved rate", "/s", x="rate",
+    x, title, _ = _open_x(summary)
+    _arm_lines(fig, summary, "achieved_rate", "achieved rate", "/s", x=x,
                suffix=" achieved rate")
     _arm_lines(fig, summary, "achieved_concurrency", "requests in flight", "requests",
-               dash="dash", x="rate", suffix=" in flight")
-    rates = sorted(summary["rate"].dropna().unique())
-    fig.add_trace(scatter(x=rates, y=rates, mode="lines", name="achieved = target",
-                             line={"color": "grey", "dash": "dot", "width": 1}))
+               dash="dash", x=x, suffix=" in flight")
+    targets = summary[list(dict.fromkeys([x, "rate"]))].dropna().drop_duplicates(x) \
+        .sort_values(x)
+    fig.add_trace(scatter(x=targets[x], y=targets["rate"], mode="lines",
+                          name="achieved = target", line={"color": "grey", "dash": "dot",
+                                                           "width": 1}))
     return _layout(fig, "Achieved arrival rate (below target: the cap or the client held it "
-                   "down) and requests in flight", "per second / requests",
-                   x_title=RATE_AXIS)
+                   "down) and requests in flight", "per second / requests", x_title=title)
 
 
 def envelope(found: Sequence[Envelope]) -> Figure:

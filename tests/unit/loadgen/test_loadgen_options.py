@@ -6,7 +6,7 @@ import pytest
 from locust.argument_parser import get_parser, ui_extra_args_dict
 from locust.env import Environment
 
-from specload.loadgen import plugin
+from specload.loadgen import plugin, shape, workload_options
 from specload.loadgen.options import RunOptions
 
 plugin.install()  # as a locustfile does: specload's arguments and listeners
@@ -42,6 +42,17 @@ def test_values_are_parsed() -> None:
 
 def test_all_options_are_in_the_web_ui() -> None:
     assert set(NAMES) <= set(ui_extra_args_dict([]))
+
+
+def test_every_web_ui_option_has_a_typed_default() -> None:
+    """Locust's web UI keeps a form field's text as it is where the option's default is
+    None (locust/web.py, `swarm`): a number would arrive as text. Each has a default of
+    its type instead (a trace window's length was None, and a run started from the form
+    failed at its first tick)."""
+    plugin.install(workload_options, shape)
+    fields = ui_extra_args_dict([])
+    assert {"trace", "speeds", "duration_s", "rates", "steps"} <= set(fields)
+    assert [k for k, v in fields.items() if v["default_value"] is None] == []
 
 
 def test_bare_environment_uses_defaults() -> None:

@@ -58,17 +58,20 @@ def test_a_manifest_names_the_kind_the_report_reads(tmp_path: Path, kind: str,
         kind == "sessions")
 
 
-def _open_run(tmp_path: Path) -> Path:
+def _open_run(tmp_path: Path, speeds: tuple[float, float] | None = None,
+              late_by: str = "cap") -> Path:
     """Rates 2/s and 4/s, 10 s windows. Spec-on takes 0.1 s then 0.3 s per request,
     spec-off 0.15 s then 0.2 s; at 4/s spec-off's cap holds 10 of 40 arrivals back and
-    starts 10 more late."""
+    starts 10 more late (by `late_by`). With `speeds`, a trace replay's rungs at those
+    speeds."""
     plan = {"spec-on": ((0.1, 0, 0), (0.3, 0, 0)), "spec-off": ((0.15, 0, 0), (0.2, 10, 10))}
     for arm, rungs_plan in plan.items():
         reqs, rungs = [], []
         for rung, (rate, (e2e, unsent, late)) in enumerate(zip((2.0, 4.0), rungs_plan,
                                                                strict=True)):
             w0 = T0 + 20 * rung
-            rungs.append((rung, 64, w0 - 5, w0, w0 + 10, rate))
+            rungs.append((rung, 64, w0 - 5, w0, w0 + 10, rate,
+                          *((speeds[rung],) if speeds else ())))
             n = round(rate * 10)
             for i in range(n - unsent):
                 due = w0 + i / rate
@@ -76,7 +79,7 @@ def _open_run(tmp_path: Path) -> Path:
                 s = due + lag
                 reqs.append(request(s, [s + e2e / 2, s + e2e], [1, 9], rid=f"{arm}{rung}{i}",
                                     scheduled=due, late_ms=lag * 1e3,
-                                    late_by="cap" if lag else ""))
+                                    late_by=late_by if lag else ""))
         write_prefix(tmp_path / arm / "locust", reqs, rungs=rungs)
     return tmp_path
 
@@ -107,3 +110,37 @@ def test_open_loop_report_reads_rates_late_starts_and_rate_star(tmp_path: Path) 
         render._table(report).columns)
     page = render.write(report).read_text()
     assert "Crossover rate*" in page and "Speedup of speculative decoding per arrival" in page
+
+
+def test_a_trace_replay_reads_its_crossover_in_speed(tmp_path: Path) -> None:
+    run = _open_run(tmp_path, speeds=(1.0, 2.0))  # the trace's own rate: 2/s
+    make.write_manifest(run, [make.arm_entry("spec-on", "spec_on"),
+                              make.arm_entry("spec-off", "spec_off")], workload={"kind": "trace"})
+    report = render.build(run)
+    assert report.workload == "trace"
+    (pair,) = report.rate_pairs
+    assert list(pair.table["speed"]) == [1.0, 2.0] and pair.per_speed == 2.0
+    assert pair.speed_star == pytest.approx(pair.crossover.c_star / 2)
+    assert pair.speed_interval is not None and pair.speed_interval.name == "speed*"
+    (line,) = render._crossover_lines(report)[:1]
+    assert line.startswith("spec-on vs spec-off (trace replay")
+    assert f"speculation pays up to {pair.speed_star:.2g}x this trace's rate" in line
+    assert "between speeds 1x and 2x" in line and "95% interval" in line
+    table = render._table(report)
+    assert list(table.columns[:3]) == ["arm", "speed", "rate/s"] and "late p99 ms" in table
+    page = render.write(report).read_text()
+    assert "Crossover speed*" in page and "Speedup of speculative decoding per trace" in page
+    assert "speed* = " in page
+
+
+@pytest.mark.parametrize("late_by, warned", [("cap", False), ("client", True)])
+def test_a_trace_replay_behind_its_schedule_is_warned_about(tmp_path: Path, late_by: str,
+                                                            warned: bool) -> None:
+    run = _open_run(tmp_path, speeds=(1.0, 2.0), late_by=late_by)
+    make.write_manifest(run, [make.arm_entry("spec-on", "spec_on"),
+                              make.arm_entry("spec-off", "spec_off")], workload={"kind": "trace"})
+    found = [w for w in render.build(run).warnings if w["kind"] == "schedule_late"]
+    assert bool(found) is warned
+    if warned:  # 10 of 30 arrivals 50 ms late, none held by the cap
+        (w,) = found
+        assert w["speed"] == 2.0 and "started up to 50.0 ms after their scheduled" in w["message"]
