@@ -137,7 +137,7 @@ def test_a_mooncake_trace_replayed_at_three_speeds(write_scenario, run_sweep, tm
 def test_an_azure_trace_on_two_processes_and_a_line_broken_later(
         write_scenario, run_sweep, tmp_path: Path) -> None:
     trace = write_azure(tmp_path / "AzureLLMInferenceTrace_code.csv",
-                        synthetic(800, rate=50.0, seed=2))
+                        synthetic(400, rate=50.0, seed=2))
     path = write_scenario(scenario(trace, capped_profile(tmp_path), processes=2))
     result = run_sweep(str(path), "--out", str(tmp_path / "out"), timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
