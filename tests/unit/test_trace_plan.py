@@ -19,8 +19,9 @@ TRACE = Trace("t.jsonl", "mooncake", REQUESTS, 4.0)
 
 def test_every_speed_replays_the_whole_window_after_a_warmup() -> None:
     plan = plan_speeds(TRACE, [1, 2], warmup_s=1.5)
-    assert [(r.speed, r.warmup_s, r.measure_s) for r in plan.rungs] == [(1, 1.5, 4.0),
-                                                                        (2, 1.5, 2.0)]
+    assert plan.speeds == (1, 2)
+    assert [(r.rate, r.warmup_s, r.measure_s) for r in plan.rungs] == [(1, 1.5, 4.0),
+                                                                       (2, 1.5, 2.0)]
     got = plan.arrivals()
     # speed 1: warmup replays what falls in its first 1.5 s (0 and 1 s); then the window
     # speed 2 (from 1.5 + 4 = 5.5 s): warmup 0, 0.5, 1.25 s; then the window at 7 s

@@ -43,5 +43,5 @@ class TraceShape(RateShape):
         assert isinstance(plan, TracePlan)
         trace = plan.trace
         return (f"{trace.source} ({trace.format}): {len(trace.requests)} requests over "
-                f"{trace.length_s:.0f} s at speeds {','.join(f'{r.speed:g}' for r in plan.rungs)}"
+                f"{trace.length_s:.0f} s at speeds {','.join(f'{x:g}' for x in plan.speeds)}"
                 f", {plan.rungs[0].warmup_s:.0f} s warmup each")

@@ -161,6 +161,17 @@ class Built:
     chars: int
 
 
+def wrapped_cut(text: str, start: int, chars: int) -> str:
+    """`chars` characters of `text` from `start`, going on from its beginning at its end."""
+    out = []
+    while chars > 0:
+        piece = text[start:start + chars]
+        out.append(piece)
+        chars -= len(piece)
+        start = 0
+    return "".join(out)
+
+
 class PromptBuilder:
     """Prompts of a target length cut from `corpus`, calibrated by `observe`."""
 
@@ -175,14 +186,7 @@ class PromptBuilder:
                         if shared_prefix_tokens else "")
 
     def _cut(self, start: int, chars: int) -> str:
-        text = self._text
-        out = []
-        while chars > 0:
-            piece = text[start:start + chars]
-            out.append(piece)
-            chars -= len(piece)
-            start = 0
-        return "".join(out)
+        return wrapped_cut(self._text, start, chars)
 
     def build(self, target_tokens: int) -> Built:
         """A prompt meant to count `target_tokens` at the server (prefix included)."""

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from specload.traffic.arrivals import RateError, RateWindow, validate_levels
+from specload.traffic.arrivals import RateError, RateRung, RateWindow, validate_levels
 from specload.traffic.traces import Trace, TraceRequest
 
 
@@ -35,41 +35,25 @@ class Replay(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
-class SpeedRung:
-    """One rung: the speed, its warmup and its measure window (the trace's window at that
-    speed), in seconds."""
-
-    index: int
-    speed: float
-    warmup_s: float
-    measure_s: float
-
-    @property
-    def length(self) -> float:
-        return self.warmup_s + self.measure_s
-
-
-@dataclass(frozen=True, slots=True)
 class TracePlan:
-    """The window of the trace a run replays and the speeds it replays it at."""
+    """The window of the trace a run replays and the speeds it replays it at: a rung per
+    speed, its rate the window's requests over its measure window (the window's length
+    over the speed)."""
 
     trace: Trace
-    rungs: tuple[SpeedRung, ...]
+    rungs: tuple[RateRung, ...]
+    speeds: tuple[float, ...]
 
     @property
     def duration(self) -> float:
         return sum(r.length for r in self.rungs)
 
-    def rate(self, rung: SpeedRung) -> float:
-        """The planned arrivals per second of a rung's measure window."""
-        return len(self.trace.requests) / rung.measure_s
-
     def windows(self, t0: float) -> list[RateWindow]:
         """Each rung's windows for a plan that starts at `t0` (epoch seconds)."""
         out, start = [], t0
-        for r in self.rungs:
-            out.append(RateWindow(r.index, self.rate(r), start, start + r.warmup_s,
-                                  start + r.length, r.speed))
+        for r, speed in zip(self.rungs, self.speeds, strict=True):
+            out.append(RateWindow(r.index, r.rate, start, start + r.warmup_s,
+                                  start + r.length, speed))
             start += r.length
         return out
 
@@ -78,12 +62,12 @@ class TracePlan:
         out: list[tuple[float, Replay]] = []
         start = 0.0
         requests = self.trace.requests
-        for r in self.rungs:
-            warm, measure = f"{r.speed:g} warmup", f"{r.speed:g}"
-            out += [(start + q.t_s / r.speed, Replay(i, warm)) for i, q in enumerate(requests)
-                    if q.t_s / r.speed < r.warmup_s]
+        for r, speed in zip(self.rungs, self.speeds, strict=True):
+            warm, measure = f"{speed:g} warmup", f"{speed:g}"
+            out += [(start + q.t_s / speed, Replay(i, warm)) for i, q in enumerate(requests)
+                    if q.t_s / speed < r.warmup_s]
             start += r.warmup_s
-            out += [(start + q.t_s / r.speed, Replay(i, measure))
+            out += [(start + q.t_s / speed, Replay(i, measure))
                     for i, q in enumerate(requests)]
             start += r.measure_s
         return out
@@ -92,7 +76,8 @@ class TracePlan:
         t = self.trace
         return {"source": t.source, "format": t.format, "length_s": t.length_s,
                 "requests": [q.as_row() for q in t.requests],
-                "rungs": [[r.speed, r.warmup_s] for r in self.rungs]}
+                "rungs": [[speed, r.warmup_s] for r, speed in zip(self.rungs, self.speeds,
+                                                                   strict=True)]}
 
     @classmethod
     def from_message(cls, data: dict[str, Any]) -> TracePlan:
@@ -116,5 +101,7 @@ def plan_speeds(trace: Trace, speeds: Sequence[float], warmup_s: float) -> Trace
         problems.append(f"warmup window {warmup_s!r} s must be 0 or more")
     if problems:
         raise RateError("; ".join(problems))
-    return TracePlan(trace, tuple(SpeedRung(i, float(s), float(warmup_s), trace.length_s / s)
-                                  for i, s in enumerate(speeds)))
+    n = len(trace.requests)
+    return TracePlan(trace, tuple(RateRung(i, n * s / trace.length_s, float(warmup_s),
+                                           trace.length_s / s) for i, s in enumerate(speeds)),
+                     tuple(float(s) for s in speeds))

@@ -24,7 +24,7 @@ from __future__ import annotations
 import zlib
 
 from specload.traffic.prompts import Prompt
-from specload.traffic.shapes import INITIAL_CHARS_PER_TOKEN, TokenModel
+from specload.traffic.shapes import INITIAL_CHARS_PER_TOKEN, TokenModel, wrapped_cut
 from specload.traffic.trace_plan import Replay
 from specload.traffic.traces import TraceRequest
 
@@ -47,15 +47,8 @@ class TracePrompts:
 
     def _cut(self, key: str, chars: int) -> str:
         """`chars` characters of the corpus from the offset `key` draws, wrapping."""
-        text = self._text
-        start = zlib.crc32(f"{self._seed}:{key}".encode()) % len(text)
-        out = []
-        while chars > 0:
-            piece = text[start:start + chars]
-            out.append(piece)
-            chars -= len(piece)
-            start = 0
-        return "".join(out)
+        start = zlib.crc32(f"{self._seed}:{key}".encode()) % len(self._text)
+        return wrapped_cut(self._text, start, chars)
 
     def build(self, request: TraceRequest, replay: Replay) -> Prompt:
         """The prompt of one arrival: `request`, the window's `replay.request`-th."""
