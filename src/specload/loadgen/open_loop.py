@@ -8,11 +8,14 @@ the processes): each takes the next arrival, sleeps until it is due and sends, w
 scheduled time in its record, so latency can be measured from the schedule as well as
 from the send. No start is ever dropped: an arrival due while every user of the pool is
 sending an earlier one waits for the first one free and is recorded as late because of
-the cap (`late_by = cap`); any other late start is the client's (`late_by = client`:
-the process woke late, short of CPU, or had not spawned its pool yet). Sends skip the
-start gate: the schedule, not an idle event loop, decides when a request goes. With
-`--arrival-unit sessions` an arrival is a whole chat session (`OpenSessionUser`): its
-turns follow one another with think times, and the pool caps sessions, not requests.
+the cap (`late_by = cap`: the user that took it was still busy when it fell due); any
+other late start is the client's (`late_by = client`: the process woke late, short of
+CPU, or had not spawned its pool yet). A trace replay's arrivals each say which request
+they replay (`trace_replay.py`), whose users prepare before taking one (`prepare`).
+Sends skip the start gate: the schedule, not an idle event loop, decides when a request
+goes. With `--arrival-unit sessions` an arrival is a whole chat session
+(`OpenSessionUser`): its turns follow one another with think times, and the pool caps
+sessions, not requests.
 """
 
 from __future__ import annotations
