@@ -5,6 +5,7 @@ in a one-line error."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -116,3 +117,12 @@ def test_simultaneous_arrivals_have_a_rate(tmp_path: Path) -> None:
                                         "output_length": 2}) + "\n" for _ in range(3)))
     trace = load_trace(str(path))
     assert isinstance(trace, Trace) and trace.length_s == 1.0 and trace.rate == 3.0
+
+
+def test_a_file_is_parsed_once_while_it_stays_as_it_is(tmp_path: Path) -> None:
+    path = write_mooncake(tmp_path / "t.jsonl", ROWS)
+    first = load_trace(str(path))
+    assert load_trace(str(path)) is first  # the scenario, the runner and the shape ask
+    write_mooncake(path, [ROWS[0], ROWS[1], Row(ROWS[2].t_ms, 513, 3, (10,))])
+    os.utime(path, ns=(1, 1))  # a rewrite of the same size: its time tells
+    assert load_trace(str(path)).requests[2].input_tokens == 513

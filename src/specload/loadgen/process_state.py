@@ -147,13 +147,17 @@ class ProcessState:
                 self._model = self._fetch_models(host)[0]
         return self._model
 
-    def _fetch_models(self, host: str) -> list[str]:
+    def url_tls(self, host: str) -> ssl.SSLContext | None:
+        """The TLS context for urllib calls to `host` (None for plain HTTP)."""
         opts = self.opts
         # building a TLS context loads the trust store, which holds the event loop for
         # tens of ms: only for HTTPS, and once per process
-        tls = (plain_tls_context(opts.ca_bundle or None, opts.insecure)
-               if host.lower().startswith("https:") else None)
-        return fetch_models(host, self.auth_headers, opts.request_timeout_s, tls)
+        return (plain_tls_context(opts.ca_bundle or None, opts.insecure)
+                if host.lower().startswith("https:") else None)
+
+    def _fetch_models(self, host: str) -> list[str]:
+        return fetch_models(host, self.auth_headers, self.opts.request_timeout_s,
+                            self.url_tls(host))
 
     def _check_model(self, host: str) -> None:
         """Warn (once) when the server does not list the requested model."""

@@ -23,7 +23,7 @@ import orjson
 from gevent.lock import Semaphore
 
 from specload.loadgen.open_loop import ARRIVALS, OpenLoopUser
-from specload.loadgen.process_state import EXTENSIONS, ProcessState, plain_tls_context
+from specload.loadgen.process_state import EXTENSIONS, ProcessState
 from specload.loadgen.users import Tags
 from specload.loadgen.workload_options import WorkloadOptions
 from specload.traffic import request_body
@@ -50,11 +50,9 @@ def prompt_tokens(host: str, ctx: ProcessState, model: str, text: str) -> int:
     request = urllib.request.Request(
         host.rstrip("/") + CHAT_PATH, data=orjson.dumps(body),
         headers={**ctx.auth_headers, "Content-Type": "application/json"})
-    tls = (plain_tls_context(opts.ca_bundle or None, opts.insecure)
-           if host.lower().startswith("https:") else None)
     try:
         with urllib.request.urlopen(request, timeout=opts.request_timeout_s,
-                                    context=tls) as resp:
+                                    context=ctx.url_tls(host)) as resp:
             got: Any = orjson.loads(resp.read())
     except urllib.error.HTTPError as exc:
         raise ProbeError(f"HTTP {exc.code}") from exc

@@ -21,6 +21,7 @@ for reading the file.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
@@ -203,16 +204,29 @@ def detect(path: Path, text: str) -> str:
 
 
 def load_trace(path: str, fmt: str = AUTO) -> Trace:
-    """The trace at `path` in format `fmt` (`auto`: as detected), its times from 0."""
+    """The trace at `path` in format `fmt` (`auto`: as detected), its times from 0. A file
+    is parsed once while it stays as it is (the scenario's checks, the runner's plan line
+    and context check and the load shape all ask for it); a changed one is read again."""
     if fmt not in NAMES:
         raise TraceError(f"trace format {fmt!r}: one of {', '.join(NAMES)}")
+    try:
+        st = Path(path).stat()
+    except OSError as exc:
+        raise TraceError(f"trace file {path}: {exc.strerror or exc}") from None
+    return _parsed(path, fmt, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(path: str, fmt: str, _mtime_ns: int, _size: int) -> Trace:
+    """`load_trace`'s work, for one version of the file (its time and size in the key)."""
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise TraceError(f"trace file {path}: {reason}") from None
-    found = FORMATS[detect(file, text) if fmt == AUTO else fmt].parse(path, text)
+    name = detect(file, text) if fmt == AUTO else fmt
+    found = FORMATS[name].parse(path, text)
     if not found:
         raise TraceError(f"{path}: no requests in the trace")
     found.sort(key=lambda item: item[0])  # stable: equal times keep the file's order
@@ -221,4 +235,4 @@ def load_trace(path: str, fmt: str = AUTO) -> Trace:
                      for t, r in found)
     span = requests[-1].t_s
     gap = span / (len(requests) - 1) if span > 0 else 1.0
-    return Trace(path, fmt if fmt != AUTO else detect(file, text), requests, span + gap)
+    return Trace(path, name, requests, span + gap)
