@@ -106,6 +106,7 @@ def test_the_flavours_meet_a_context_as_the_real_engines_do(flavor: str, engine:
     assert seen["one_over"] == CONTEXT - context_probe.MAX_TOKENS + 1
 
 
+@pytest.mark.slow  # three sweeps: out of the default tier's heaviest module
 def test_prompts_are_not_changed_after_an_arm_ran_them_all(tmp_path: Path, write_scenario,
                                                            run_sweep) -> None:
     """The first arm's server (Ollama's flavour) cannot be checked: it ran every prompt,
