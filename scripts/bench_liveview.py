@@ -10,7 +10,9 @@ the case where the web UI shares the users' event loop. Each repeat runs three m
    (the index page once, then GET /stats/requests every 2 s);
 3. `tokens-tab`: the web UI, polled as a browser showing the Tokens tab does (the index
    page, its script and plotly.js once, then /stats/requests and /specload/live every
-   2 s), while the tab's child process computes the figures.
+   2 s), while the tab's child process computes the figures;
+4. `metrics`: headless with `--metrics-port`, scraped once a second as Prometheus does
+   (`loadgen/prom_export.py` counts the rows on the users' loop).
 
 Per run, over the measure windows, from the load process's `_client_stats.csv`: the
 median and worst per-second event-loop lag p99, the share of lag-probe wake-ups later
@@ -46,14 +48,18 @@ from specload.runner.processes import free_port
 from specload.runner.sim_launcher import SimOptions, launch
 
 REPO = Path(__file__).resolve().parents[1]
-MODES = ("headless", "stats-tab", "tokens-tab")
-POLL_S = 2.0  # Locust's web UI and the Tokens tab both refresh every 2 s
+MODES = ("headless", "stats-tab", "tokens-tab", "metrics")
+# Locust's web UI and the Tokens tab both refresh every 2 s; a Prometheus scrapes a sweep
+# once a second (docs/distributed.md)
+POLL_S = {"stats-tab": 2.0, "tokens-tab": 2.0, "metrics": 1.0}
 ONCE = {"stats-tab": ["/"],
-        "tokens-tab": ["/", "/specload/tokens_tab.js", "/specload/plotly.min.js"]}
+        "tokens-tab": ["/", "/specload/tokens_tab.js", "/specload/plotly.min.js"],
+        "metrics": ["/metrics"]}
 EVERY = {"stats-tab": ["/stats/requests"],
-         "tokens-tab": ["/stats/requests", "/specload/live"]}
+         "tokens-tab": ["/stats/requests", "/specload/live"], "metrics": ["/metrics"]}
 # Where a blocked greenlet's stack was, by the files in it (first match wins).
 BLOCKED_IN = {"blocked_in_tab": ("tokens_tab.py",),
+              "blocked_in_export": ("prom_export.py", "prometheus_client"),
               "blocked_in_web_ui": ("locust/web.py", "/flask/", "pywsgi.py"),
               "blocked_elsewhere": ()}
 
@@ -73,7 +79,7 @@ def poll(base: str, mode: str, stop: threading.Event) -> None:
             return
     for path in ONCE[mode][1:]:
         get(path)
-    while not stop.wait(POLL_S):
+    while not stop.wait(POLL_S[mode]):
         for path in EVERY[mode]:
             get(path)
 
@@ -95,6 +101,7 @@ def run(mode: str, sim_url: str, prefix: Path, args: argparse.Namespace) -> dict
            "--warmup", str(args.warmup), "--measure", str(args.measure),
            "--max-tokens", str(args.max_tokens), "--ignore-eos", "--only-summary"]
     cmd += (["--headless"] if mode == "headless" else
+            ["--headless", "--metrics-port", str(port)] if mode == "metrics" else
             ["--autostart", "--autoquit", "1", "--web-port", str(port)])
     env = {**os.environ, "GEVENT_MONITOR_THREAD_ENABLE": "true",
            "GEVENT_MAX_BLOCKING_TIME": str(args.blocking_ms / 1000)}
@@ -171,15 +178,16 @@ def main() -> int:
           f"late = share of probe wake-ups more than {CLIENT_LAG_LIMIT_MS:g} ms late; "
           f"blocked = gevent's reports of the loop held > {args.blocking_ms:g} ms, by where")
     print(f"{'mode':12s} {'lag p99 median':>15s} {'lag p99 worst':>14s} {'late':>7s} "
-          f"{'CPU %':>6s} {'child CPU s':>12s} {'blocked: tab':>13s} {'web UI':>7s} "
-          f"{'elsewhere':>10s}")
+          f"{'CPU %':>6s} {'child CPU s':>12s} {'blocked: tab':>13s} {'export':>7s} "
+          f"{'web UI':>7s} {'elsewhere':>10s}")
     for mode, runs in results.items():
         mean = {k: statistics.fmean(r[k] for r in runs) for k in runs[0]}
         total = {k: sum(r[k] for r in runs) for k in BLOCKED_IN}
         print(f"{mode:12s} {mean['lag_p99_median_ms']:13.2f}ms "
               f"{max(r['lag_p99_max_ms'] for r in runs):12.1f}ms {100 * mean['late_share']:6.2f}% "
               f"{mean['cpu_mean']:6.1f} {mean['child_cpu_s']:12.1f} "
-              f"{total['blocked_in_tab']:13.0f} {total['blocked_in_web_ui']:7.0f} "
+              f"{total['blocked_in_tab']:13.0f} {total['blocked_in_export']:7.0f} "
+              f"{total['blocked_in_web_ui']:7.0f} "
               f"{total['blocked_elsewhere']:10.0f}")
     print(f"files in {folder}")
     return 0

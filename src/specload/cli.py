@@ -142,6 +142,11 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", default=None, metavar="RUN_DIR",
                    help="complete an interrupted run folder")
     p.add_argument("--dry-run", action="store_true", help="validate and print the plan")
+    p.add_argument("--metrics-port", type=int, default=None, metavar="PORT",
+                   help="serve the live figures for Prometheus at /metrics on PORT "
+                        "(0: any free port, printed)")
+    p.add_argument("--metrics-host", default="127.0.0.1",
+                   help="the address --metrics-port listens on")
     p.set_defaults(func=_run_sweep)
 
 

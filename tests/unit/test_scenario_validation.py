@@ -94,6 +94,17 @@ INVALID = [
      ["slo.ttft_p99_ms: must be more than 0, got 0"]),
     ("misspelt slo key", "name: x\nslo: {ttft_ms: 500}\n" + ARMS_TAIL,
      ["slo.ttft_ms: unknown key"]),
+    ("two metrics sources", "name: x\narms:\n  - name: a\n    url: http://h:1\n"
+     "    metrics_url: http://h:1/metrics\n    prometheus: {url: 'http://p:9090'}\n",
+     ["arms[0]: metrics_url and prometheus both say where its series are: give one"]),
+    ("a replica's bad metrics URL", "name: x\narms:\n  - name: a\n    url: http://h:1\n"
+     "    metrics_url: [http://r0:8000/metrics, r1:8000/metrics]\n",
+     ["arms[0].metrics_url: 'r1:8000/metrics' is not an http(s) URL"]),
+    ("no metrics URL in a list", "name: x\narms:\n  - name: a\n    url: http://h:1\n"
+     "    metrics_url: []\n", ["arms[0]: metrics_url: an empty list"]),
+    ("Prometheus without its URL", "name: x\narms:\n  - name: a\n    url: http://h:1\n"
+     "    prometheus: {selector: 'job=\"vllm\"'}\n",
+     ["arms[0].prometheus.url: required key is missing"]),
 ]
 
 
@@ -187,3 +198,16 @@ def test_engine_and_slo_keys(tmp_path: Path) -> None:
 def test_ladder_may_be_a_comma_string(tmp_path: Path) -> None:
     sc = load_scenario(write(tmp_path, "name: x\nladder: '1, 4,9'\n" + ARMS_TAIL))
     assert sc.ladder == [1, 4, 9]
+
+
+def test_an_arm_names_its_replicas_metrics_or_a_prometheus(tmp_path: Path) -> None:
+    text = ("name: x\narms:\n  - name: a\n    url: http://h:1\n"
+            "    metrics_url: [http://r0:8000/metrics/, http://r1:8000/metrics]\n"
+            "  - name: b\n    url: http://h:1\n"
+            "    prometheus: {url: 'http://p:9090/', selector: 'job=\"vllm\"'}\n"
+            "  - name: c\n    url: http://h:1\n    metrics_url: http://h:1/m\n")
+    a, b, c = load_scenario(write(tmp_path, text)).arms
+    assert a.metrics_urls == ["http://r0:8000/metrics", "http://r1:8000/metrics"]
+    assert b.prometheus is not None and b.prometheus.url == "http://p:9090"
+    assert b.prometheus.selector == 'job="vllm"' and b.metrics_urls == []
+    assert c.metrics_urls == ["http://h:1/m"]

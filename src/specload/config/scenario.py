@@ -428,6 +428,16 @@ class CommandArm(_Strict):
     )
 
 
+class PrometheusSource(_Strict):
+    """A Prometheus server that scrapes an arm's replicas, and which series are theirs."""
+
+    url: str = Field(description="the Prometheus server (its HTTP API: `/api/v1/query`)")
+    selector: str = Field("", description=(
+        "label matchers of the engine's series, e.g. `job=\"vllm\"` (default: every "
+        "series of the engines' names)"))
+    _url = field_validator("url")(_check_url)
+
+
 class Arm(_Strict):
     """One server under test; exactly one of `sim`, `command`, `url`."""
 
@@ -453,8 +463,11 @@ class Arm(_Strict):
         "the engine it serves (`specload engines`; default: from the start command or "
         "the sim flavour)"))
     _engine = field_validator("engine")(lambda v: _registered(v, engines.ids()))
-    metrics_url: str | None = Field(None, description=(
-        "its Prometheus exposition (default: `/metrics` of its URL)"))
+    metrics_url: str | list[str] | None = Field(None, description=(
+        "its Prometheus exposition (default: `/metrics` of its URL); a list: one per "
+        "replica behind its URL, their series combined"))
+    prometheus: PrometheusSource | None = Field(None, description=(
+        "read its engine's series from a Prometheus server instead (`url`, `selector`)"))
     ready_url: str | None = Field(None, description=(
         "polled until it answers 2xx (default: `/health`, then `/v1/models`)"))
     stall_after_s: float = Field(180.0, gt=0, description=(
@@ -462,11 +475,30 @@ class Arm(_Strict):
         "and does not answer its health route, has stalled: the rung ends so"))
 
     _spec_word = field_validator("spec", mode="before")(_yaml_bool_to_spec)
-    _urls = field_validator("url", "metrics_url", "ready_url")(
+    _urls = field_validator("url", "ready_url")(
         lambda v: None if v is None else _check_url(v)
     )
+    _metrics_urls = field_validator("metrics_url")(
+        lambda v: [_check_url(u) for u in v] if isinstance(v, list) else
+        None if v is None else _check_url(v))
 
     _name = field_validator("name")(lambda v: _folder_name(v, "arm name"))
+
+    @property
+    def metrics_urls(self) -> list[str]:
+        """The /metrics URLs given (none: its URL's own)."""
+        return [self.metrics_url] if isinstance(self.metrics_url, str) else \
+            list(self.metrics_url or [])
+
+    @model_validator(mode="after")
+    def _one_metrics_source(self) -> Arm:
+        if self.prometheus is not None and self.metrics_url is not None:
+            raise ValueError("metrics_url and prometheus both say where its series are: "
+                             "give one")
+        if isinstance(self.metrics_url, list) and not self.metrics_url:
+            raise ValueError("metrics_url: an empty list (leave it out for `/metrics` of "
+                             "its URL)")
+        return self
 
     @model_validator(mode="after")
     def _k_list_fits(self) -> Arm:
@@ -1079,6 +1111,7 @@ def keys_reference() -> str:
     sections: tuple[tuple[str, type[BaseModel], set[str]], ...] = (
         ("The scenario's top level", Scenario, windows), ("Arms: each of `arms:`", Arm, set()),
         ("Command arms: an arm's `command:`", CommandArm, set()),
+        ("An arm's series from Prometheus: its `prometheus:`", PrometheusSource, set()),
         ("Placement: `placement:`", Placement, set()),
         ("Distributed: `distributed:`", Distributed, set()), ("SLO: `slo:`", Slo, set()))
     out: list[str] = []

@@ -1,15 +1,15 @@
 """Every request and load setting, declared once: its name, type, default, help and unit.
 
-A setting is a field of `Request`, `Windows`, `Workload` or `Simulator`, made with
-`setting()`. Its
-name is the scenario key (`request.max_tokens`, `warmup_s`, `workload.think_time`) and
-the Locust option's destination; the option is `--` and the name with dashes unless
-the setting gives its own `flag`. Everything else is derived from these fields: the
-scenario's pydantic models (`config/scenario.py`), the Locust options that the command line,
-`--help` and the web UI's form show (`loadgen/options.py`), the runner's `locust`
-command line (`to_args`) and the checks the load generator runs on what it was given
-(`problems`, every problem at once, with the rules that tie two settings together,
-`joint_problems`). Pure: neither Locust nor pydantic is imported.
+A setting is a field of `Request`, `Windows`, `Workload`, `Simulator` or `Export`, made
+with `setting()`. Its name is the scenario key (`request.max_tokens`, `warmup_s`,
+`workload.think_time`) and the Locust option's destination; the option is `--` and the
+name with dashes unless the setting gives its own `flag`. Everything else is derived
+from these fields: the scenario's pydantic models (`config/scenario.py`), the Locust
+options that the command line, `--help` and the web UI's form show
+(`loadgen/options.py`), the runner's `locust` command line (`to_args`) and the checks
+the load generator runs on what it was given (`problems`, every problem at once, with
+the rules that tie two settings together, `joint_problems`).
+Pure: neither Locust nor pydantic is imported.
 """
 
 from __future__ import annotations
@@ -429,8 +429,25 @@ class Simulator:
         choices=("none", "summary", "detailed"))
 
 
+@dataclass(frozen=True, slots=True)
+class Export:
+    """Where a Locust run serves its live figures for Prometheus, and their labels (the
+    sweep sets these for each run it starts and serves them all on its own port)."""
+
+    metrics_port: int = setting(0, "serve the live figures at /metrics on this port "
+                                "(0: only the web UI's own /metrics, when it runs)",
+                                scenario=False, ge=0, le=65535)
+    metrics_host: str = setting("127.0.0.1", "the address --metrics-port listens on",
+                                scenario=False)
+    run_label: str = setting("", "the `run` label of every series (default: none)",
+                             scenario=False)
+    arm_label: str = setting("", "the `arm` label of every series (default: --host)",
+                             scenario=False)
+
+
 # The reference's sections: where in a scenario each class's keys go.
 SECTIONS: tuple[tuple[str, type], ...] = (
     ("Requests: `request:`", Request), ("Rung windows: the scenario's top level", Windows),
     ("Crossover search: `search:` with `ladder: auto`", Search),
-    ("Workload: `workload:`", Workload), ("Simulated servers: an arm's `sim:`", Simulator))
+    ("Workload: `workload:`", Workload), ("Simulated servers: an arm's `sim:`", Simulator),
+    ("Live figures for Prometheus: `locust` options", Export))

@@ -83,6 +83,24 @@ class Position:
 
 
 @dataclass(frozen=True, slots=True)
+class Where:
+    """The rung a run is in, as live figures label it: its level on the workload's axis
+    (users, arrivals per second, a trace's speed; None in the drain) and its phase."""
+
+    level: float | None
+    phase: Phase
+
+    @property
+    def label(self) -> str:
+        return level_label(self.level)
+
+
+def level_label(level: float | None) -> str:
+    """A rung as live figures label it: its level as the axis writes it, or `drain`."""
+    return "drain" if level is None else f"{level:g}"
+
+
+@dataclass(frozen=True, slots=True)
 class Rung:
     """A finished rung as it really ran (epoch seconds), as the rungs file records it."""
 

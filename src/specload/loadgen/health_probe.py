@@ -58,6 +58,8 @@ class ClientProbe:
         self._process = psutil.Process()
         self._greenlet: gevent.Greenlet | None = None
         self._chunks = IN_FLIGHT.chunks
+        self._tokens = IN_FLIGHT.tokens
+        self._lags: list[float] = []
 
     def start(self) -> None:
         if self._greenlet is None:
@@ -65,21 +67,25 @@ class ClientProbe:
             self._greenlet = gevent.spawn(self._run)
 
     def stop(self) -> None:
+        """Stop probing, with a last row for the part of a period since the last one (its
+        chunks and tokens count too)."""
         if self._greenlet is not None:
             self._greenlet.kill(block=False)
             self._greenlet = None
+            self._emit(self._lags)
+            self._lags = []
 
     def _run(self) -> None:
-        lags: list[float] = []
+        self._lags = []
         period_start = time.perf_counter()
         while True:
             before = time.perf_counter()
             gevent.sleep(PROBE_INTERVAL_S)
             now = time.perf_counter()
-            lags.append(max(0.0, (now - before - PROBE_INTERVAL_S) * 1000.0))
+            self._lags.append(max(0.0, (now - before - PROBE_INTERVAL_S) * 1000.0))
             if now - period_start >= SAMPLE_PERIOD_S:
+                lags, self._lags = self._lags, []
                 self._emit(lags)
-                lags = []
                 period_start = now
 
     def _emit(self, lags: list[float]) -> None:
@@ -88,8 +94,10 @@ class ClientProbe:
         users = runner.user_count if runner is not None else 0
         late = sum(1 for lag in lags if lag > CLIENT_LAG_LIMIT_MS)
         chunks, self._chunks = IN_FLIGHT.chunks - self._chunks, IN_FLIGHT.chunks
+        tokens, self._tokens = IN_FLIGHT.tokens - self._tokens, IN_FLIGHT.tokens
         row = [round(wall_clock.now(), 3), self.client_id, self._process.cpu_percent(None),
-               round(p50, 3), round(p99, 3), users, len(lags), late, chunks, IN_FLIGHT.count]
+               round(p50, 3), round(p99, 3), users, len(lags), late, chunks, IN_FLIGHT.count,
+               tokens]
         if runner is not None:
             runner.send_message(MESSAGE_TYPE, row)
 

@@ -23,11 +23,12 @@ from specload.loadgen import wall_clock
 class InFlight:
     """Send times of the requests in flight in this process, and the drain flag."""
 
-    __slots__ = ("_ids", "_resume", "_starts", "chunks", "drain_seq", "draining")
+    __slots__ = ("_ids", "_resume", "_starts", "chunks", "drain_seq", "draining", "tokens")
 
     def __init__(self) -> None:
         self._starts: dict[int, float] = {}
         self.chunks = 0  # chunks received by this process (a liveness signal)
+        self.tokens = 0  # output tokens received by this process, as they arrive
         self._ids = count(1)
         self.draining = False
         self.drain_seq = 0  # which drain request this process has seen

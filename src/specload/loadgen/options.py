@@ -23,7 +23,7 @@ from typing import Self, TypeVar
 from locust import events
 from locust.env import Environment
 
-from specload.config.settings import Request, add_options, from_attributes, problems
+from specload.config.settings import Export, Request, add_options, from_attributes, problems
 from specload.traffic import prompt_fit
 
 
@@ -40,6 +40,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     # --master-bind-host): a load generator's UI must not be open to the network.
     parser.set_defaults(web_host="127.0.0.1", master_bind_host="127.0.0.1")
     add_arguments(parser, Request)
+    add_options(parser, Export)  # where a headless run serves /metrics: not a form field
 
 
 T = TypeVar("T")

@@ -4,9 +4,10 @@ Importing a module of the load generator changes nothing in Locust. `install` ho
 in: specload's Locust arguments (`options`), the per-process context and its checks
 (`context`), the CPU and event-loop-lag probe (`health_probe`), the web UI's Tokens tab
 (`tokens_tab`), the master's watch over its workers (`worker_watch`), the request
-recorder (`recorder`), the non-yielding keep-alive check (`keepalive.install`, a patch
-of geventhttpclient), and spawn messages that a worker reads without parsing Locust's
-options again per key (`spawn_message`, a patch of Locust). A locustfile names the parts
+recorder (`recorder`), the live figures for Prometheus (`prom_export`), the
+non-yielding keep-alive check (`keepalive.install`, a patch of geventhttpclient), and
+spawn messages that a worker reads without parsing Locust's options again per key
+(`spawn_message`, a patch of Locust). A locustfile names the parts
 it adds on top: the ladder's arguments (`shape`), the sessions' and open loop's
 (`workload_options`), the open loop's plan messages (`open_loop`). Each part is
 installed once per process, however many locustfiles import each other
@@ -25,6 +26,7 @@ from specload.loadgen import (
     loop_clock,
     options,
     process_state,
+    prom_export,
     recorder,
     spawn_message,
     tokens_tab,
@@ -32,7 +34,7 @@ from specload.loadgen import (
 )
 
 CORE: tuple[ModuleType, ...] = (options, process_state, health_probe, tokens_tab, worker_watch,
-                                 recorder, keepalive, spawn_message)
+                                 recorder, prom_export, keepalive, spawn_message)
 _installed: set[str] = set()
 
 

@@ -23,6 +23,7 @@ from locust.runners import STATE_MISSING, MasterRunner
 
 from specload.config.settings import Windows, from_attributes
 from specload.errors import UserError
+from specload.ladder.rungs import Where
 from specload.loadgen.live import Span
 from specload.loadgen.open_loop import ARRIVALS, MSG_PLAN, Plan, load_share
 from specload.loadgen.shape import LadderShape, RungsFile
@@ -103,6 +104,17 @@ class RateShape(LadderShape):
             start = t0 + offsets.get(worker, 0.0)
             runner.send_message(MSG_PLAN, {"plan": plan.as_message(), "t0": start,
                                            "share": [index, len(workers)]}, client_id=worker)
+
+    def where(self) -> Where | None:
+        windows = getattr(self, "_windows", None)
+        if not windows:
+            return None
+        now = self._now()
+        for w in windows:
+            if now < w.measure_end:
+                level = w.rate if w.speed is None else w.speed
+                return Where(level, "warmup" if now < w.measure_start else "measure")
+        return Where(None, "drain")
 
     def tick(self) -> tuple[int, float] | None:
         if getattr(self, "_windows", None) is None and not self._begin():

@@ -10,7 +10,7 @@ one, at most `--drain` seconds), then stops. Every new user count is reached at 
 arguments, so they show up as fields in the web UI and travel to workers in spawn
 messages; the shape itself runs where Locust runs shapes (the master, or the single
 process), and learns completions and in-flight counts from the live rungs (`live.py`).
-`phases()` tells live views where the run has been so far.
+`phases()` tells live views where the run has been so far, `where()` where it is.
 
 Rung boundaries are written to `<csv prefix>_rungs.csv` (`records.RUNGS_COLUMNS`, UTC
 epoch seconds), one row appended as each rung's measure window ends, with the times the
@@ -42,6 +42,7 @@ from specload.ladder.rungs import (
     Position,
     Rung,
     RungPlan,
+    Where,
     advance,
     parse_ladder,
     phase_spans,
@@ -186,6 +187,16 @@ class LadderShape(LoadTestShape):
     def phases(self) -> list[PhaseSpan]:
         """The warmup and measure windows so far and the phase in progress."""
         return phase_spans(self._rungs or [], self._finished, self._pos)
+
+    def where(self) -> Where | None:
+        """The rung in progress and its phase (None before the first tick and after the
+        end), for the live figures' labels."""
+        pos, rungs = self._pos, self._rungs
+        if pos is None or rungs is None or pos.phase == "done":
+            return None
+        if pos.phase == "drain":
+            return Where(None, "drain")
+        return Where(rungs[pos.rung].users, pos.phase)
 
     def tick(self) -> tuple[int, float] | None:
         if self._rungs is None and not self._begin():

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specload.config.settings import Windows, from_attributes
-from specload.ladder.rungs import LadderError, parse_ladder, validate_steps
+from specload.ladder.rungs import LadderError, Where, parse_ladder, validate_steps
 from specload.loadgen.live import Span
 from specload.loadgen.shape import LadderShape, RungsFile
 from specload.loadgen.workload_options import WorkloadOptions
@@ -74,6 +74,16 @@ class StepShape(LadderShape):
                  "%.0f", ",".join(str(s.users) for s in self._steps), workload.step_s,
                  self._rate)
         return True
+
+    def where(self) -> Where | None:
+        steps = getattr(self, "_steps", None)
+        if not steps:
+            return None
+        now = self._now()
+        for s in steps:
+            if now < s.end:
+                return Where(s.users, "warmup" if now < s.steady else "measure")
+        return Where(None, "drain")
 
     def tick(self) -> tuple[int, float] | None:
         if getattr(self, "_steps", None) is None and not self._begin():

@@ -325,8 +325,10 @@ class StreamingUser(FastHttpUser):
         if chunk.error is not None:
             out.fail("stream_error", f"error in stream: {chunk.error}")
             return False
+        before = tally.output_tokens
         tally.add(now, chunk)
         IN_FLIGHT.chunks += 1
+        IN_FLIGHT.tokens += tally.output_tokens - before
         return False
 
     def _report(self, measured: Measured, out: _Outcome, tally: StreamTally) -> None:

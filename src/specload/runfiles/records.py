@@ -71,9 +71,10 @@ FETCH_METRIC = "specload:fetch_seconds"
 # One row per load process per sample: CPU share of one core and event-loop lag; then
 # the lag probe's wake-ups and those later than CLIENT_LAG_LIMIT_MS (so a rung's share
 # of late wake-ups, its lag p99 against the limit, is exact); then the chunks received
-# since the previous sample and the requests in flight (the runner's liveness signal).
+# since the previous sample and the requests in flight (the runner's liveness signal);
+# then the output tokens received since the previous sample (a master's live token count).
 CLIENT_STATS_COLUMNS = ("ts", "client_id", "cpu_percent", "lag_p50_ms", "lag_p99_ms", "users",
-                        "lag_samples", "lag_late", "chunks", "in_flight")
+                        "lag_samples", "lag_late", "chunks", "in_flight", "tokens")
 CLIENT_LAG_LIMIT_MS = 10.0
 # One row per clock round per worker process (`specload.runfiles.clock_sync`): when it was measured
 # (master's clock), the process (`client_id` as in the request rows) and its Locust

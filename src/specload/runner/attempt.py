@@ -38,6 +38,7 @@ from specload.runfiles.records import (
 from specload.runner import context_check, health_checks
 from specload.runner.locust_proc import LoadMode, LocustProcess, locust_command, worker_command
 from specload.runner.manifest_entries import worker_clocks, worker_events
+from specload.runner.metrics_export import SweepMetrics
 from specload.runner.metrics_scrape import MetricsSampler
 from specload.runner.placement import CpuPlan, usable
 from specload.runner.plan import Level, build, missing
@@ -108,6 +109,7 @@ class Sweep:
     load_started: float | None = None
     rungs_done: int = 0
     report: Report | None = None  # the run analysed since the last pass, once it is
+    exporter: SweepMetrics | None = None  # the sweep's /metrics, when it serves one
 
     @property
     def rung_s(self) -> float:
@@ -234,6 +236,21 @@ def _server_problem(sweep: Sweep, server: ArmServer, run_prefix: Path, levels: l
         raise RepFailed(f"server {stalled} at {at}: {problem}{again}")
 
 
+def _new_rungs(sweep: Sweep, label: str, arm: str, run_prefix: Path,
+               rungs: list[dict[str, Any]]) -> None:
+    """Each rung completed since the last call: its figures, progress line and export."""
+    for line in live_lines(run_prefix)[len(rungs):]:
+        rungs.append(rung_figures(run_prefix, line))
+        sweep.rungs_done += 1
+        if sweep.exporter is not None:
+            sweep.exporter.finished_rung(arm, rungs[-1])
+        say(progress_line(label, rungs[-1], sweep.scenario.levels,
+                          time.monotonic() - sweep.started, sweep.remaining_s(),
+                          sweep.scenario.max_window_s,
+                          "concurrency" in sweep.scenario.workload_kind.checks,
+                          sweep.scenario.workload_kind.whole_runs))
+
+
 def _watch(
     sweep: Sweep, label: str, locust: LocustProcess, server: ArmServer,
     run_prefix: Path, levels: list[float],
@@ -250,14 +267,7 @@ def _watch(
         code = locust.poll()
         for message in events.new_lines(label):
             say(message)
-        for line in live_lines(run_prefix)[len(rungs):]:
-            rungs.append(rung_figures(run_prefix, line))
-            sweep.rungs_done += 1
-            say(progress_line(label, rungs[-1], sweep.scenario.levels,
-                              time.monotonic() - sweep.started, sweep.remaining_s(),
-                              sweep.scenario.max_window_s,
-                              "concurrency" in sweep.scenario.workload_kind.checks,
-                              sweep.scenario.workload_kind.whole_runs))
+        _new_rungs(sweep, label, server.arm.name, run_prefix, rungs)
         if code is not None:
             if code != 0 and (code == WRITE_FAILED_EXIT or out_of_space(run_prefix.parent)):
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(run_prefix.parent))
@@ -317,15 +327,15 @@ def serving(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> Iterator[Servin
     sampler: MetricsSampler | None = None
     try:
         url = _start_server(sweep, server, arm_entry, rep, label)
-        sampler = MetricsSampler(
-            server.metrics_url, Path(str(prefix) + SERVER_METRICS_SUFFIX), api_key=sweep.api_key,
-            tls=sweep.tls).start()
+        sampler = MetricsSampler(server.metrics(),
+                                 Path(str(prefix) + SERVER_METRICS_SUFFIX)).start()
         yield Serving(label, server, url, prefix, session_dir)
     finally:
         if sampler is not None:
             sampler.stop()
             if sampler.samples_ok == 0:
-                say(f"[{label}] note: no metrics from {sampler.url} ({sampler.last_error})")
+                say(f"[{label}] note: no metrics from {sampler.reading.what} "
+                    f"({sampler.last_error})")
         server.stop()
         if session_dir != rep_dir:
             merge_trace(session_dir, rep_dir)
@@ -352,13 +362,21 @@ def run_levels(sweep: Sweep, live: Serving, levels: list[float], announce: bool 
                 f"{worker_command(sweep.mode)}")
     cmd = locust_command(sweep.scenario, live.url, run_prefix, levels, sweep.mode,
                          sweep.manifest.prompt_fit)
+    exporter, port = sweep.exporter, 0
+    if exporter is not None:
+        args, port = exporter.locust_args(live.server.arm.name)
+        cmd += args
     locust = LocustProcess(cmd, run_prefix.parent / "locust.log", arm=live.label,
                            cpus=sweep.cpus.load)
+    if exporter is not None:
+        exporter.add(port, live.server.arm.name)
     if sweep.load_started is None:
         sweep.load_started = time.monotonic()
     try:
         _watch(sweep, live.label, locust, live.server, run_prefix, levels)
     finally:
+        if exporter is not None:
+            exporter.remove(port)
         locust.stop()
         if run_prefix != live.prefix:
             merge_part(run_prefix, live.prefix, sweep.scenario.levels)

@@ -1,11 +1,12 @@
 """Sample a server's Prometheus `/metrics` every second into `<prefix>_server_metrics.csv`.
 
-A background thread of the runner GETs the metrics URL once per interval, parses the
+A background thread of the runner reads the arm's series once per interval (its
+`/metrics`, its replicas', or a Prometheus server's: `metrics_sources.py`), parses the
 text with prometheus_client's reference parser, keeps every registered engine's series
 (`specload.engines.metrics`, read at each sample, plus latency histograms' `_sum` and
 `_count`) and appends long-format rows `ts, metric, value`.
 Each row's value combines the series' label sets as its entry says: counters and queue
-sizes add up across data-parallel ranks, ratio gauges are averaged, weighted by the
+sizes add up across data-parallel ranks (and replicas), ratio gauges are averaged, weighted by the
 same rank's running requests where the engine exposes them. `ts` is the middle of the
 fetch (a slow /metrics would otherwise stamp every value early), and each sample adds
 a `specload:fetch_seconds` row, the fetch's length: the server read its values within
@@ -19,25 +20,26 @@ from __future__ import annotations
 import bisect
 import csv
 import http.client
-import ssl
 import threading
 import time
 import urllib.error
-import urllib.request
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-from specload.config.api_key import bearer
 from specload.engines import metrics as engine_metrics
 from specload.engines.metrics import Series
 from specload.runfiles.records import FETCH_METRIC, SERVER_METRICS_COLUMNS
 
+if TYPE_CHECKING:
+    from specload.runner.metrics_sources import Reading
 
-def _kept() -> tuple[dict[str, Series], frozenset[str]]:
+
+def kept() -> tuple[dict[str, Series], frozenset[str]]:
     """The series kept, by name, and the histograms' `_sum` and `_count` names."""
     parts = frozenset(f"{h}_{part}" for h in engine_metrics.histograms()
                       for part in ("sum", "count"))
@@ -46,15 +48,16 @@ def _kept() -> tuple[dict[str, Series], frozenset[str]]:
 
 def wanted(sample_name: str) -> bool:
     """Whether a sample name (as exposed, e.g. `..._total`, `..._sum`) is kept."""
-    table, parts = _kept()
+    table, parts = kept()
     return sample_name in table or sample_name in parts
 
 
 Labels = tuple[tuple[str, str], ...]
+JOIN_TIMEOUT_S = 5.0  # a read in progress ends within its own timeout
 _SUFFIXES = ("_total", "_sum", "_count", "")
 
 
-def _kept_lines(text: str, wanted: frozenset[str]) -> str:
+def kept_lines(text: str, wanted: frozenset[str]) -> str:
     """The exposition's lines of kept series only, their families' type lines with them.
     An engine's /metrics is mostly series we do not keep (histogram buckets, process
     figures); the reference parser costs about as much per line whatever it holds, and
@@ -81,17 +84,17 @@ def _kept_lines(text: str, wanted: frozenset[str]) -> str:
 
 def parse_metrics(text: str) -> dict[str, float]:
     """Kept samples of a Prometheus text exposition, label sets combined per their entry."""
-    table, parts = _kept()
-    text = _kept_lines(text, frozenset(table) | parts)
+    table, parts = kept()
+    text = kept_lines(text, frozenset(table) | parts)
     return combine(text_string_to_metric_families(text), table, parts)
 
 
 def combine(families: Iterable[Metric], table: dict[str, Series] | None = None,
             parts: frozenset[str] | None = None) -> dict[str, float]:
     """The kept samples of parsed families, label sets combined per their entry (`table`
-    and `parts`: `_kept()`, read now when not given)."""
+    and `parts`: `kept()`, read now when not given)."""
     if table is None or parts is None:
-        table, parts = _kept()
+        table, parts = kept()
     by_name: dict[str, dict[Labels, float]] = defaultdict(dict)
     for family in families:
         for sample in family.samples:
@@ -121,45 +124,28 @@ def combine(families: Iterable[Metric], table: dict[str, Series] | None = None,
 class MetricsSampler:
     """A thread appending one row per kept metric per sample to a CSV file."""
 
-    def __init__(
-        self,
-        url: str,
-        out_path: Path,
-        interval_s: float = 1.0,
-        timeout_s: float = 2.0,
-        api_key: str | None = None,
-        tls: ssl.SSLContext | None = None,
-    ) -> None:
-        self.url = url
+    def __init__(self, reading: Reading, out_path: Path, interval_s: float = 1.0) -> None:
+        self.reading = reading
         self.out_path = out_path
         self.interval_s = interval_s
-        self.timeout_s = timeout_s
-        self.api_key = api_key
-        self.tls = tls
         self.samples_ok = 0
         self.last_error: str | None = None
         self._generated: list[tuple[float, float]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="metrics-sampler", daemon=True)
 
-    def fetch(self) -> str:
-        req = urllib.request.Request(self.url)
-        for name, value in bearer(self.api_key).items():
-            req.add_header(name, value)
-        with urllib.request.urlopen(req, timeout=self.timeout_s, context=self.tls) as resp:
-            return resp.read().decode("utf-8", errors="replace")
-
     def sample_once(self) -> int:
         """Take one sample now; returns the number of metric values written (0 on any
-        failure)."""
-        before = time.time()
+        failure, or when the source had nothing new)."""
         try:
-            values = parse_metrics(self.fetch())
-        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
+            got = self.reading.read()
+        except (urllib.error.URLError, OSError, ValueError, KeyError,
+                http.client.HTTPException) as exc:
             self.last_error = str(getattr(exc, "reason", exc))
             return 0
-        after = time.time()
-        ts = (before + after) / 2
+        if got is None:
+            return 0
+        values, ts, took = got
         new_file = not self.out_path.exists() or self.out_path.stat().st_size == 0
         try:
             with self.out_path.open("a", newline="") as fh:
@@ -167,7 +153,7 @@ class MetricsSampler:
                 if new_file:
                     writer.writerow(SERVER_METRICS_COLUMNS)
                 writer.writerows([f"{ts:.3f}", name, repr(v)] for name, v in values.items())
-                writer.writerow([f"{ts:.3f}", FETCH_METRIC, f"{after - before:.4f}"])
+                writer.writerow([f"{ts:.3f}", FETCH_METRIC, f"{took:.4f}"])
         except OSError as exc:  # a full disk: the runner stops the sweep, this stops here
             self.last_error = f"cannot write {self.out_path}: {exc.strerror or exc}"
             self._stop.set()
@@ -203,4 +189,4 @@ class MetricsSampler:
     def stop(self) -> None:
         self._stop.set()
         if self._thread.is_alive():
-            self._thread.join(timeout=self.timeout_s + 1.0)
+            self._thread.join(timeout=JOIN_TIMEOUT_S)

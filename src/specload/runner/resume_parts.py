@@ -119,6 +119,12 @@ def _append(src: Path, dst: Path, transform: Transform | None = None) -> None:
     if transform is not None:
         rows = [transform(header, r) for r in rows]
     new = not dst.exists() or dst.stat().st_size == 0
+    if not new:  # a run folder of an older specload: its files keep their own columns
+        with dst.open(newline="") as fh:
+            kept = next(csv.reader([fh.readline()]), [])
+        if kept and kept != header:
+            rows = [[row[header.index(c)] if c in header else "" for c in kept]
+                    for row in rows]
     with dst.open("a", newline="") as fh:
         writer = csv.writer(fh)
         if new:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from specload.config.scenario import Arm
 from specload.runner import health_checks, placement
+from specload.runner.metrics_sources import Expositions, PrometheusQuery, Reading
 from specload.runner.processes import log_tail, spawn_group, stop_process_group
 from specload.runner.sim_launcher import LaunchError, SimOptions, SimProcess, launch
 
@@ -48,9 +49,15 @@ class ArmServer(ABC):
         self._liveness: health_checks.Liveness | None = None
         self._models_body: bytes | None = None
 
-    @property
-    def metrics_url(self) -> str:
-        return self.arm.metrics_url or f"{self.base_url}/metrics"
+    def metrics(self, timeout_s: float = 2.0) -> Reading:
+        """Where the arm's engine series are read: a Prometheus server, its replicas'
+        /metrics, or `/metrics` of its URL."""
+        arm = self.arm
+        if arm.prometheus is not None:
+            return PrometheusQuery(arm.prometheus.url, arm.prometheus.selector, timeout_s,
+                                   self.tls)
+        urls = arm.metrics_urls or [f"{self.base_url}/metrics"]
+        return Expositions(urls, timeout_s, self.api_key, self.tls)
 
     @property
     def explicit_ready_url(self) -> str | None:

@@ -38,6 +38,7 @@ from specload.runner.locust_proc import (
 )
 from specload.runner.loop import Stage, drive
 from specload.runner.manifest_entries import new_manifest
+from specload.runner.metrics_export import SweepMetrics
 from specload.runner.ownership import owning
 from specload.runner.progress import (
     fmt_s,
@@ -256,6 +257,17 @@ def stages(whole: bool) -> list[Stage]:
     return [search, Ladder(search), *after]
 
 
+def _export(sweep: Sweep, host: str, port: int) -> SweepMetrics:
+    """The sweep's /metrics, serving; UserError when it cannot listen."""
+    try:
+        exporter = SweepMetrics(sweep.run_dir, sweep.scenario.name, port, host).start()
+    except OSError as exc:
+        raise UserError(f"--metrics-port {port}: cannot listen on {host} "
+                        f"({exc.strerror or exc})") from None
+    say(f"live figures for Prometheus: {exporter.url}")
+    return exporter
+
+
 def _run(sweep: Sweep, args: argparse.Namespace) -> int:
     """The sweep itself, in a run folder it owns; returns the exit status."""
     run_dir, manifest = sweep.run_dir, sweep.manifest
@@ -263,6 +275,8 @@ def _run(sweep: Sweep, args: argparse.Namespace) -> int:
     say(f"run folder: {run_dir} (planned {fmt_s(sweep.remaining_s())})")
     for line in sweep.cpus.lines:
         say(line)
+    if getattr(args, "metrics_port", None) is not None:
+        sweep.exporter = _export(sweep, args.metrics_host, args.metrics_port)
     try:
         with _interrupts(sweep):
             drive(sweep, stages(whole=args.arms is None))
@@ -270,6 +284,9 @@ def _run(sweep: Sweep, args: argparse.Namespace) -> int:
         sweep.save()
         say(f"interrupted: finished rungs kept; resume with: specload sweep --resume {run_dir}")
         return 130
+    finally:
+        if sweep.exporter is not None:
+            sweep.exporter.stop()
     failed = [a.name for a in manifest.arms if a.status == "failed"]
     if failed:
         say(f"failed arm(s): {', '.join(failed)} (see their locust.log / server.log)")

@@ -60,7 +60,7 @@ def verify_arm(on: Arm, schedule: Schedule, folder: Path) -> Arm:
     """The verification arm of spec-on arm `on` running `schedule`, its files in `folder`."""
     common: dict[str, Any] = {"name": VERIFY_ARM, "role": VERIFY_ROLE, "spec": "schedule",
                               "engine": on.engine, "metrics_url": on.metrics_url,
-                              "ready_url": on.ready_url}
+                              "prometheus": on.prometheus, "ready_url": on.ready_url}
     if on.sim:
         ranges = [(lo, hi, k) for lo, hi, k in schedule.ranges()]
         sim = on.sim.model_copy(update={"spec": "schedule", "k": None,

@@ -4,7 +4,8 @@ The web UI runs a two-rung ladder against the simulator (`--autostart`) while a 
 shows the tab: every chart draws data, each chart's points are the ones `/specload/live`
 serves, Locust's table under the charts shows the complete rungs, and the page logs no
 error. When the run is over, the tab's rungs are the report's rows to the bit, and Locust
-did not warn that the spawn rate was too high.
+did not warn that the spawn rate was too high. The web UI's `/metrics` then counts every
+output token and every request of the run's rows (a master: from its workers' health rows).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from specload.report import render
 from specload.report.rung_columns import View, names
@@ -26,6 +28,7 @@ from specload.runner.processes import free_port
 from tests.support import REPO
 from tests.support.browser import Browser
 from tests.support.locust_runs import master_port_args
+from tests.support.sweeps import read_csv
 
 pytestmark = pytest.mark.slow
 
@@ -51,6 +54,17 @@ CHARTS_AND_LIVE = """(async () => {
 PAYLOAD = "({rungs: [], ...(window.specloadTokens || {}).payload})"  # the last one drawn
 TABLE_ROWS = """[...document.querySelectorAll('table tbody tr')].map(
   (tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent))"""
+
+
+def _metrics(url: str) -> dict[str, float]:
+    """The exposition's samples summed by name (every rung's and outcome's)."""
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        text = resp.read().decode()
+    totals: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
+    return totals
 
 
 def _get(url: str) -> Any:
@@ -116,9 +130,15 @@ def test_tokens_tab_in_a_browser(sim_server: Any, tmp_path: Path, processes: int
                              90, "the end of the run")
             assert browser.errors == []
         live = _get(base + "/specload/live")
+        exposition = _metrics(base + "/metrics")
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+    rows = read_csv(Path(f"{prefix}_requests.csv"))
+    assert exposition["specload_output_tokens_total"] == sum(int(r["output_tokens"])
+                                                            for r in rows)
+    assert exposition["specload_requests_total"] == len(rows)
+    assert exposition["specload_ttft_seconds_count"] == sum(1 for r in rows if r["ttft_ms"])
     report = render.build(prefix).per_rep
     assert [r["concurrency"] for r in live["rungs"]] == report["concurrency"].tolist()
     # One process: the report's numbers to the bit. Several: the tab puts each worker's

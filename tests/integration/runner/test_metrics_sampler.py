@@ -11,25 +11,31 @@ from pathlib import Path
 import pytest
 
 from specload.runner.metrics_scrape import MetricsSampler
+from specload.runner.metrics_sources import Expositions
 
 
 class Counter:
-    def __init__(self) -> None:
+    def __init__(self, running: int = 7, accept_length: float | None = None) -> None:
         self.t0 = time.time()
+        self.running, self.accept_length = running, accept_length
 
     def text(self) -> str:
         tokens = 100.0 * (time.time() - self.t0)  # 100 generated tokens per second
-        return (
+        text = (
             "# TYPE vllm:generation_tokens_total counter\n"
             f'vllm:generation_tokens_total{{model_name="m"}} {tokens}\n'
             "# TYPE vllm:num_requests_running gauge\n"
-            'vllm:num_requests_running{model_name="m"} 7\n'
+            f'vllm:num_requests_running{{model_name="m"}} {self.running}\n'
         )
+        if self.accept_length is not None:  # SGLang's ratio gauge, weighted by running
+            text += ("# TYPE sglang:spec_accept_length gauge\n"
+                     f'sglang:spec_accept_length{{model_name="m"}} {self.accept_length}\n'
+                     "# TYPE sglang:num_running_reqs gauge\n"
+                     f'sglang:num_running_reqs{{model_name="m"}} {self.running}\n')
+        return text
 
 
-@pytest.fixture
-def metrics_server():
-    counter = Counter()
+def serve(counter: Counter) -> tuple[str, ThreadingHTTPServer]:
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -49,14 +55,24 @@ def metrics_server():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
+    return f"http://127.0.0.1:{server.server_address[1]}", server
+
+
+@pytest.fixture
+def metrics_server():
+    url, server = serve(Counter())
+    yield url
     server.shutdown()
     server.server_close()
 
 
+def reading(*urls: str) -> Expositions:
+    return Expositions(urls, 2.0, None, None)
+
+
 def test_sampler_appends_long_rows_and_estimates_rate(metrics_server: str, tmp_path: Path):
     out = tmp_path / "p_server_metrics.csv"
-    sampler = MetricsSampler(f"{metrics_server}/metrics", out, interval_s=0.2).start()
+    sampler = MetricsSampler(reading(f"{metrics_server}/metrics"), out, interval_s=0.2).start()
     t0 = time.time()
     time.sleep(1.3)
     sampler.stop()
@@ -78,8 +94,31 @@ def test_sampler_appends_long_rows_and_estimates_rate(metrics_server: str, tmp_p
 
 def test_sampler_without_metrics_endpoint_writes_nothing(metrics_server: str, tmp_path: Path):
     out = tmp_path / "p_server_metrics.csv"
-    sampler = MetricsSampler(f"{metrics_server}/nope", out, interval_s=0.1)
+    sampler = MetricsSampler(reading(f"{metrics_server}/nope"), out, interval_s=0.1)
     assert sampler.sample_once() == 0
     assert sampler.samples_ok == 0 and "Not Found" in (sampler.last_error or "")
     assert not out.exists()
     assert sampler.generated_tok_s(0, time.time()) is None
+
+
+def test_replicas_add_up_and_their_ratio_gauges_are_weighted(tmp_path: Path):
+    """Two replicas' /metrics as one arm: counters and running requests summed, the
+    acceptance length averaged by each replica's running requests."""
+    servers = [serve(Counter(running=3, accept_length=2.0)),
+               serve(Counter(running=1, accept_length=3.0))]
+    try:
+        sampler = MetricsSampler(reading(*(f"{u}/metrics" for u, _ in servers)),
+                                 tmp_path / "p_server_metrics.csv")
+        t0 = time.time()
+        assert sampler.sample_once()
+        time.sleep(1.0)
+        assert sampler.sample_once()
+        rows = list(csv.DictReader((tmp_path / "p_server_metrics.csv").open(newline="")))
+        last = {r["metric"]: float(r["value"]) for r in rows}
+        assert last["vllm:num_requests_running"] == 4
+        assert last["sglang:spec_accept_length"] == pytest.approx((3 * 2.0 + 1 * 3.0) / 4)
+        assert sampler.generated_tok_s(t0, time.time()) == pytest.approx(200.0, rel=0.1)
+    finally:
+        for _, server in servers:
+            server.shutdown()
+            server.server_close()

@@ -47,7 +47,8 @@ def test_imports_install_nothing_and_install_hooks_each_part_once() -> None:
                                                  "specload.loadgen.shape"]
     assert after["init"] == ["specload.loadgen.process_state", "specload.loadgen.health_probe",
                              "specload.loadgen.tokens_tab", "specload.loadgen.worker_watch",
-                             "specload.loadgen.recorder", "specload.loadgen.loop_clock"]
+                             "specload.loadgen.recorder", "specload.loadgen.prom_export",
+                             "specload.loadgen.loop_clock"]
     assert after["test_start"] == ["specload.loadgen.process_state",
                                    "specload.loadgen.health_probe"]
     assert after["quitting"] == ["specload.loadgen.health_probe"]

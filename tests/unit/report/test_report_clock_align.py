@@ -58,8 +58,8 @@ def test_without_clock_rounds_times_stay_as_written(tmp_path: Path) -> None:
 
 
 def test_client_stats_move_too(tmp_path: Path) -> None:
-    stats = [(T + 5 + ahead(T + 5), "c2", 50.0, 1.0, 2.0, 2, 100, 0, 10, 2),
-             (T + 5, "c1", 40.0, 1.0, 2.0, 2, 100, 0, 10, 2)]
+    stats = [(T + 5 + ahead(T + 5), "c2", 50.0, 1.0, 2.0, 2, 100, 0, 10, 2, 20),
+             (T + 5, "c1", 40.0, 1.0, 2.0, 2, 100, 0, 10, 2, 20)]
     _truth, prefix = two_workers(tmp_path / "run", client=stats)
     client = read_rep(prefix).client
     assert client is not None

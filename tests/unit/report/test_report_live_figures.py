@@ -37,7 +37,7 @@ def _requests() -> list[RequestRecord]:
 def _client_row(ts: float, cpu: float = 20.0, lag: float = 1.0) -> list[Any]:
     values = {"ts": ts, "client_id": "c1", "cpu_percent": cpu, "lag_p50_ms": 0.2,
               "lag_p99_ms": lag, "users": 1, "lag_samples": 95, "lag_late": 0,
-              "chunks": 10, "in_flight": 1}
+              "chunks": 10, "in_flight": 1, "tokens": 20}
     return [values[c] for c in CLIENT_STATS_COLUMNS]
 
 

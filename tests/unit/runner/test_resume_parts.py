@@ -57,6 +57,23 @@ def test_merge_appends_rows_renumbers_rungs_and_sums_failures(tmp_path: Path) ->
     assert read_csv(Path(f"{main}_clock.csv"))[1:] == [["11", "h-1"], ["21", "h-2"]]
 
 
+def test_a_part_with_a_column_more_than_an_older_runs_file_keeps_that_files_columns(
+        tmp_path: Path) -> None:
+    """Resuming a run folder an older specload wrote: the part's rows are put under the
+    folder's own header (a column it lacks left out), so the file still reads."""
+    main, part = tmp_path / "locust", tmp_path / "part-2" / "locust"
+    write_csv(Path(f"{main}_rungs.csv"), STEPS, [[0, 1, 10, 12, 15]])
+    write_csv(Path(f"{part}_rungs.csv"), STEPS, [[0, 5, 20, 22, 25]])
+    write_csv(Path(f"{main}_client_stats.csv"), ["ts", "chunks", "in_flight"], [[11, 9, 1]])
+    write_csv(Path(f"{part}_client_stats.csv"), ["ts", "chunks", "in_flight", "tokens"],
+              [[21, 8, 2, 30]])
+
+    merge_part(part, main, [1, 5])
+
+    assert read_csv(Path(f"{main}_client_stats.csv")) == [
+        ["ts", "chunks", "in_flight"], ["11", "9", "1"], ["21", "8", "2"]]
+
+
 def test_a_half_written_metrics_sample_is_cut_before_the_resumed_sampler_appends(
         tmp_path: Path) -> None:
     """A full disk stopped the sampler inside a row; the resumed server's sampler appends
