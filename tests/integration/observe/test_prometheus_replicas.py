@@ -28,7 +28,7 @@ from tests.support.prometheus import Prometheus, prometheus_server
 from tests.support.sims import sim_factory
 from tests.support.sweeps import BackgroundSweep, read_csv, read_trace, write_scenario
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long(75)]
 
 KEY_ENV = "SPECLOAD_OBSERVE_TEST_KEY"
 ARMS = ("replicas", "via-prometheus")
