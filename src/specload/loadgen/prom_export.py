@@ -76,7 +76,7 @@ HISTOGRAMS = (  # family name, help, bucket key
 _COL = {name: REQUEST_COLUMNS.index(name) for name in (
     "ttft_ms", "tpot_ms", "error_kind", "chunk_gaps_us", "chunk_tokens")}
 _STAT = {name: CLIENT_STATS_COLUMNS.index(name) for name in (
-    "ts", "client_id", "cpu_percent", "lag_p99_ms", "in_flight", "tokens")}
+    "client_id", "cpu_percent", "lag_p99_ms", "in_flight", "tokens")}
 
 
 def _ints(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -124,7 +124,8 @@ class LoadExporter:
         self.tokens: dict[str, float] = defaultdict(float)
         self.requests: dict[tuple[str, str], float] = defaultdict(float)
         self.hists: dict[tuple[str, str], Histogram] = {}
-        self.processes: dict[str, Sequence[Any]] = {}  # client id -> latest health row
+        # client id -> when its latest health row arrived, and that row
+        self.processes: dict[str, tuple[float, Sequence[Any]]] = {}
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)
 
@@ -153,8 +154,8 @@ class LoadExporter:
             tokens, self._local_tokens = IN_FLIGHT.tokens - self._local_tokens, IN_FLIGHT.tokens
             self.tokens[rung] += max(0, tokens)
         health, self._health = self._health, []
-        for row in health:
-            self.processes[str(row[_STAT["client_id"]])] = row
+        for row in health:  # stamped here: a worker's own clock may be off
+            self.processes[str(row[_STAT["client_id"]])] = (time.time(), row)
             if isinstance(self.env.runner, MasterRunner) and len(row) > _STAT["tokens"]:
                 self.tokens[rung] += max(0, float(row[_STAT["tokens"]]))
         rows, self._rows = self._rows, []
@@ -214,8 +215,8 @@ class LoadExporter:
     def _gauges(self, base: list[str], ours: list[str]) -> Iterator[Metric]:
         runner = self.env.runner
         rung, phase = self.rung()
-        fresh = [row for row in self.processes.values()
-                 if time.time() - float(row[_STAT["ts"]]) < PROCESS_SILENT_S]
+        fresh = [row for seen, row in self.processes.values()
+                 if time.time() - seen < PROCESS_SILENT_S]
         master = isinstance(runner, MasterRunner)
         in_flight = sum(int(r[_STAT["in_flight"]]) for r in fresh) if master else IN_FLIGHT.count
         for name, text, value in (

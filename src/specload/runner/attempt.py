@@ -327,7 +327,7 @@ def serving(sweep: Sweep, arm_entry: ArmEntry, rep: RepEntry) -> Iterator[Servin
     sampler: MetricsSampler | None = None
     try:
         url = _start_server(sweep, server, arm_entry, rep, label)
-        sampler = MetricsSampler(server.metrics(),
+        sampler = MetricsSampler(server.metrics(sweep.api_key, sweep.tls),
                                  Path(str(prefix) + SERVER_METRICS_SUFFIX)).start()
         yield Serving(label, server, url, prefix, session_dir)
     finally:

@@ -49,15 +49,16 @@ class ArmServer(ABC):
         self._liveness: health_checks.Liveness | None = None
         self._models_body: bytes | None = None
 
-    def metrics(self, timeout_s: float = 2.0) -> Reading:
-        """Where the arm's engine series are read: a Prometheus server, its replicas'
-        /metrics, or `/metrics` of its URL."""
+    def metrics(self, api_key: str | None, tls: ssl.SSLContext | None,
+                timeout_s: float = 2.0) -> Reading:
+        """Where the arm's engine series are read (a Prometheus server, its replicas'
+        /metrics, or `/metrics` of its URL), with the sweep's key and TLS trust (a
+        simulated server's too)."""
         arm = self.arm
         if arm.prometheus is not None:
-            return PrometheusQuery(arm.prometheus.url, arm.prometheus.selector, timeout_s,
-                                   self.tls)
+            return PrometheusQuery(arm.prometheus.url, arm.prometheus.selector, timeout_s, tls)
         urls = arm.metrics_urls or [f"{self.base_url}/metrics"]
-        return Expositions(urls, timeout_s, self.api_key, self.tls)
+        return Expositions(urls, timeout_s, api_key, tls)
 
     @property
     def explicit_ready_url(self) -> str | None:
