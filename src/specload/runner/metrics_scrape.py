@@ -6,13 +6,13 @@ text with prometheus_client's reference parser, keeps every registered engine's 
 (`specload.engines.metrics`, read at each sample, plus latency histograms' `_sum` and
 `_count`) and appends long-format rows `ts, metric, value`.
 Each row's value combines the series' label sets as its entry says: counters and queue
-sizes add up across data-parallel ranks (and replicas), ratio gauges are averaged, weighted by the
-same rank's running requests where the engine exposes them. `ts` is the middle of the
-fetch (a slow /metrics would otherwise stamp every value early), and each sample adds
-a `specload:fetch_seconds` row, the fetch's length: the server read its values within
-half of it either side of `ts`. Servers without
-`/metrics`, or without some of these series, are fine: nothing is written for what is
-absent. The sampler also keeps the generated-tokens counter in memory.
+sizes add up across data-parallel ranks (and replicas), ratio gauges are averaged,
+weighted by the same rank's running requests where the engine exposes them. `ts` is the
+middle of the fetch (a slow /metrics would otherwise stamp every value early), and each
+sample adds a `specload:fetch_seconds` row, the fetch's length: the server read its
+values within half of it either side of `ts`. Servers without `/metrics`, or without
+some of these series, are fine: nothing is written for what is absent. The sampler also
+keeps the generated-tokens counter in memory.
 """
 
 from __future__ import annotations
