@@ -19,6 +19,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from specload.runner.processes import free_port
@@ -91,8 +92,8 @@ def _sweep(folder: Path, front: str, replicas: list[Any], port: int,
     scenario = write_scenario(folder, {
         "name": "observe", "ladder": [4, 12], "warmup_s": 3, "measure_s": 12,
         "min_requests": 5,
-        "request": {"max_tokens": 64, "ignore_eos": True, "temperature": 0,
-                    "api_key_env": KEY_ENV},
+        "request": {"output_tokens": "uniform:32:96", "ignore_eos": True,
+                    "temperature": 0, "api_key_env": KEY_ENV},
         "arms": [
             {"name": "replicas", "url": front, "spec": "on", "engine": "vllm",
              "metrics_url": metrics},
@@ -166,22 +167,29 @@ def _running_mean(traces: list[Path], rung: dict[str, str]) -> float:
     return busy / (end - start)
 
 
+def _increase(prometheus: Prometheus, counter: str, rung: dict[str, str]) -> float:
+    """A counter's increase over the rung's window on both replicas, each read between
+    its own scrapes at the window's edges (as the report reads an arm's counters)."""
+    start, end, _ = _window(rung)
+    series = prometheus.query(f'{counter}{{job="engines"}}[{int(end - start) + 4}s]',
+                              at=end + 2)
+    assert len(series) == 2, series  # one per replica
+    total = 0.0
+    for one in series:
+        t, v = np.array(one["values"], dtype=float).T
+        before, after = np.interp([start, end], t, v)
+        total += after - before
+    return total
+
+
 def _replica_truth(prometheus: Prometheus, rung: dict[str, str]) -> dict[str, float]:
     """The replicas' own series over a rung's window, as Prometheus scraped them."""
     _, end, width = _window(rung)
-
-    def total(expr: str) -> float:
-        return prometheus.value(f"sum({expr})", at=end)
-
-    accepted = total(f'increase(vllm:spec_decode_num_accepted_tokens_total{{job="engines"}}'
-                     f"[{width}])")
-    drafted = total(f'increase(vllm:spec_decode_num_draft_tokens_total{{job="engines"}}'
-                    f"[{width}])")
-    running = total(f'avg_over_time(vllm:num_requests_running{{job="engines"}}[{width}])')
-    per_replica = prometheus.query(
-        f'avg_over_time(vllm:num_requests_running{{job="engines"}}[{width}])', at=end)
-    return {"accept_rate": accepted / drafted, "running": running,
-            "replicas_running": len(per_replica)}
+    accepted = _increase(prometheus, "vllm:spec_decode_num_accepted_tokens_total", rung)
+    drafted = _increase(prometheus, "vllm:spec_decode_num_draft_tokens_total", rung)
+    running = prometheus.value(
+        f'sum(avg_over_time(vllm:num_requests_running{{job="engines"}}[{width}]))', at=end)
+    return {"accept_rate": accepted / drafted, "running": running}
 
 
 @pytest.mark.parametrize("arm", ARMS)
@@ -193,15 +201,17 @@ def test_an_arm_over_two_replicas_has_their_batch_size_and_acceptance(
     for rung in observed.rungs(arm):
         truth = _replica_truth(observed.prometheus, rung)
         row = observed.summary(arm, rung["users"])
-        assert truth["replicas_running"] == 2
         assert float(row["accept_rate"]) == pytest.approx(truth["accept_rate"], rel=0.01)
         # The batch size: the time average of both replicas' running requests, exact
         # from their traces. The arm samples the gauge once a second, as Prometheus
-        # does at other instants: each is within its sampling's noise of it, and far
-        # from one replica's share (half), which an arm that did not add them would show.
+        # does at other instants, a dozen samples a window: at C = 4 one request ending
+        # on a replica while its successor starts on the other moves a sample by a
+        # quarter, and such means came 8-11% off the exact one (replies of one length,
+        # ending in step, read 10% low). Both stay far from one replica's share (half),
+        # which an arm that did not add its replicas would show.
         exact = _running_mean(observed.traces, rung)
-        assert float(row["server_running_mean"]) == pytest.approx(exact, rel=0.1)
-        assert truth["running"] == pytest.approx(exact, rel=0.1)
+        assert float(row["server_running_mean"]) == pytest.approx(exact, rel=0.15)
+        assert truth["running"] == pytest.approx(exact, rel=0.15)
 
 
 def _substituted(expr: str, run: str) -> str:
