@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from specload.runner.processes import free_port
+from specload.runner.processes import free_port, stop_process_group
 
 CONFIG = Path(__file__).resolve().parents[1] / "data" / "haproxy-replicas.cfg"
 
@@ -48,9 +48,4 @@ def haproxy_front(folder: Path, replicas: Sequence[str]) -> Iterator[str]:
                 time.sleep(0.1)
         yield f"http://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process_group(proc, timeout=10)

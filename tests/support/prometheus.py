@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from specload.runner.processes import free_port
+from specload.runner.processes import free_port, stop_process_group
 
 SCRAPE_INTERVAL = "1s"
 
@@ -97,9 +97,4 @@ def prometheus_server(folder: Path, jobs: Mapping[str, Sequence[str]]) -> Iterat
             time.sleep(0.2)
         yield Prometheus(url)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process_group(proc, timeout=20)

@@ -26,7 +26,7 @@ from specload.errors import UserError
 from specload.ladder.rungs import Where
 from specload.loadgen.live import Span
 from specload.loadgen.open_loop import ARRIVALS, MSG_PLAN, Plan, load_share
-from specload.loadgen.shape import LadderShape, RungsFile
+from specload.loadgen.shape import LadderShape, RungsFile, where_in
 from specload.loadgen.workload_options import WorkloadOptions
 from specload.runfiles.records import RATE_RUNGS_COLUMNS, RUNGS_SUFFIX
 from specload.traffic.arrivals import ArrivalPlan, RateError, RateWindow, plan_rates
@@ -109,12 +109,8 @@ class RateShape(LadderShape):
         windows = getattr(self, "_windows", None)
         if not windows:
             return None
-        now = self._now()
-        for w in windows:
-            if now < w.measure_end:
-                level = w.rate if w.speed is None else w.speed
-                return Where(level, "warmup" if now < w.measure_start else "measure")
-        return Where(None, "drain")
+        return where_in([(w.rate if w.speed is None else w.speed, w.measure_start,
+                          w.measure_end) for w in windows], self._now())
 
     def tick(self) -> tuple[int, float] | None:
         if getattr(self, "_windows", None) is None and not self._begin():

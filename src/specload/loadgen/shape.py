@@ -101,6 +101,15 @@ def ladder_plan(opts: Any) -> tuple[list[RungPlan], float]:
     return rungs, w.drain_s
 
 
+def where_in(windows: Sequence[tuple[float, float, float]], now: float) -> Where:
+    """Where `now` falls among rungs given as (level, measure start, end) in order: the
+    first not over, warming up before its measure window; after the last, the drain."""
+    for level, measure_start, end in windows:
+        if now < end:
+            return Where(level, "warmup" if now < measure_start else "measure")
+    return Where(None, "drain")
+
+
 class LadderShape(LoadTestShape):
     """Walk the ladder (see the module docstring); stop after the drain."""
 

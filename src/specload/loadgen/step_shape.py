@@ -19,7 +19,7 @@ from pathlib import Path
 from specload.config.settings import Windows, from_attributes
 from specload.ladder.rungs import LadderError, Where, parse_ladder, validate_steps
 from specload.loadgen.live import Span
-from specload.loadgen.shape import LadderShape, RungsFile
+from specload.loadgen.shape import LadderShape, RungsFile, where_in
 from specload.loadgen.workload_options import WorkloadOptions
 from specload.runfiles.records import RUNGS_SUFFIX, STEP_RUNGS_COLUMNS
 
@@ -79,11 +79,7 @@ class StepShape(LadderShape):
         steps = getattr(self, "_steps", None)
         if not steps:
             return None
-        now = self._now()
-        for s in steps:
-            if now < s.end:
-                return Where(s.users, "warmup" if now < s.steady else "measure")
-        return Where(None, "drain")
+        return where_in([(s.users, s.steady, s.end) for s in steps], self._now())
 
     def tick(self) -> tuple[int, float] | None:
         if getattr(self, "_steps", None) is None and not self._begin():

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from specload.loadgen.shape import LadderShape
+from specload.ladder.rungs import Where
+from specload.loadgen.shape import LadderShape, where_in
 from specload.runfiles.records import RUNGS_COLUMNS
 
 T0 = 1_700_000_000.0
@@ -164,3 +165,23 @@ def test_phases_follow_the_run(tmp_path: Path) -> None:
     run_ticks(shape, clock, [0, 1.5, 4.5])
     assert [(p.rung, p.phase, p.start - T0, p.end and p.end - T0) for p in shape.phases()] \
         == [(0, "warmup", 0, 1.0), (0, "measure", 1.0, 4.5), (1, "warmup", 4.5, None)]
+
+
+def test_where_the_run_is_labels_its_live_figures(tmp_path: Path) -> None:
+    shape, clock, live = make_shape(tmp_path, ladder="1,2", warmup=1.0, measure=3.0)
+    assert shape.where() is None  # before the first tick
+    run_ticks(shape, clock, [0])
+    assert shape.where() == Where(1, "warmup") and shape.where().label == "1"
+    run_ticks(shape, clock, [1.5, 4.5, 6])
+    assert shape.where() == Where(2, "measure")
+    live.in_flight = 1
+    run_ticks(shape, clock, [8.6])
+    assert shape.where() == Where(None, "drain") and shape.where().label == "drain"
+
+
+def test_where_in_windows_of_a_fixed_plan() -> None:
+    windows = [(2.5, 10.0, 20.0), (5.0, 25.0, 30.0)]  # (level, measure start, end)
+    assert where_in(windows, 5.0) == Where(2.5, "warmup")
+    assert where_in(windows, 10.0) == Where(2.5, "measure")
+    assert where_in(windows, 20.0) == Where(5.0, "warmup")
+    assert where_in(windows, 30.0) == Where(None, "drain")
