@@ -215,8 +215,8 @@ class StreamingUser(FastHttpUser):
         body = orjson.dumps(self.payload(prompt, model, opts))
         extra = {ctx.request_id_header: out.request_id} if ctx.request_id_header else None
         start = wall_clock.now()
-        key = IN_FLIGHT.begin(start)
         tally = StreamTally(start, self.keep_text)
+        key = IN_FLIGHT.begin(start, tally)
         sent = _Sent(prompt, start, backoff_s, tags)
         try:
             try:
@@ -325,10 +325,8 @@ class StreamingUser(FastHttpUser):
         if chunk.error is not None:
             out.fail("stream_error", f"error in stream: {chunk.error}")
             return False
-        before = tally.output_tokens
         tally.add(now, chunk)
         IN_FLIGHT.chunks += 1
-        IN_FLIGHT.tokens += tally.output_tokens - before
         return False
 
     def _report(self, measured: Measured, out: _Outcome, tally: StreamTally) -> None:

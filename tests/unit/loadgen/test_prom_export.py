@@ -30,6 +30,11 @@ def test_many_rows_integers_parse_at_once_with_each_rows_first() -> None:
     assert firsts.tolist() == [0, 3, 4]
 
 
+class Arrived:
+    def __init__(self, tokens: int) -> None:
+        self.output_tokens = tokens
+
+
 class Shape:
     def __init__(self) -> None:
         self.now: Where | None = Where(4, "measure")
@@ -59,7 +64,8 @@ def test_rows_and_tokens_count_in_the_rung_in_progress() -> None:
     shape = Shape()
     env = SimpleNamespace(runner=None, shape_class=shape, host="https://me:secret@h:8000")
     exporter = LoadExporter(env, Export(run_label="run1"))  # type: ignore[arg-type]
-    IN_FLIGHT.tokens += 7  # tokens arrived in this process while C = 4 measured
+    arrived = Arrived(7)  # tokens arrived in this process while C = 4 measured
+    key = IN_FLIGHT.begin(0.0, arrived)
     exporter.add_rows([_row([1, 3, 3]), _row([2], error_kind="stream_cut", ttft_ms=None)])
     got = _samples(exporter)
     here = {"arm": "https://h:8000", "run": "run1", "rung": "4"}
@@ -79,7 +85,8 @@ def test_rows_and_tokens_count_in_the_rung_in_progress() -> None:
     assert at("specload_itl_seconds_sum") == pytest.approx(0.04)
     assert at("specload_rung_phase", phase="measure") == 1
     shape.now = Where(None, "drain")
-    IN_FLIGHT.tokens += 3
+    arrived.output_tokens += 3
+    IN_FLIGHT.end(key)
     got = _samples(exporter)
     assert at("specload_output_tokens_total", rung="drain") == 3
     assert at("specload_output_tokens_total") == 7  # the rung's count stays
