@@ -369,7 +369,7 @@ def run_levels(sweep: Sweep, live: Serving, levels: list[float], announce: bool 
     locust = LocustProcess(cmd, run_prefix.parent / "locust.log", arm=live.label,
                            cpus=sweep.cpus.load)
     if exporter is not None:
-        exporter.add(port, live.server.arm.name)
+        exporter.add(port)
     if sweep.load_started is None:
         sweep.load_started = time.monotonic()
     try:

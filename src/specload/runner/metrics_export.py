@@ -59,7 +59,7 @@ class SweepMetrics:
 
     def __init__(self, run: Path, scenario: str, port: int, host: str = LOCAL) -> None:
         self.run, self.scenario = run.name, scenario
-        self._runs: dict[int, str] = {}  # port -> arm
+        self._runs: set[int] = set()  # the ports of the Locust runs in progress
         self._rungs: dict[tuple[str, str], dict[str, float]] = {}  # (arm, rung) -> figures
         self._lock = threading.Lock()
         self.registry = CollectorRegistry(auto_describe=False)
@@ -84,18 +84,18 @@ class SweepMetrics:
 
     def locust_args(self, arm: str) -> tuple[list[str], int]:
         """The options that make a Locust run of `arm` serve its figures, and its port
-        (to `add` once the run is started)."""
+        (to `add` once the run is started, `remove` once it ended)."""
         port = free_port()
         return to_args(Export(metrics_port=port, run_label=self.run, arm_label=arm),
                        Export), port
 
-    def add(self, port: int, arm: str) -> None:
+    def add(self, port: int) -> None:
         with self._lock:
-            self._runs[port] = arm
+            self._runs.add(port)
 
     def remove(self, port: int) -> None:
         with self._lock:
-            self._runs.pop(port, None)
+            self._runs.discard(port)
 
     def finished_rung(self, arm: str, line: dict[str, Any]) -> None:
         """A rung's figures, as the progress line has them (`progress.rung_figures`)."""
@@ -107,7 +107,7 @@ class SweepMetrics:
 
     def collect(self) -> Iterator[Metric]:
         with self._lock:
-            runs = dict(self._runs)
+            runs = sorted(self._runs)
         texts = []
         for port in runs:
             try:
