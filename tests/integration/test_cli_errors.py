@@ -8,6 +8,7 @@ under a regular file: /dev/null/x).
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import yaml
@@ -43,3 +44,17 @@ def test_broken_scenario_is_one_line_from_the_real_command(write_scenario, run_s
     res = run_sweep("syntax.yaml", timeout=60)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert res.stderr.startswith("specload: error: syntax.yaml:") and res.stderr.count("\n") == 1
+
+
+def test_a_metrics_port_in_use_is_one_line_and_makes_no_run_folder(
+        write_scenario, run_sweep, tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        res = run_sweep(str(write_scenario(SCENARIO)), "--out", "out", "--metrics-port",
+                        str(port), timeout=60)
+    assert (res.returncode, res.stdout) == (2, "")
+    assert res.stderr == (f"specload: error: --metrics-port {port}: cannot listen on "
+                          "127.0.0.1 (Address already in use)\n")
+    assert not (tmp_path / "out").exists()

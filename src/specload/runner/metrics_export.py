@@ -57,8 +57,9 @@ def merge(texts: list[str]) -> list[Metric]:
 class SweepMetrics:
     """The sweep's endpoint and the Locust runs it reads (see the module docstring)."""
 
-    def __init__(self, run: Path, scenario: str, port: int, host: str = LOCAL) -> None:
-        self.run, self.scenario = run.name, scenario
+    def __init__(self, scenario: str, port: int, host: str = LOCAL) -> None:
+        """Listen on `port` (OSError when it cannot); nothing is served before `start`."""
+        self.run, self.scenario = "", scenario
         self._runs: set[int] = set()  # the ports of the Locust runs in progress
         self._rungs: dict[tuple[str, str], dict[str, float]] = {}  # (arm, rung) -> figures
         self._lock = threading.Lock()
@@ -74,7 +75,9 @@ class SweepMetrics:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}/metrics"
 
-    def start(self) -> SweepMetrics:
+    def start(self, run: Path) -> SweepMetrics:
+        """Serve the figures of the run in folder `run`."""
+        self.run = run.name
         self._thread.start()
         return self
 

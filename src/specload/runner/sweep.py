@@ -223,6 +223,7 @@ def main(args: argparse.Namespace) -> int:
     if args.dry_run:
         print_plan(scenario, mode, cpus, where)
         return 0
+    exporter = _listen(scenario, args)
     if manifest is None:
         run_dir = _new_run_dir(where, scenario)
         manifest = new_manifest(scenario)
@@ -232,7 +233,8 @@ def main(args: argparse.Namespace) -> int:
     if req.insecure:
         say("warning: request.insecure: HTTPS certificates are not verified")
     sweep = Sweep(scenario, run_dir, manifest, mode, selected, _api_key(scenario),
-                  health_checks.tls_context(req.ca_bundle, req.insecure), cpus=cpus)
+                  health_checks.tls_context(req.ca_bundle, req.insecure), cpus=cpus,
+                  exporter=exporter)
     try:
         with owning(run_dir) as orphans:
             for line in orphans:
@@ -257,15 +259,17 @@ def stages(whole: bool) -> list[Stage]:
     return [search, Ladder(search), *after]
 
 
-def _export(sweep: Sweep, host: str, port: int) -> SweepMetrics:
-    """The sweep's /metrics, serving; UserError when it cannot listen."""
+def _listen(scenario: Scenario, args: argparse.Namespace) -> SweepMetrics | None:
+    """The sweep's /metrics, listening before a run folder is made (`--metrics-port`);
+    UserError when it cannot."""
+    port, host = getattr(args, "metrics_port", None), getattr(args, "metrics_host", "")
+    if port is None:
+        return None
     try:
-        exporter = SweepMetrics(sweep.run_dir, sweep.scenario.name, port, host).start()
+        return SweepMetrics(scenario.name, port, host)
     except OSError as exc:
         raise UserError(f"--metrics-port {port}: cannot listen on {host} "
                         f"({exc.strerror or exc})") from None
-    say(f"live figures for Prometheus: {exporter.url}")
-    return exporter
 
 
 def _run(sweep: Sweep, args: argparse.Namespace) -> int:
@@ -275,8 +279,8 @@ def _run(sweep: Sweep, args: argparse.Namespace) -> int:
     say(f"run folder: {run_dir} (planned {fmt_s(sweep.remaining_s())})")
     for line in sweep.cpus.lines:
         say(line)
-    if getattr(args, "metrics_port", None) is not None:
-        sweep.exporter = _export(sweep, args.metrics_host, args.metrics_port)
+    if sweep.exporter is not None:
+        say(f"live figures for Prometheus: {sweep.exporter.start(run_dir).url}")
     try:
         with _interrupts(sweep):
             drive(sweep, stages(whole=args.arms is None))

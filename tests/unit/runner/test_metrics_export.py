@@ -27,7 +27,7 @@ def test_runs_of_two_arms_merge_into_one_family() -> None:
 
 
 def test_the_sweep_serves_its_runs_and_finished_rungs(tmp_path: Path) -> None:
-    exporter = SweepMetrics(tmp_path / "20261207T000000Z", "quick", 0).start()
+    exporter = SweepMetrics("quick", 0).start(tmp_path / "20261207T000000Z")
     try:
         exporter.finished_rung("on", {"users": 4, "output_tok_s": 250.0, "ttft_p50_ms": 80.0,
                                       "tpot_p50_ms": float("nan")})
@@ -48,11 +48,11 @@ def test_the_sweep_serves_its_runs_and_finished_rungs(tmp_path: Path) -> None:
 
 
 def test_a_busy_port_is_one_clear_error(tmp_path: Path) -> None:
-    first = SweepMetrics(tmp_path, "x", 0).start()
+    first = SweepMetrics("x", 0).start(tmp_path)
     try:
         port = int(first.url.rsplit(":", 1)[1].split("/")[0])
         with pytest.raises(OSError):
-            SweepMetrics(tmp_path, "x", port)
+            SweepMetrics("x", port)
     finally:
         first.stop()
 
