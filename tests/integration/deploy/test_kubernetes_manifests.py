@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from specload.cli import build_parser
 from specload.config.scenario import parse_scenario
 from tests.support import REPO
 from tests.support.deploy import (
@@ -62,7 +63,7 @@ def test_base_master_service_workers_scenario_and_key(base) -> None:
         "ConfigMap", "Deployment", "Deployment", "Secret", "Service"]
     service = by_kind(base, "Service", "specload-master")
     assert {(p["name"], p["port"]) for p in service["spec"]["ports"]} == {
-        ("master", 5557), ("web-ui", 8089)}
+        ("master", 5557), ("web-ui", 8089), ("metrics", 9464)}
     assert service["spec"]["type"] == "ClusterIP"
     master = by_kind(base, "Deployment", "specload-master")
     assert service["spec"]["selector"].items() <= (
@@ -93,7 +94,9 @@ def test_base_master_service_workers_scenario_and_key(base) -> None:
 def test_sweep_overlay_runs_the_scenario_as_a_job_writing_to_a_claim(sweep) -> None:
     job = by_kind(sweep, "Job", "specload-sweep")
     (container,) = containers(job)
-    assert container["args"] == ["sweep", "/scenarios/scenario.yaml", "--out", "/results"]
+    assert container["args"][:4] == ["sweep", "/scenarios/scenario.yaml", "--out", "/results"]
+    args = build_parser().parse_args(container["args"])  # the CLI takes them as they are
+    assert (args.metrics_port, args.metrics_host) == (9464, "0.0.0.0")
     assert container["image"] == IMAGE
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
     volumes = {v["name"]: v for v in job["spec"]["template"]["spec"]["volumes"]}
@@ -109,7 +112,10 @@ def test_sweep_overlay_runs_the_scenario_as_a_job_writing_to_a_claim(sweep) -> N
     assert service["spec"]["selector"].items() <= (
         job["spec"]["template"]["metadata"]["labels"].items())
     assert by_kind(sweep, "Deployment", "specload-master")["spec"]["replicas"] == 0
-    assert container["ports"] == [{"name": "master", "containerPort": 5557}]
+    assert container["ports"] == [{"name": "master", "containerPort": 5557},
+                                  {"name": "metrics", "containerPort": 9464}]
+    metrics = next(p for p in service["spec"]["ports"] if p["name"] == "metrics")
+    assert (metrics["port"], metrics["targetPort"]) == (args.metrics_port, "metrics")
 
 
 def test_the_docs_recipe_for_your_own_overlay_renders(tmp_path: Path) -> None:
