@@ -94,7 +94,8 @@ class ClientProbe:
         users = runner.user_count if runner is not None else 0
         late = sum(1 for lag in lags if lag > CLIENT_LAG_LIMIT_MS)
         chunks, self._chunks = IN_FLIGHT.chunks - self._chunks, IN_FLIGHT.chunks
-        tokens, self._tokens = IN_FLIGHT.tokens - self._tokens, IN_FLIGHT.tokens
+        received = IN_FLIGHT.tokens  # a sum over the requests in flight: read once
+        tokens, self._tokens = received - self._tokens, received
         row = [round(wall_clock.now(), 3), self.client_id, self._process.cpu_percent(None),
                round(p50, 3), round(p99, 3), users, len(lags), late, chunks, IN_FLIGHT.count,
                tokens]

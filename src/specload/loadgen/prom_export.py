@@ -151,8 +151,9 @@ class LoadExporter:
         """Count what arrived since the last update into the rung in progress."""
         rung, _ = self.rung()
         if not isinstance(self.env.runner, MasterRunner):
-            tokens, self._local_tokens = IN_FLIGHT.tokens - self._local_tokens, IN_FLIGHT.tokens
-            self.tokens[rung] += max(0, tokens)
+            received = IN_FLIGHT.tokens  # a sum over the requests in flight: read once
+            self.tokens[rung] += max(0, received - self._local_tokens)
+            self._local_tokens = received
         health, self._health = self._health, []
         for row in health:  # stamped here: a worker's own clock may be off
             self.processes[str(row[_STAT["client_id"]])] = (time.time(), row)
