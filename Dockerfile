@@ -28,6 +28,7 @@ COPY --chmod=0755 deploy/docker/entrypoint.sh /usr/local/bin/specload-entrypoint
 # `locust`, by number, so that Kubernetes' runAsNonRoot can check it.
 USER 1000:1000
 WORKDIR /home/locust
-# 5557: the Locust master's port (workers connect to it); 8089: its web UI.
-EXPOSE 5557 8089
+# 5557: the Locust master's port (workers connect to it); 8089: its web UI; 9464: a
+# sweep's live figures for Prometheus (`specload sweep --metrics-port 9464`).
+EXPOSE 5557 8089 9464
 ENTRYPOINT ["specload-entrypoint"]
