@@ -58,21 +58,21 @@ ROWS_PER_BATCH = 200  # rows counted between two yields of the event loop
 # a load process whose health row is older than this no longer counts as reporting
 PROCESS_SILENT_S = 5.0
 IDLE = "idle"
-# Bucket bounds: LLM latencies span milliseconds per token to minutes to a first token.
-BUCKETS: dict[str, tuple[float, ...]] = {
-    "ttft": (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80),
-    "tpot": (0.001, 0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15,
-             0.25, 0.5, 1),
-    "itl": (0.001, 0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15,
-            0.25, 0.5, 1, 2, 5),
-    "chunk_tokens": (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 32),
+# Each histogram's help and bucket bounds: LLM latencies span milliseconds per token to
+# minutes to a first token.
+_CHUNK_GAPS = (0.001, 0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15,
+               0.25, 0.5, 1)
+HISTOGRAMS: dict[str, tuple[str, tuple[float, ...]]] = {
+    "specload_ttft_seconds": ("time to the first token of each request",
+                              (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20,
+                               40, 80)),
+    "specload_tpot_seconds": ("time per output token after the first, per request",
+                              _CHUNK_GAPS),
+    "specload_itl_seconds": ("gaps between consecutive chunks of a stream",
+                             (*_CHUNK_GAPS, 2, 5)),
+    "specload_chunk_tokens": ("output tokens per streamed chunk",
+                              (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 32)),
 }
-HISTOGRAMS = (  # family name, help, bucket key
-    ("specload_ttft_seconds", "time to the first token of each request", "ttft"),
-    ("specload_tpot_seconds", "time per output token after the first, per request", "tpot"),
-    ("specload_itl_seconds", "gaps between consecutive chunks of a stream", "itl"),
-    ("specload_chunk_tokens", "output tokens per streamed chunk", "chunk_tokens"),
-)
 _COL = {name: REQUEST_COLUMNS.index(name) for name in (
     "ttft_ms", "tpot_ms", "error_kind", "chunk_gaps_us", "chunk_tokens")}
 _STAT = {name: CLIENT_STATS_COLUMNS.index(name) for name in (
@@ -81,7 +81,8 @@ _STAT = {name: CLIENT_STATS_COLUMNS.index(name) for name in (
 
 def _ints(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """Space-separated integers of many rows as one flat array (parsed in one call), and
-    the flat index of each non-empty row's first."""
+    the flat index of each non-empty row's first. The report's `intlists.parse` does this
+    with pyarrow, which a load process does not import (nor pandas)."""
     counts = np.array([t.count(" ") + 1 if t.strip() else 0 for t in texts], dtype=np.int64)
     flat = np.fromstring(" ".join(t for t in texts if t.strip()), dtype=np.int64, sep=" ")
     starts = np.cumsum(counts) - counts
@@ -150,14 +151,15 @@ class LoadExporter:
     def update(self) -> None:
         """Count what arrived since the last update into the rung in progress."""
         rung, _ = self.rung()
-        if not isinstance(self.env.runner, MasterRunner):
+        master = isinstance(self.env.runner, MasterRunner)
+        if not master:
             received = IN_FLIGHT.tokens  # a sum over the requests in flight: read once
             self.tokens[rung] += max(0, received - self._local_tokens)
             self._local_tokens = received
         health, self._health = self._health, []
         for row in health:  # stamped here: a worker's own clock may be off
             self.processes[str(row[_STAT["client_id"]])] = (time.time(), row)
-            if isinstance(self.env.runner, MasterRunner) and len(row) > _STAT["tokens"]:
+            if master and len(row) > _STAT["tokens"]:
                 self.tokens[rung] += max(0, float(row[_STAT["tokens"]]))
         rows, self._rows = self._rows, []
         for i in range(0, len(rows), ROWS_PER_BATCH):
@@ -184,8 +186,7 @@ class LoadExporter:
     def _hist(self, name: str, rung: str) -> Histogram:
         hist = self.hists.get((name, rung))
         if hist is None:
-            key = next(k for n, _, k in HISTOGRAMS if n == name)
-            hist = self.hists[name, rung] = Histogram(BUCKETS[key])
+            hist = self.hists[name, rung] = Histogram(HISTOGRAMS[name][1])
         return hist
 
     # -- the exposition ---------------------------------------------------------------------
@@ -205,7 +206,7 @@ class LoadExporter:
         for (rung, outcome), value in self.requests.items():
             requests.add_metric([*ours, rung, outcome], value)
         yield requests
-        for name, text, _ in HISTOGRAMS:
+        for name, (text, _) in HISTOGRAMS.items():
             family = HistogramMetricFamily(name, text, labels=per_rung)
             for (of, rung), hist in self.hists.items():
                 if of == name:

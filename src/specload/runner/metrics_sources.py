@@ -86,8 +86,7 @@ class PrometheusQuery:
 
     def query(self) -> str:
         table, parts = kept()
-        names = sorted({n for n in (*table, *parts)} | {n.removesuffix("_total")
-                                                        for n in table})
+        names = sorted(set(table) | parts | {n.removesuffix("_total") for n in table})
         matchers = [f'__name__=~"{"|".join(names)}"'] + ([self.selector] if self.selector
                                                          else [])
         return "{" + ",".join(matchers) + "}[" + LOOKBACK + "]"
