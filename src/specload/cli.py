@@ -95,6 +95,9 @@ def _add_sim_curve(sub: argparse._SubParsersAction) -> None:
                    help="output tokens per request (default: the profile's workload)")
     p.add_argument("--prompt-tokens", type=int, default=None,
                    help="prompt tokens per request (default: the profile's workload)")
+    p.add_argument("--shared-prefix-tokens", type=int, default=None,
+                   help="of them, the same for every request, kept by the prefix cache "
+                   "(default: the profile's workload)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_run_sim_curve)
 

@@ -95,7 +95,8 @@ class EngineCore:
         speculating = mode in ("on", "adaptive")  # started with its speculative settings
         self.former = BatchFormer(max_num_seqs or profile.max_num_seqs(speculating),
                                   sched.max_num_batched_tokens, profile.kv_capacity(drafter),
-                                  PrefixCache(sched.block_size) if caching else None)
+                                  PrefixCache(sched.block_size) if caching else None,
+                                  profile.model.sliding_window)
         self.cost_model = CostModel(profile, mode)
         spec = profile.speculative
         self.sampler = AcceptanceSampler(spec.acceptance, seed, spec.acceptance_by_category,

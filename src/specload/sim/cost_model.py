@@ -4,8 +4,11 @@ A step runs every scheduled token through the target model once: it reads the de
 weights, the routed experts its tokens hit (MoE) and the KV cache of every scheduled
 request, and it performs 2·params FLOPs per token plus attention (the output head's
 share only for the tokens whose logits it computes: decode tokens and a prompt's last).
+The KV of a model's sliding-window layers is read only for each request's last
+`sliding_window` tokens, that of its full-attention layers for the whole context.
 Its GPU time is the larger of bytes/bandwidth and FLOPs/compute (each derated by an
-achieved efficiency; the FLOP rate may rise with the step's tokens, and a CPU's kernels
+achieved efficiency; with `attention_apart`, the matmuls' roofline plus attention's:
+separate kernels, one after the other; the FLOP rate may rise with the step's tokens, and a CPU's kernels
 that take the tokens in tiles stream the weights once per tile and once per token left
 over), plus
 tensor-parallel all-reduces (a fixed latency per call and bytes over the interconnect;
@@ -38,6 +41,8 @@ class StepShape:
 
     tokens: int = 0  # query tokens: decode (1 + k each) plus prefill chunk tokens
     kv_read_tokens: int = 0  # context tokens whose KV is read
+    kv_window_tokens: int = 0  # of them, those inside the sliding window (`window` each)
+    window: int = 0  # the model's sliding window (0: none), for the scheduler's sums
     attn_token_ctx: int = 0  # Σ query tokens × context length (attention FLOPs)
     logit_tokens: int = 0  # query tokens whose logits are computed: decode, prompts' last
     num_seqs: int = 0  # requests in the step
@@ -78,11 +83,13 @@ class CostModel:
         self._bw = hw.num_gpus * hw.mem_bandwidth_gbs * 1e9 * hw.eta_mem
         self._flops = hw.num_gpus * hw.tflops * 1e12 * hw.eta_compute
         self._ramp = hw.compute_ramp_tokens
+        self._attention_apart = hw.attention_apart
         self._tile = hw.compute_tile_tokens
         self._dense_bytes = m.dense_weight_gb * 1e9
         self._expert_bytes = m.expert_weight_gb * 1e9
         self._miss = 1.0 - m.experts_active / m.experts_total if m.experts_total else 1.0
         self._kv_bytes = m.kv_bytes_per_token
+        self._window_kv_bytes = m.window_kv_bytes_per_token
         self._flops_per_token = 2.0 * (m.active_params_b - m.head_params_b) * 1e9
         self._head_flops = 2.0 * m.head_params_b * 1e9
         self._attn = m.attn_flops_per_token_ctx
@@ -125,18 +132,22 @@ class CostModel:
         if shape.num_seqs == 0:
             return StepCost(0.0, 0.0, 0.0, 0.0, 0.0)
         tokens = shape.tokens + self._tree_extra * shape.drafts
-        memory = (self.weight_bytes(tokens) * self.weight_passes(tokens)
-                  + self._kv_bytes * shape.kv_read_tokens) / self._bw
+        ramp = 1.0 + self._ramp / tokens if tokens else 1.0
+        weights = self.weight_bytes(tokens) * self.weight_passes(tokens) / self._bw
+        kv = (self._kv_bytes * shape.kv_read_tokens
+              + self._window_kv_bytes * shape.kv_window_tokens) / self._bw
         logits = shape.logit_tokens + (tokens - shape.tokens)  # a tree's extras are verified
-        compute = ((self._flops_per_token * tokens + self._head_flops * logits
-                    + self._attn * shape.attn_token_ctx) / self._flops
-                   * (1.0 + self._ramp / tokens if tokens else 1.0))
+        matmul = (self._flops_per_token * tokens + self._head_flops * logits) / self._flops * ramp
+        attention = self._attn * shape.attn_token_ctx / self._flops * ramp
+        memory, compute = weights + kv, matmul + attention
         comm = self._comm_fixed + self._comm * tokens
         draft = 0.0
         if shape.k and shape.num_spec_seqs:
             forwards = shape.k + self._extra_forwards
             draft = forwards * (self._draft_step + self._draft_seq * shape.num_spec_seqs)
-        gpu = max(memory, compute) + comm + draft
+        roofline = (max(weights, matmul) + max(kv, attention) if self._attention_apart
+                    else max(memory, compute))
+        gpu = roofline + comm + draft
         if self._graph_max and tokens > self._graph_max:
             gpu += self._eager
         host = (

@@ -39,12 +39,14 @@ def check_lengths(profile: Profile, prompt_tokens: int | None, max_tokens: int |
 def predict(profile: Profile, mode: SpecMode, k: int | None, ladder: list[int], *,
             seed: int = 0, prompt_tokens: int | None = None,
             output_tokens: int | Callable[[random.Random], int] | None = None,
-            flavor: str = DEFAULT_FLAVOR) -> list[CurvePoint]:
+            flavor: str = DEFAULT_FLAVOR,
+            shared_prefix_tokens: int | None = None) -> list[CurvePoint]:
     """One steady-state point per concurrency, on a server of `flavor`'s engine (whose
     own controller `--spec adaptive` runs)."""
     adaptive = adaptive_controller(flavor_named(flavor), mode)
     return [run_closed_loop(profile, mode, k, c, seed=seed, prompt_tokens=prompt_tokens,
-                            output_tokens=output_tokens, adaptive=adaptive)
+                            output_tokens=output_tokens, adaptive=adaptive,
+                            shared_prefix_tokens=shared_prefix_tokens)
             for c in ladder]
 
 
@@ -64,9 +66,12 @@ def main(args: argparse.Namespace) -> int:
         ladder = list(args.ladder)  # parsed and checked by the CLI
         prompt_tokens = getattr(args, "prompt_tokens", None)
         check_lengths(profile, prompt_tokens, args.max_tokens)
+        if (getattr(args, "shared_prefix_tokens", None) or 0) < 0:
+            raise SimConfigError("--shared-prefix-tokens must be 0 or more")
         points = predict(profile, args.spec, args.k, ladder, seed=args.seed,
                          prompt_tokens=prompt_tokens, output_tokens=args.max_tokens,
-                         flavor=getattr(args, "flavor", None) or DEFAULT_FLAVOR)
+                         flavor=getattr(args, "flavor", None) or DEFAULT_FLAVOR,
+                         shared_prefix_tokens=getattr(args, "shared_prefix_tokens", None))
     except SimConfigError as exc:
         print(f"specload: error: {exc}", file=sys.stderr)
         return 2

@@ -52,6 +52,10 @@ class Hardware(_Strict):
     # weights once per tile, and once more per token left over (a CPU's repacked-weight
     # GEMM takes 4 rows of activations at once, the rest one by one with a GEMV); 0: none
     compute_tile_tokens: int = Field(0, ge=0)
+    # attention runs as kernels of its own after the layer's matmuls, so its KV reads and
+    # FLOPs take their own roofline, added to the matmuls' (false: one roofline over the
+    # step, the KV reads hidden under a compute-bound step's matmuls)
+    attention_apart: bool = False
     # effective tensor-parallel all-reduce bandwidth, GB/s (0: single GPU or NVLink, ignored)
     interconnect_gbs: NonNeg = 0.0
     # fixed latency of one tensor-parallel all-reduce, s (small messages over PCIe)
@@ -70,7 +74,11 @@ class Model(_Strict):
     expert_weight_gb: NonNeg = 0.0  # routed-expert weights (MoE); read as experts are hit
     experts_total: int = Field(0, ge=0)
     experts_active: int = Field(0, ge=0)  # routed experts per token
-    kv_bytes_per_token: Pos  # K+V bytes of one token over all layers
+    kv_bytes_per_token: Pos  # K+V bytes of one token over all (full-attention) layers
+    # a hybrid model's sliding-window layers: their window and their K+V bytes per token,
+    # read only for the window's tokens (0: every layer attends to the whole context)
+    sliding_window: int = Field(0, ge=0)
+    window_kv_bytes_per_token: NonNeg = 0.0
     attn_flops_per_token_ctx: NonNeg = 0.0  # attention FLOPs per query token per context token
     allreduce_bytes_per_token: NonNeg = 0.0  # tensor-parallel traffic per token per step
     allreduces_per_forward: int = Field(0, ge=0)  # tensor-parallel all-reduces (2 per layer)
@@ -238,6 +246,8 @@ class RequestLengths(_Strict):
     """Lengths: sim-curve's default request and the EOS length distribution."""
 
     prompt_tokens: int = Field(ge=1)  # sim-curve's prompt length
+    # of which the same for every request (one shared document: the prefix cache's)
+    shared_prefix_tokens: int = Field(0, ge=0)
     output_tokens: int = Field(ge=1)  # sim-curve's output length (ignore_eos)
     eos_mean_tokens: int = Field(ge=1)  # mean output length when stopping at EOS
     max_output_tokens: int = Field(ge=1)  # largest max_tokens accepted
@@ -266,6 +276,8 @@ class Profile(_Strict):
         w, m = self.workload, self.model
         if w.prompt_tokens + w.output_tokens > m.max_model_len:
             raise ValueError("workload prompt_tokens + output_tokens exceed max_model_len")
+        if w.shared_prefix_tokens >= w.prompt_tokens:
+            raise ValueError("workload shared_prefix_tokens must be below prompt_tokens")
         need = m.max_model_len + len(self.speculative.acceptance) + 1
         if self.kv_capacity(drafter=True) < need:
             raise ValueError(f"the KV pool ({self.kv_capacity(drafter=True)} tokens with the "

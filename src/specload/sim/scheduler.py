@@ -88,8 +88,9 @@ class BatchFormer:
     """Running set, waiting queue and KV accounting."""
 
     def __init__(self, max_num_seqs: int, max_num_batched_tokens: int, kv_capacity: int,
-                 cache: PrefixCache | None = None) -> None:
+                 cache: PrefixCache | None = None, window: int = 0) -> None:
         self.max_num_seqs = max_num_seqs
+        self.window = window  # the model's sliding window: its KV reads are counted apart
         self.token_budget = max_num_batched_tokens
         self.kv_capacity = kv_capacity
         self.cache = cache
@@ -195,6 +196,7 @@ class BatchFormer:
         k = k_for_batch(self.batch_size_hint())
         batch = Batch(k=k)
         shape = batch.shape
+        shape.window = self.window
         budget = self.token_budget
         i = 0
         while i < len(self.running) and budget > 0:
@@ -309,12 +311,13 @@ class BatchFormer:
 def _shape_add(shape: StepShape, seq: Seq, n: int, sign: int) -> None:
     """Add (`sign` 1) or take away (-1) `seq`'s `n` scheduled tokens in `shape`."""
     shape.tokens += sign * n
+    ctx = seq.computed + n
+    shape.kv_read_tokens += sign * ctx
+    if shape.window:  # the window behind each of the n query tokens, as one span
+        shape.kv_window_tokens += sign * min(ctx, shape.window + n - 1)
     if seq.decoding:
-        ctx = seq.computed + n
-        shape.kv_read_tokens += sign * ctx
         shape.attn_token_ctx += sign * n * ctx
         shape.logit_tokens += sign * n
     else:
-        shape.logit_tokens += sign * (seq.computed + n >= seq.context)
-        shape.kv_read_tokens += sign * (seq.computed + n)
+        shape.logit_tokens += sign * (ctx >= seq.context)
         shape.attn_token_ctx += sign * n * (seq.computed + n // 2)

@@ -71,6 +71,7 @@ class VerifyBudgetControl:
                 m = len(part)
                 shape.tokens += m
                 shape.kv_read_tokens += m
+                shape.kv_window_tokens += m if shape.window else 0
                 shape.logit_tokens += m
                 shape.drafts += m
                 shape.attn_token_ctx += sum(decode[i].computed for i in part) + m * (1 + 2 * j)

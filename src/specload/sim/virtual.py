@@ -8,7 +8,8 @@ adds). The first `2·C` completions are warm-up; throughput is measured over the
 `max(3·C, 30)` completions (`DRAWN_WINDOWS` times as many when lengths are drawn, so
 that their mean settles) as tokens emitted in that window divided by its length (token-
 time accounting, as the load generator does). The same `EngineCore` the real-time server
-uses runs the steps; only the clock differs. With `categories`, the requests take those
+uses runs the steps; only the clock differs. A prompt may begin with a prefix every
+request shares (`shared_prefix_tokens`: one document, kept by the prefix cache). With `categories`, the requests take those
 prompt categories in turn (a mix: the profile's `acceptance_by_category` applies to
 each), and the point also gives each category's mean end-to-end time (arrival to last
 token, queueing included).
@@ -24,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from specload.sim.core import EngineCore, SpecMode
 from specload.sim.profile import Profile
 from specload.sim.scheduler import Seq
+from specload.sim.textgen import CHARS_PER_TOKEN
 
 CLIENT_RTT_S = 0.001
 DRAWN_WINDOWS = 10
@@ -81,12 +83,14 @@ def run_closed_loop(profile: Profile, mode: SpecMode, k: int | None, users: int,
                     seed: int = 0, prompt_tokens: int | None = None,
                     output_tokens: int | Callable[[random.Random], int] | None = None,
                     rtt_s: float = CLIENT_RTT_S,
-                    categories: Sequence[str] = (), adaptive: str | None = None
-                    ) -> CurvePoint:
+                    categories: Sequence[str] = (), adaptive: str | None = None,
+                    shared_prefix_tokens: int | None = None) -> CurvePoint:
     """Simulate `users` closed-loop users until steady state; see the module docstring.
     `adaptive` names the engine controller `--spec adaptive` runs (`core.ADAPTIVE`)."""
     core = EngineCore(profile, mode, k, seed, adaptive=adaptive)
     prompt = prompt_tokens or profile.workload.prompt_tokens
+    shared = min(prompt - 1, profile.workload.shared_prefix_tokens
+                 if shared_prefix_tokens is None else shared_prefix_tokens)
     output = output_tokens or profile.workload.output_tokens
     drawn = random.Random(seed)
     length = (lambda: output(drawn)) if callable(output) else (lambda: output)
@@ -103,7 +107,7 @@ def run_closed_loop(profile: Profile, mode: SpecMode, k: int | None, users: int,
             category = categories[sent % len(categories)] if categories else None
             sent += 1
             core.add(Seq(key=_Req(user, at), prompt_tokens=prompt, target_tokens=length(),
-                         category=category))
+                         category=category, blocks=_blocks(core, prompt, shared, sent)))
         res = core.step()
         if res is None:
             t = arrivals[0][0]
@@ -133,6 +137,16 @@ def run_closed_loop(profile: Profile, mode: SpecMode, k: int | None, users: int,
     drafts = core.counters.drafts - drafts0
     accept_len = 1 + (core.counters.accepted_tokens - accepted0) / drafts if drafts else 0.0
     return _point(users, tally, window, core.counters.preemptions - pre0, accept_len)
+
+
+def _blocks(core: EngineCore, prompt: int, shared: int, n: int) -> tuple[int, ...]:
+    """The prefix cache's keys of request `n`'s prompt: its first `shared` tokens the
+    same for every request, the rest its own."""
+    if not shared:
+        return ()
+    own = f"{n:08x}" * -(-(prompt - shared) * CHARS_PER_TOKEN // 8)
+    return core.block_keys("s" * shared * CHARS_PER_TOKEN + own[:(prompt - shared)
+                                                               * CHARS_PER_TOKEN])
 
 
 def _point(users: int, tally: _Tally, window: float, preemptions: int,

@@ -2,8 +2,8 @@
 
 References (cited in the profiles): SGLang's docs (158.34 tok/s, Llama-3.1-8B-Instruct,
 1x H100, MT-Bench, batch 1), the EAGLE-3 paper's SGLang throughput table (arXiv
-2503.01840), MagicDec (arXiv 2408.11049), vLLM PR #52362 (adaptive verification) and
-the seed measurement.
+2503.01840), MagicDec (arXiv 2408.11049), vLLM PR #52362 (adaptive verification), vLLM
+PR #48944's table by context length and the seed measurement.
 """
 
 from __future__ import annotations
@@ -117,6 +117,29 @@ def test_long_context_keeps_speculation_paying_at_high_concurrency() -> None:
     ratios = [on[c] / off[c] for c in MAGICDEC_LADDER]
     assert all(r > 1.1 for r in ratios), ratios
     assert ratios == sorted(ratios)  # MagicDec: the speedup grows with the batch
+
+
+# vLLM PR #48944 (the evidence of RFC #48627): output tok/s at C = 256, by context, with
+# no speculation and with static K = 3; one shared prefix, a 96-token suffix, 100 tokens out
+CONTEXT_TABLE = {400: (2711.7, 2139.8), 900: (1987.1, 1838.9), 1900: (1815.2, 1822.4),
+                 4000: (1535.9, 1692.8)}
+CONTEXT_SUFFIX, CONTEXT_OUTPUT, CONTEXT_C = 96, 100, 256
+
+
+def test_the_crossover_moves_with_context_as_pr_48944_measured() -> None:
+    profile = load_profile("h100nvl-gemma4-31b-mtp")
+    speedups = []
+    for ctx, published in CONTEXT_TABLE.items():
+        got = [predict(profile, mode, None, [CONTEXT_C], prompt_tokens=ctx,
+                       output_tokens=CONTEXT_OUTPUT,
+                       shared_prefix_tokens=ctx - CONTEXT_SUFFIX)[0].output_tok_s
+               for mode in ("off", "on")]
+        for mode, value, want in zip(("off", "K=3"), got, published, strict=True):
+            assert value == pytest.approx(want, rel=0.10), (ctx, mode, value, want)
+        speedups.append(got[1] / got[0])
+    contexts = list(CONTEXT_TABLE)
+    assert speedups[contexts.index(900)] < 1 < speedups[contexts.index(4000)], speedups
+    assert speedups == sorted(speedups)  # one crossing: speculation pays from there on
 
 
 def test_a_schedule_switches_speculation_off_at_high_concurrency() -> None:

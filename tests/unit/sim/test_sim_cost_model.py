@@ -52,6 +52,34 @@ def test_verifying_k_tokens_costs_little_more_than_one_when_memory_bound(
     assert spec.draft > 0 and one.draft == 0
 
 
+def _hybrid(attention_apart: bool) -> CostModel:
+    p = load_profile("h100nvl-gemma4-31b-mtp")
+    hw = p.hardware.model_copy(update={"attention_apart": attention_apart})
+    return CostModel(p.model_copy(update={"hardware": hw}))
+
+
+def test_a_sliding_windows_kv_is_read_only_for_its_window() -> None:
+    gemma = _hybrid(True)
+    m = load_profile("h100nvl-gemma4-31b-mtp").model
+    short, long = (gemma.cost(StepShape(tokens=1, kv_read_tokens=ctx, num_seqs=1,
+                                        kv_window_tokens=min(ctx, m.sliding_window)))
+                   for ctx in (4000, 8000))
+    per_token = m.kv_bytes_per_token  # past the window, only the global layers' KV grows
+    assert long.memory - short.memory == pytest.approx(
+        4000 * per_token / (3900e9 * load_profile("h100nvl-gemma4-31b-mtp").hardware.eta_mem))
+
+
+def test_attention_apart_adds_its_roofline_to_a_compute_bound_steps() -> None:
+    shape = decode_shape(256, 3, ctx=4000)
+    together, apart = _hybrid(False).cost(shape), _hybrid(True).cost(shape)
+    p = load_profile("h100nvl-gemma4-31b-mtp")
+    kv_s = 256 * 4000 * p.model.kv_bytes_per_token / (3900e9 * p.hardware.eta_mem)
+    assert together.compute > together.memory  # verifying 1024 tokens: compute-bound
+    # one roofline hides the KV reads under the verify step's matmuls; kernels apart pay
+    # them after the matmuls (less only the attention FLOPs the one roofline counted)
+    assert apart.total - together.total == pytest.approx(kv_s, rel=0.25)
+
+
 def test_step_time_grows_with_batch_and_k(llama: CostModel) -> None:
     for k in (0, 2):
         times = [llama.cost(decode_shape(b, k)).total for b in (1, 2, 8, 32, 128, 256)]

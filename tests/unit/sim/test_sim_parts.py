@@ -25,7 +25,8 @@ def test_builtin_profiles_load_and_have_documented_sources() -> None:
     assert builtin_names() == ["a100x8-llama8b-magicdec", "bench-20ms",
                                "cpu2-gemma3-270m-ngram", "h100-llama8b-eagle",
                                "h100-llama8b-eagle3", "h100-llama8b-eagle3-categories",
-                               "mi350x8-dsv4flash-dspark", "seed-glm"]
+                               "h100nvl-gemma4-31b-mtp", "mi350x8-dsv4flash-dspark",
+                               "seed-glm"]
     for name in builtin_names():
         load_profile(name)
         assert (PROFILES_DIR / f"{name}.yaml").read_text().startswith("#")
