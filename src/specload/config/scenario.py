@@ -85,7 +85,7 @@ from specload.traffic.kinds import (
     workload_keys,
 )
 from specload.traffic.prompt_sets import load_prompts
-from specload.traffic.shapes import Distribution, LengthError
+from specload.traffic.shapes import Distribution, LengthError, LengthSpec
 from specload.traffic.trace_plan import validate_speeds
 from specload.traffic.traces import AUTO as TRACE_AUTO
 from specload.traffic.traces import Trace, load_trace
@@ -388,6 +388,39 @@ class SimArm(_model_of(Simulator)):  # type: ignore[misc]
         return v
 
 
+# the workload kinds whose contexts are compared: closed-loop users of synthetic prompts
+CONTEXT_KINDS = ("users",)
+
+
+def _length_text(v: Any) -> str:
+    """A prompt length as `request.prompt_tokens` takes it, checked."""
+    text = str(v).strip()
+    try:
+        LengthSpec.parse(text).check()
+    except LengthError as exc:
+        raise ValueError(f"prompt length {exc}") from None
+    return text
+
+
+def _context_of(arm: Any) -> Any:
+    return arm.context if isinstance(arm, Arm) else \
+        arm.get("context") if isinstance(arm, dict) else None
+
+
+def _at_context(arm: Any, length: str | None) -> Any:
+    """A raw or validated arm at one context (None: as it is)."""
+    if length is None or not isinstance(arm, dict | Arm):
+        return arm
+    if isinstance(arm, Arm):
+        return arm.with_context(length)
+    return {**arm, "name": f"{arm.get('name')}-ctx{context_label(length)}", "context": length}
+
+
+def context_label(length: str) -> str:
+    """A prompt length as it appears in an arm's name: `8192`, `uniform-400-600`."""
+    return length.replace(":", "-")
+
+
 class CommandArm(_Strict):
     """A server the runner starts and stops with shell commands."""
 
@@ -457,6 +490,9 @@ class Arm(_Strict):
         None, description=(
             "the mean acceptance length the server is set to (the sim's, or the engine's "
             "benchmarking knob through `{acceptance}`); a list runs one arm per length"))
+    context: str | None = Field(None, description=(
+        "the prompt length its requests are sent with, as `request.prompt_tokens` takes "
+        "it (the scenario's `contexts:` sets it on each arm it expands)"))
     role: Role | None = Field(None, description=(
         "`spec_on`, `spec_off` or `verify` (default: from `spec`)"))
     engine: str | None = Field(None, description=(
@@ -475,6 +511,8 @@ class Arm(_Strict):
         "and does not answer its health route, has stalled: the rung ends so"))
 
     _spec_word = field_validator("spec", mode="before")(_yaml_bool_to_spec)
+    _context = field_validator("context", mode="before")(
+        lambda v: None if v is None else _length_text(v))
     _urls = field_validator("url", "ready_url")(
         lambda v: None if v is None else _check_url(v)
     )
@@ -615,6 +653,12 @@ class Arm(_Strict):
             update["command"] = self.command.model_copy(update={
                 "start": engines.fill_acceptance(self.command.start, length)})
         return self.model_copy(update=update)
+
+    def with_context(self, length: str) -> Arm:
+        """This arm at one prompt length of the scenario's `contexts`:
+        `<name>-ctx<length>` (a distribution's colons as dashes)."""
+        return self.model_copy(update={"name": f"{self.name}-ctx{context_label(length)}",
+                                       "context": length})
 
     @property
     def target_acceptance(self) -> float | None:
@@ -797,6 +841,10 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
     verify: bool | None = Field(None, description=(
         "run a verification arm with the recommended setting after the pair (default: "
         "yes when the spec-on arm is simulated)"))
+    contexts: list[str] | None = Field(None, description=(
+        "prompt lengths to compare the arms at (N tokens, or a distribution as "
+        "`request.prompt_tokens` takes it): every arm runs once per length, as "
+        "`<arm>-ctx<length>`, with synthetic prompts of that length"))
     arms: Annotated[list[Arm], Field(min_length=1, description=(
         "the servers compared (Arms, below)"))]
 
@@ -817,6 +865,59 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
         return out
 
     _name = field_validator("name")(lambda v: _folder_name(v, "scenario name"))
+
+    @field_validator("contexts", mode="before")
+    @classmethod
+    def _contexts_ok(cls, v: Any) -> Any:
+        if v is None:
+            return v
+        if not isinstance(v, list) or not v:
+            raise ValueError("expected a list of prompt lengths, e.g. [512, 2048, 8192]")
+        lengths = [_length_text(x) for x in v]
+        if len(set(lengths)) != len(lengths):
+            raise ValueError("contexts: the prompt lengths must differ")
+        return sorted(lengths, key=lambda x: LengthSpec.parse(x).mean)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand_contexts(cls, data: Any) -> Any:
+        """Each arm not yet at a context becomes one arm per `contexts` length (before
+        its own lists expand: `<name>-ctx<length>-k<k>`)."""
+        if not isinstance(data, dict) or not isinstance(data.get("arms"), list):
+            return data
+        try:
+            lengths = cls._contexts_ok(data.get("contexts"))
+        except ValueError:
+            return data  # the field's own check says why
+        if not lengths:
+            return data
+        arms = [_at_context(a, c) for a in data["arms"] for c in
+                (lengths if _context_of(a) is None else [None])]
+        return {**data, "arms": arms}
+
+    @model_validator(mode="after")
+    def _contexts_fit(self) -> Scenario:
+        if not self.contexts:
+            return self
+        req, kind = self.request, self.workload_kind
+        if kind.name not in CONTEXT_KINDS:
+            raise ValueError(f"contexts: {kind.a_run} sends its own prompts; contexts "
+                             f"vary synthetic prompts of kind {' or '.join(CONTEXT_KINDS)}")
+        clash = [k for k in ("prompt_tokens", "prompts", "categories") if getattr(req, k)]
+        if clash:
+            raise ValueError(f"contexts set each arm's prompt length: leave out "
+                             f"request.{', request.'.join(clash)}")
+        if self.verify:
+            raise ValueError("verify: not with contexts (a verification arm runs one "
+                             "schedule; the contexts' grid is in recommended/)")
+        return self
+
+    def request_for(self, arm: str) -> RequestSettings:
+        """The request settings of one arm's users: its context's prompt length."""
+        context = next((a.context for a in self.arms if a.name == arm), None)
+        if context is None:
+            return self.request
+        return self.request.model_copy(update={"prompt_tokens": context})
 
     @field_validator("ladder", mode="before")
     @classmethod
@@ -948,6 +1049,8 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
         to be compared with (in a workload whose crossover gives a schedule)."""
         if self.verify is not None:
             return self.verify
+        if self.contexts:
+            return False
         roles = {a.arm_role for a in self.arms}
         return (self.workload_kind.gives_schedule and "spec_off" in roles
                 and any(a.sim is not None and a.arm_role == "spec_on" for a in self.arms))

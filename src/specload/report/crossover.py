@@ -292,11 +292,14 @@ def find_crossover(
 
 
 def pair_arms(arms: Sequence[ArmSource]) -> list[tuple[ArmSource, ArmSource]]:
-    """(spec_on, spec_off) pairs: each with the only counterpart, in order, or all pairs."""
+    """(spec_on, spec_off) pairs: each with the only counterpart, in order, or all pairs;
+    arms run at several contexts pair only at the same context."""
     on = [a for a in arms if a.role == "spec_on"]
     off = [a for a in arms if a.role == "spec_off"]
     if not on or not off:
         return []
+    if any(a.context is not None for a in arms):
+        return [(a, b) for a in on for b in off if a.context == b.context]
     if len(off) == 1 or len(on) == 1 or len(on) != len(off):
         return list(itertools.product(on, off))
     return list(zip(on, off, strict=True))

@@ -21,6 +21,7 @@ import pandas as pd
 from specload.report.acceptance_map import AcceptanceMap
 from specload.report.arms_verdict import ArmsVerdict
 from specload.report.categories import CategoryPair
+from specload.report.context_map import ContextMap
 from specload.report.client_metrics import ACCEPT_HIST_BIN
 from specload.report.crossover import PairResult
 from specload.report.envelope import EFFICIENCY_GOAL, Envelope
@@ -580,6 +581,53 @@ def acceptance_map(maps: Sequence[AcceptanceMap]) -> Figure:
     return fig.update_yaxes(rangemode="normal")
 
 
+def _at_index(levels: Sequence[float], c: float) -> float:
+    """Where C lies among the rungs `levels`, as a fractional index (log between rungs)."""
+    x = np.log(np.asarray(levels, dtype=float))
+    return float(np.interp(np.log(c), x, np.arange(len(levels))))
+
+
+def context_map(maps: Sequence[ContextMap]) -> Figure:
+    """The speedup over context x C as a heat map (1 in white), its break-even contour,
+    and each context's C* with its interval; the rungs evenly spaced, as the ladder is."""
+    cmap = maps[0]
+    table = cmap.speedup
+    levels = [float(c) for c in table.columns]
+    x, y = list(range(len(levels))), list(range(len(cmap.rows)))
+    labels = [r.label for r in cmap.rows]
+    z = table.to_numpy()
+    fig = Figure(heatmap(
+        x=x, y=y, z=z, zmid=1.0, colorscale=RED_BLUE, colorbar={"title": {"text": "speedup"}},
+        customdata=[[[c, lab] for c in levels] for lab in labels],
+        hovertemplate="C=%{customdata[0]:g}<br>context %{customdata[1]}<br>speedup "
+                      "%{z:.3f}×<extra></extra>"))
+    fig.add_trace({"type": "contour", "x": x, "y": y, "z": z, "showscale": False,
+                   "contours": {"start": 1.0, "end": 1.0, "size": 1.0, "coloring": "none"},
+                   "line": {"color": "black", "width": 2, "dash": "dash"},
+                   "name": "break-even (speedup 1)", "showlegend": True,
+                   "hoverinfo": "skip"})
+    found = [(i, r) for i, r in enumerate(cmap.rows) if r.pair.crossover.c_star is not None]
+    spans = [r.pair.interval for _, r in found]
+    centre = [_at_index(levels, r.pair.crossover.c_star or 0.0) for _, r in found]
+    lo = [_at_index(levels, s.lo) if s and not s.below else 0.0 for s in spans]
+    hi = [_at_index(levels, s.hi) if s and not s.above else len(levels) - 1.0 for s in spans]
+    fig.add_trace(scatter(
+        x=centre, y=[i for i, _ in found], mode="markers", name="C* (95% interval)",
+        marker={"color": "black", "symbol": "diamond", "size": 10},
+        error_x={"type": "data", "symmetric": False,
+                 "array": [h - c for h, c in zip(hi, centre, strict=True)],
+                 "arrayminus": [c - v for c, v in zip(centre, lo, strict=True)],
+                 "color": "black", "thickness": 1.5},
+        customdata=[r.reach() for _, r in found],
+        hovertemplate="%{customdata}<extra></extra>"))
+    fig = _layout(fig, f"Speedup by context length and C ({cmap.rows[0].pair.on.name} ... "
+                       f"/ {cmap.rows[0].pair.off.name} ...)<br><sup>"
+                       f"{cmap.sentence()}</sup>", "context (prompt tokens)")
+    fig.update_xaxes(type="linear", tickvals=x, ticktext=[f"{c:g}" for c in levels])
+    fig.update_layout(margin={"t": 90})
+    return fig.update_yaxes(tickvals=y, ticktext=labels, rangemode="normal")
+
+
 def category_speedup(pairs: Sequence[CategoryPair]) -> Figure:
     """Per prompt category, the speedup its requests see (TPOT off / on) vs C, the 1.0
     line and each category's C*."""
@@ -613,7 +661,7 @@ class Registered:
 
     draw: Callable[[Any], Figure]
     # or "pairs", "rate_pairs", "envelopes", "arms_verdicts", "acceptance_maps",
-    # "categories"
+    # "context_maps", "categories"
     source: str = "summary"
     needs: str | None = None  # a summary column it is drawn only where measured
 
@@ -631,6 +679,7 @@ FIGURES: dict[str, Registered] = {
     "speedup": Registered(speedup, "pairs"),
     "category_speedup": Registered(category_speedup, "categories"),
     "acceptance_map": Registered(acceptance_map, "acceptance_maps"),
+    "context_map": Registered(context_map, "context_maps"),
     "envelope": Registered(envelope, "envelopes"),
     "arms_envelope": Registered(arms_envelope, "arms_verdicts"),
     "batch_size": Registered(batch_size, needs="server_running_mean"),
@@ -658,12 +707,14 @@ def all_figures(summary: pd.DataFrame, pairs: Sequence[PairResult],
                 kind: WorkloadKind = USERS,
                 acceptance_map: AcceptanceMap | None = None,
                 categories: Sequence[CategoryPair] = (),
-                arms: ArmsVerdict | None = None) -> list[Figure]:
+                arms: ArmsVerdict | None = None,
+                context_map: ContextMap | None = None) -> list[Figure]:
     """Every figure the kind shows, in its order (envelopes: those with rungs)."""
     sources = {"summary": summary, "pairs": list(pairs), "rate_pairs": list(rate_pairs),
                "envelopes": [e for e in envelopes if len(e.table)],
                "arms_verdicts": [arms] if arms else [],
                "acceptance_maps": [acceptance_map] if acceptance_map else [],
+               "context_maps": [context_map] if context_map else [],
                "categories": list(categories)}
     shown = [FIGURES[name] for name in kind.figures if FIGURES[name].shown(sources)]
     return [f.draw(sources[f.source]) for f in shown]

@@ -31,6 +31,7 @@ from specload.errors import UserError
 from specload.report import categories, figures, load_steps, parity, quality, spec_checks
 from specload.report.acceptance import per_token_arms, per_token_note, with_acceptance
 from specload.report.acceptance_map import AcceptanceMap, analyse_map
+from specload.report.context_map import ContextMap, analyse_contexts
 from specload.report.aggregate import combine_reps, measure_all
 from specload.report.arms_verdict import ArmsVerdict, analyse_arms, with_shares
 from specload.report.categories import CategoryPair
@@ -75,6 +76,7 @@ class Report:
     envelopes: list[Envelope] = field(default_factory=list)  # verification arms
     per_token: list[str] = field(default_factory=list)  # arms streaming one event per token
     acceptance_map: AcceptanceMap | None = None  # spec-on arms set to acceptance lengths
+    context_map: ContextMap | None = None  # the pairs run at several prompt lengths
     categories: list[CategoryPair] = field(default_factory=list)  # pairs by prompt category
     arms: ArmsVerdict | None = None  # more than two arms compared: the winner per rung
     steps: list[StepFigures] = field(default_factory=list)  # a load-step run's steps
@@ -136,6 +138,7 @@ def build(path: str | Path, processes: int | None = None) -> Report:
                   warnings, recs, slo, kind, arms=arms, study=study, envelopes=found,
                   per_token=per_token,
                   acceptance_map=analyse_map(source.arms, pairs, summary),
+                  context_map=analyse_contexts(source.arms, pairs),
                   categories=categories.analyse(pairs, per_rep), parity=replies)
 
 
@@ -236,6 +239,7 @@ def summary_json(report: Report) -> dict[str, Any]:
         "search": manifest.search.model_dump(mode="json") if manifest and manifest.search
         else None,
         "acceptance_map": report.acceptance_map.as_dict() if report.acceptance_map else None,
+        "context_map": report.context_map.as_dict() if report.context_map else None,
         "categories": [c.as_dict() for c in report.categories],
         "parity": report.parity.as_dict() if report.parity else None,
     })
@@ -377,6 +381,7 @@ def _study_lines(report: Report, with_advice: bool = True) -> list[str]:
     lines = report.arms.lines(rungs=with_advice) if report.arms else []
     lines += report.study.lines() if report.study else []
     lines += report.acceptance_map.lines() if report.acceptance_map else []
+    lines += report.context_map.lines() if report.context_map else []
     lines += [line for c in report.categories for line in c.lines()]
     if report.study and with_advice:
         rec = report.study.recommendation
@@ -451,7 +456,7 @@ def _html(report: Report) -> str:
     plots = figures_html(figures.all_figures(report.summary, report.pairs, report.rate_pairs,
                                              report.envelopes, report.kind,
                                              report.acceptance_map, report.categories,
-                                             report.arms))
+                                             report.arms, report.context_map))
     side = "" if report.arms is None else (
         "<h2>Arms side by side</h2><p>Each arm's share of the best arm's tok/s per rung; the "
         "winner, or the arms within the noise of each other.</p>"

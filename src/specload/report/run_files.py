@@ -77,6 +77,7 @@ class ArmSource:
     k: int | None = None
     reps: list[RepSource] = field(default_factory=list)
     acceptance: float | None = None  # the mean acceptance length its server was set to
+    context: str | None = None  # the prompt length its requests were sent with (`contexts`)
     engine: str | None = None  # "vllm", "sglang", ... (specload.engines)
     engine_source: str = "unknown"  # how the engine is known
     command: str | None = None  # the start command of a `command:` arm
@@ -166,7 +167,8 @@ def _from_manifest(run_dir: Path) -> RunSource:
                         spec=entry.spec, kind=entry.kind, k=entry.k, engine=engine,
                         engine_source=engine_source,
                         command=command.get("start") if isinstance(command, dict) else None,
-                        profile=entry.profile, acceptance=entry.acceptance)
+                        profile=entry.profile, acceptance=entry.acceptance,
+                        context=entry.context)
         for rep in entry.reps:
             prefix = run_dir / rep.dir / SWEEP_PREFIX_NAME
             if has_requests(prefix):

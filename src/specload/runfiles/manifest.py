@@ -81,6 +81,7 @@ class ArmEntry(_Entry):
     role: str | None = None  # "spec_on", "spec_off" or "other"
     k: int | None = None
     acceptance: float | None = None  # the mean acceptance length its server is set to
+    context: str | None = None  # the prompt length its requests are sent with (`contexts`)
     engine: str | None = None  # the scenario's `engine:` ("vllm", "sglang", ...), if given
     profile: str | None = None
     base_url: str | None = None

@@ -361,7 +361,7 @@ def run_levels(sweep: Sweep, live: Serving, levels: list[float], announce: bool 
             say(f"[{live.label}] waiting for {sweep.mode.workers} workers: "
                 f"{worker_command(sweep.mode)}")
     cmd = locust_command(sweep.scenario, live.url, run_prefix, levels, sweep.mode,
-                         sweep.manifest.prompt_fit)
+                         sweep.manifest.prompt_fit, arm=live.server.arm.name)
     exporter, port = sweep.exporter, 0
     if exporter is not None:
         args, port = exporter.locust_args(live.server.arm.name)

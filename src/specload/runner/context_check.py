@@ -157,8 +157,8 @@ def checked(scenario: Scenario) -> bool:
     """Whether the scenario's requests come from its prompt set (not synthetic, not
     chat sessions, not a trace's), so there is a set to check."""
     kind = scenario.workload_kind
-    return not scenario.request.prompt_tokens and kind != TRACE and not kind.holds_sessions(
-        scenario.workload.unit)
+    synthetic = bool(scenario.request.prompt_tokens or scenario.contexts)
+    return not synthetic and kind != TRACE and not kind.holds_sessions(scenario.workload.unit)
 
 
 def trace_lines(scenario: Scenario, found: Listed) -> list[str]:

@@ -99,26 +99,27 @@ def load_mode_args(mode: LoadMode) -> list[str]:
 
 def locust_command(
     scenario: Scenario, host: str, prefix: Path, levels: Sequence[float], mode: LoadMode,
-    fit: PromptFitEntry | None = None,
+    fit: PromptFitEntry | None = None, arm: str | None = None,
 ) -> list[str]:
     """The full command line for one arm (or the missing rungs of one), sending the
-    prompt set as `fit` left it."""
+    prompt set as `fit` left it (or the prompt length of `arm`'s context)."""
     return [
         sys.executable, "-m", "locust", "-f", str(LOCUSTFILES[scenario.workload.kind]),
         "--headless", "--only-summary", "--exit-code-on-error", "0",
         "--csv", str(prefix), "--csv-full-history", "--host", host,
         *workload_args(scenario.workload, levels),
         *to_args(scenario, Windows),
-        *request_args(_from_rung(scenario, levels)), *fit_args(fit),
+        *request_args(_from_rung(scenario, levels, arm)), *fit_args(fit),
         *load_mode_args(mode),
     ]
 
 
-def _from_rung(scenario: Scenario, levels: Sequence[float]) -> RequestSettings:
-    """The request settings of a run of `levels`, its seed that of its first rung."""
+def _from_rung(scenario: Scenario, levels: Sequence[float], arm: str | None
+               ) -> RequestSettings:
+    """The request settings of `arm`'s run of `levels`, its seed that of its first rung."""
     ladder = list(scenario.levels)
     first = ladder.index(levels[0]) if levels and levels[0] in ladder else 0
-    req = scenario.request
+    req = scenario.request if arm is None else scenario.request_for(arm)
     return req.model_copy(update={"seed": run_seed(req.seed, first)}) if first else req
 
 

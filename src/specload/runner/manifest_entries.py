@@ -44,7 +44,7 @@ def rep_dir(arm: str, rep: int, repeats: int) -> str:
 def arm_entry(arm: Arm, scenario: Scenario) -> ArmEntry:
     return ArmEntry(
         name=arm.name, kind=arm.kind, spec=arm.spec_mode, role=arm.arm_role, k=arm.draft_k,
-        acceptance=arm.target_acceptance,
+        acceptance=arm.target_acceptance, context=arm.context,
         profile=arm.sim.profile if arm.sim else None,
         base_url=arm.url or (arm.command.base_url if arm.command else None),
         reps=[RepEntry(rep=r, dir=rep_dir(arm.name, r, scenario.repeats))

@@ -299,7 +299,8 @@ class BatchFormer:
         cache = self.cache
         if cache is None:
             return
-        full = min(seq.computed, seq.prompt_tokens) // cache.block_tokens
+        # only blocks with keys move (a request without any keeps its KV to itself)
+        full = min(min(seq.computed, seq.prompt_tokens) // cache.block_tokens, len(seq.blocks))
         if full <= seq.held:
             return
         for key in seq.blocks[seq.held:full]:

@@ -7,6 +7,7 @@ from specload.sim.prefix_cache import PrefixCache, block_keys
 from specload.sim.profile import load_profile
 from specload.sim.scheduler import BatchFormer, Seq
 from specload.sim.textgen import chat_prompt_tokens, chat_token_text, reply_token_text
+from specload.sim.virtual import run_closed_loop
 
 BLOCK = 4  # tokens per block in these tests: 16 characters of token text
 
@@ -166,3 +167,12 @@ def test_the_throughput_probes_requests_share_no_block() -> None:
     first, second = prompt_of(512, 0), prompt_of(512, 1)
     assert len(first) == len(second) == len(prompt_of(512))
     assert not set(block_keys(first, BLOCK)) & set(block_keys(second, BLOCK))
+
+
+def test_a_prompt_without_block_keys_keeps_its_kv_counted() -> None:
+    """sim-curve's requests carry no block keys: their prompts' KV must stay in the pool
+    (it once left the count as if published to the cache, so long prompts overran it)."""
+    profile = load_profile("h100-llama8b-eagle3")
+    point = run_closed_loop(profile, "off", None, 128, prompt_tokens=8192, output_tokens=64)
+    fits = profile.kv_capacity(drafter=False) / (8192 + 64)
+    assert point.mean_batch <= fits + 1
