@@ -37,6 +37,15 @@ INVALID = [
     ("bad spec mode", "name: x\narms:\n  - name: a\n    sim: {spec: maybe}\n",
      ["arms[0].sim.spec: must be one of on, off, schedule"]),
     ("empty ladder", "name: x\nladder: []\n" + ARMS_TAIL, ["ladder: the ladder is empty"]),
+    ("a context that is no length", "name: x\ncontexts: [512, lots]\n" + ARMS_TAIL,
+     ["contexts: prompt length 'lots': expected a number"]),
+    ("a context twice", "name: x\ncontexts: [512, '512']\n" + ARMS_TAIL,
+     ["contexts: the prompt lengths must differ"]),
+    ("contexts with a prompt length", "name: x\ncontexts: [512, 2048]\n"
+     "request: {prompt_tokens: 100}\n" + ARMS_TAIL,
+     ["contexts set each arm's prompt length: leave out request.prompt_tokens"]),
+    ("contexts with chat sessions", "name: x\ncontexts: [512, 2048]\n"
+     "workload: {kind: sessions}\n" + ARMS_TAIL, ["contexts vary synthetic prompts of kind users"]),
     ("non-increasing ladder", "name: x\nladder: [1, 5, 5, 2]\n" + ARMS_TAIL,
      ["ladder: rung 2: the ladder must increase, but 5 follows 5",
       "rung 3: the ladder must increase, but 2 follows 5"]),
@@ -211,3 +220,17 @@ def test_an_arm_names_its_replicas_metrics_or_a_prometheus(tmp_path: Path) -> No
     assert b.prometheus is not None and b.prometheus.url == "http://p:9090"
     assert b.prometheus.selector == 'job="vllm"' and b.metrics_urls == []
     assert c.metrics_urls == ["http://h:1/m"]
+
+
+def test_contexts_run_every_arm_once_per_prompt_length(tmp_path: Path) -> None:
+    text = GOOD.replace("arms:", "contexts: [8192, 512, 'uniform:1000:3000']\narms:")
+    sc = load_scenario(write(tmp_path, text))
+    assert sc.contexts == ["512", "uniform:1000:3000", "8192"]  # by mean length
+    assert [(a.name, a.context) for a in sc.arms][:3] == [
+        ("spec-on-ctx512", "512"), ("spec-on-ctxuniform-1000-3000", "uniform:1000:3000"),
+        ("spec-on-ctx8192", "8192")]
+    assert len(sc.arms) == 6 and not sc.verify_default
+    assert sc.request_for("spec-off-ctx8192").prompt_tokens == "8192"
+    assert sc.request_for("nobody").prompt_tokens == ""
+    again = type(sc).model_validate(sc.public_dict())  # the manifest's copy: no second pass
+    assert [a.name for a in again.arms] == [a.name for a in sc.arms]

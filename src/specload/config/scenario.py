@@ -499,6 +499,9 @@ class Arm(_Strict):
         "the engine it serves (`specload engines`; default: from the start command or "
         "the sim flavour)"))
     _engine = field_validator("engine")(lambda v: _registered(v, engines.ids()))
+    engine_version: str | None = Field(None, description=(
+        "the engine's version (`0.33.1`): which form of a setting it takes, e.g. whether "
+        "vLLM's file may hold a context grid"))
     metrics_url: str | list[str] | None = Field(None, description=(
         "its Prometheus exposition (default: `/metrics` of its URL); a list: one per "
         "replica behind its URL, their series combined"))
@@ -845,6 +848,10 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
         "prompt lengths to compare the arms at (N tokens, or a distribution as "
         "`request.prompt_tokens` takes it): every arm runs once per length, as "
         "`<arm>-ctx<length>`, with synthetic prompts of that length"))
+    context_mix: dict[str, float] | None = Field(None, description=(
+        "your traffic's share of each of `contexts` (`{512: 0.7, 8192: 0.3}`): the "
+        "batch-size schedule for engines without a context axis follows it (default: "
+        "equal shares)"))
     arms: Annotated[list[Arm], Field(min_length=1, description=(
         "the servers compared (Arms, below)"))]
 
@@ -911,6 +918,24 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
             raise ValueError("verify: not with contexts (a verification arm runs one "
                              "schedule; the contexts' grid is in recommended/)")
         return self
+
+    @field_validator("context_mix", mode="before")
+    @classmethod
+    def _mix_ok(cls, v: Any, info: ValidationInfo) -> Any:
+        if v is None:
+            return v
+        if not isinstance(v, dict) or not v:
+            raise ValueError("expected each context's share, e.g. {512: 0.7, 8192: 0.3}")
+        contexts = info.data.get("contexts") or []
+        mix = {_length_text(k): share for k, share in v.items()}
+        stray = [k for k in mix if k not in contexts]
+        if stray:
+            raise ValueError(f"{', '.join(stray)}: not among contexts "
+                             f"({', '.join(contexts) or 'none given'})")
+        if any(not isinstance(x, int | float) or x < 0 for x in mix.values()) \
+                or not sum(mix.values()):
+            raise ValueError("shares must be numbers of 0 or more, not all 0")
+        return mix
 
     def request_for(self, arm: str) -> RequestSettings:
         """The request settings of one arm's users: its context's prompt length."""

@@ -39,6 +39,35 @@ from specload.engines.schedule import (
 from specload.engines.spec_command import SpecSettings
 
 VLLM_FILE = "vllm-speculative-config.json"
+# The first vLLM release whose `--speculative-config` takes a context axis: 5-item entries
+# [bs_lo, bs_hi, ctx_lo, ctx_hi, K] in `speculative_token_schedule` (the old name kept as
+# an alias), each request's context aggregated over the batch by `ctx_agg`: PR #48944
+# (RFC #48627). None while no release has it (the PR is open): every vLLM file is then the
+# batch-size schedule.
+CONTEXT_GRID_SINCE: str | None = None
+CONTEXT_AGG = "median"  # PR #48944: median, mean or max of the batch's contexts
+
+
+def takes_context_grid(version: str | None) -> bool:
+    """Whether vLLM `version` (None: not named) accepts the 5-item context grid."""
+    from packaging.version import InvalidVersion, Version
+
+    if CONTEXT_GRID_SINCE is None or not version:
+        return False
+    try:
+        return Version(version) >= Version(CONTEXT_GRID_SINCE)
+    except InvalidVersion:
+        return False
+
+
+def vllm_context_grid_config(cells: Sequence[Sequence[int]], k: int,
+                             spec: SpecSettings) -> dict[str, Any]:
+    """vLLM's whole `--speculative-config` with a context grid: the batch-size config
+    of the grid's largest k, its schedule the 5-item `cells` (PR #48944's form)."""
+    out = vllm_speculative_config((Tier(None, k),), spec)
+    out["speculative_token_schedule"] = [list(c) for c in cells]
+    out["ctx_agg"] = CONTEXT_AGG
+    return out
 
 
 def vllm_speculative_config(tiers: Sequence[Tier], spec: SpecSettings) -> dict[str, Any]:

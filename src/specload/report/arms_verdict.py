@@ -110,9 +110,10 @@ class ArmsVerdict:
 
 
 def compared_arms(arms: Sequence[ArmSource]) -> list[str]:
-    """The arms the verdict compares: every arm but an acceptance map's, when more than
-    two of them are not verification arms; else none (a pair is only a pair)."""
-    choices = [a for a in arms if a.acceptance is None]
+    """The arms the verdict compares: every arm but an acceptance map's or a context
+    map's (arms at different prompt lengths do different work), when more than two of
+    them are not verification arms; else none (a pair is only a pair)."""
+    choices = [a for a in arms if a.acceptance is None and a.context is None]
     if len([a for a in choices if a.role != VERIFY_ROLE]) <= 2:
         return []
     return [a.name for a in choices]

@@ -21,8 +21,8 @@ import pandas as pd
 from specload.report.acceptance_map import AcceptanceMap
 from specload.report.arms_verdict import ArmsVerdict
 from specload.report.categories import CategoryPair
-from specload.report.context_map import ContextMap
 from specload.report.client_metrics import ACCEPT_HIST_BIN
+from specload.report.context_map import ContextMap
 from specload.report.crossover import PairResult
 from specload.report.envelope import EFFICIENCY_GOAL, Envelope
 from specload.report.load_steps import BAND as STEP_BAND

@@ -230,12 +230,17 @@ def temperature_of(manifest: Manifest | None) -> float | None:
 
 def analyse(per_rep: pd.DataFrame, arms: Sequence[ArmSource],
             manifest: Manifest | None) -> Parity | None:
-    """Every arm's parity with the first spec-off arm; None without a spec-off arm and
-    another to compare with it, or without fingerprinted replies."""
+    """Every arm's parity with the first spec-off arm (in a run of several contexts,
+    the arms at its context: other prompts share no reply); None without a spec-off arm
+    and another to compare with it, or without fingerprinted replies."""
     if "replies" not in per_rep:
         return None
-    reference = next((a.name for a in arms if a.role == "spec_off"), None)
-    if reference is None or len(arms) < 2:
+    off = next((a for a in arms if a.role == "spec_off"), None)
+    if off is None:
+        return None
+    reference = off.name
+    arms = [a for a in arms if a.context == off.context]
+    if len(arms) < 2:
         return None
     runs = _by_run(per_rep, reference)
     ref = _by_rung(runs)

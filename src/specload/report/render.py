@@ -28,13 +28,21 @@ import pandas as pd
 from specload import __version__
 from specload.engines.spec_command import parse_command
 from specload.errors import UserError
-from specload.report import categories, figures, load_steps, parity, quality, spec_checks
+from specload.report import (
+    categories,
+    context_grid,
+    figures,
+    load_steps,
+    parity,
+    quality,
+    spec_checks,
+)
 from specload.report.acceptance import per_token_arms, per_token_note, with_acceptance
 from specload.report.acceptance_map import AcceptanceMap, analyse_map
-from specload.report.context_map import ContextMap, analyse_contexts
 from specload.report.aggregate import combine_reps, measure_all
 from specload.report.arms_verdict import ArmsVerdict, analyse_arms, with_shares
 from specload.report.categories import CategoryPair
+from specload.report.context_map import ContextMap, analyse_contexts
 from specload.report.crossover import Crossover, PairResult, analyse_pair, pair_arms
 from specload.report.envelope import Envelope, envelopes, with_efficiency
 from specload.report.html_page import TABLE_CLASS, figures_html, page
@@ -58,6 +66,7 @@ from specload.traffic.kinds import KINDS, USERS, WorkloadKind
 
 SUMMARY_CSV = "summary.csv"
 SUMMARY_JSON = "summary.json"
+CONTEXT_GRID = f"{RECOMMENDED_DIR}/{context_grid.GRID_FOLDER}"
 REPORT_HTML = "report.html"
 
 
@@ -77,6 +86,7 @@ class Report:
     per_token: list[str] = field(default_factory=list)  # arms streaming one event per token
     acceptance_map: AcceptanceMap | None = None  # spec-on arms set to acceptance lengths
     context_map: ContextMap | None = None  # the pairs run at several prompt lengths
+    context_grid: dict[str, str] = field(default_factory=dict)  # its files, by name
     categories: list[CategoryPair] = field(default_factory=list)  # pairs by prompt category
     arms: ArmsVerdict | None = None  # more than two arms compared: the winner per rung
     steps: list[StepFigures] = field(default_factory=list)  # a load-step run's steps
@@ -134,12 +144,25 @@ def build(path: str | Path, processes: int | None = None) -> Report:
         with_k0_tax(verified, [env.tax.line(env.arm) for env in found
                                if env.tax is not None and not env.tax.beyond_noise.empty])
     arms = analyse_arms(summary, per_rep, source.arms)
+    cmap = analyse_contexts(source.arms, pairs)
     return Report(source, per_rep, with_shares(with_efficiency(summary, found), arms), pairs,
                   warnings, recs, slo, kind, arms=arms, study=study, envelopes=found,
                   per_token=per_token,
                   acceptance_map=analyse_map(source.arms, pairs, summary),
-                  context_map=analyse_contexts(source.arms, pairs),
+                  context_map=cmap, context_grid=_grid_files(source, cmap, slo),
                   categories=categories.analyse(pairs, per_rep), parity=replies)
+
+
+def _grid_files(source: RunSource, cmap: ContextMap | None, slo: SloTarget | None
+                ) -> dict[str, str]:
+    """The context grid's files (none without a context map)."""
+    if cmap is None:
+        return {}
+    decisions = {r.context: recommend(r.pair, arm_setup(r.pair.on), slo) for r in cmap.rows}
+    first = cmap.rows[0].pair.on
+    mix = source.manifest.scenario.get("context_mix") if source.manifest else None
+    return context_grid.files(cmap, decisions, decisions[first.context or ""].setup.spec,
+                              mix if isinstance(mix, dict) else None, first.engine_version)
 
 
 def schedule_to_verify(report: Report) -> Schedule | None:
@@ -240,6 +263,7 @@ def summary_json(report: Report) -> dict[str, Any]:
         else None,
         "acceptance_map": report.acceptance_map.as_dict() if report.acceptance_map else None,
         "context_map": report.context_map.as_dict() if report.context_map else None,
+        "context_grid_files": [f"{CONTEXT_GRID}/{name}" for name in report.context_grid],
         "categories": [c.as_dict() for c in report.categories],
         "parity": report.parity.as_dict() if report.parity else None,
     })
@@ -382,6 +406,9 @@ def _study_lines(report: Report, with_advice: bool = True) -> list[str]:
     lines += report.study.lines() if report.study else []
     lines += report.acceptance_map.lines() if report.acceptance_map else []
     lines += report.context_map.lines() if report.context_map else []
+    if report.context_grid and with_advice:
+        lines.append(f"  files in {report.source.out_dir / CONTEXT_GRID}: "
+                     f"{', '.join(report.context_grid)}")
     lines += [line for c in report.categories for line in c.lines()]
     if report.study and with_advice:
         rec = report.study.recommendation
@@ -447,6 +474,11 @@ def _html(report: Report) -> str:
                    for p, r in zip(report.pairs, report.recommendations, strict=True))
     if report.study:
         recs += _html_recommendation(report, None, report.study.recommendation)
+    if report.context_map and report.context_grid:
+        recs += (f"<li><b>by context length</b>: {esc(report.context_map.sentence())}"
+                 + "".join(f"<details><summary>{esc(CONTEXT_GRID)}/{esc(name)}</summary>"
+                           f"<pre>{esc(text)}</pre></details>"
+                           for name, text in report.context_grid.items()) + "</li>")
     warns = "".join(f"<li>{esc(line)}</li>" for line in quality.digest(report.warnings))
     details = "".join(f"<li>{esc(w['message'])}</li>" for w in report.warnings)
     if details:
@@ -526,13 +558,14 @@ def write(report: Report) -> Path:
              for p, r in zip(report.pairs, report.recommendations, strict=True)]
     if report.study:
         found.append((MULTI_K_FOLDER, report.study.recommendation))
-    for where, rec in found:
+    written = [(where, rec.files) for where, rec in found]
+    for where, files in [*written, (CONTEXT_GRID, report.context_grid)]:
         folder = out / where
-        for name in engine_files():  # a re-run must not leave an outdated setting behind
+        for name in (*engine_files(), *context_grid.FILES):  # no outdated setting left
             (folder / name).unlink(missing_ok=True)
-        if rec.files:
+        if files:
             folder.mkdir(parents=True, exist_ok=True)
-        for name, text in rec.files.items():
+        for name, text in files.items():
             (folder / name).write_text(text, encoding="utf-8")
     return page
 

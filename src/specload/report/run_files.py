@@ -79,6 +79,7 @@ class ArmSource:
     acceptance: float | None = None  # the mean acceptance length its server was set to
     context: str | None = None  # the prompt length its requests were sent with (`contexts`)
     engine: str | None = None  # "vllm", "sglang", ... (specload.engines)
+    engine_version: str | None = None  # as the scenario names it
     engine_source: str = "unknown"  # how the engine is known
     command: str | None = None  # the start command of a `command:` arm
     profile: str | None = None  # the simulator profile of a `sim:` arm
@@ -168,7 +169,7 @@ def _from_manifest(run_dir: Path) -> RunSource:
                         engine_source=engine_source,
                         command=command.get("start") if isinstance(command, dict) else None,
                         profile=entry.profile, acceptance=entry.acceptance,
-                        context=entry.context)
+                        context=entry.context, engine_version=planned.get("engine_version"))
         for rep in entry.reps:
             prefix = run_dir / rep.dir / SWEEP_PREFIX_NAME
             if has_requests(prefix):

@@ -5,24 +5,23 @@ weights, the routed experts its tokens hit (MoE) and the KV cache of every sched
 request, and it performs 2·params FLOPs per token plus attention (the output head's
 share only for the tokens whose logits it computes: decode tokens and a prompt's last).
 The KV of a model's sliding-window layers is read only for each request's last
-`sliding_window` tokens, that of its full-attention layers for the whole context.
-Its GPU time is the larger of bytes/bandwidth and FLOPs/compute (each derated by an
-achieved efficiency; with `attention_apart`, the matmuls' roofline plus attention's:
-separate kernels, one after the other; the FLOP rate may rise with the step's tokens, and a CPU's kernels
-that take the tokens in tiles stream the weights once per tile and once per token left
-over), plus
-tensor-parallel all-reduces (a fixed latency per call and bytes over the interconnect;
-both stall the forward pass), the drafter's forwards and, for a step larger than the
-largest captured CUDA graph, its kernels' launches one by one. A draft tree verifies
-`verify_tokens_per_draft` target tokens per draft position. Host time (scheduling,
-per-request bookkeeping, queue scans) either adds to the GPU time or, for an engine
-that overlaps it with the GPU (SGLang's overlap scheduler, vLLM's async scheduling),
-hides under it: the step then takes the larger of the two. A k = 0 step
-with a drafter loaded (a batch-size schedule's "off" tier) still pays a draft forward that
-keeps the drafter's KV in sync, as a fraction of the step; a step verifying under a
+`sliding_window` tokens, that of its full-attention layers for the whole context. Its
+GPU time is the larger of bytes/bandwidth and FLOPs/compute (each derated by an achieved
+efficiency; with `attention_apart`, the matmuls' roofline plus attention's: separate
+kernels, one after the other; the FLOP rate may rise with the step's tokens, and a CPU's
+kernels that take the tokens in tiles stream the weights once per tile and once per
+token left over), plus tensor-parallel all-reduces (a fixed latency per call and bytes
+over the interconnect; both stall the forward pass), the drafter's forwards and, for a
+step larger than the largest captured CUDA graph, its kernels' launches one by one. A
+draft tree verifies `verify_tokens_per_draft` target tokens per draft position. Host
+time (scheduling, per-request bookkeeping, queue scans) either adds to the GPU time or,
+for an engine that overlaps it with the GPU (SGLang's overlap scheduler, vLLM's async
+scheduling), hides under it: the step then takes the larger of the two. A k = 0 step
+with a drafter loaded (a batch-size schedule's "off" tier) still pays a draft forward
+that keeps the drafter's KV in sync, as a fraction of the step; a step verifying under a
 budget (vLLM's adaptive verification) pays the budget's sizing and its variable-length
-verification. A profile's `unexplained`
-time (what a published measurement shows beyond this model) is added last.
+verification. A profile's `unexplained` time (what a published measurement shows beyond
+this model) is added last.
 """
 
 from __future__ import annotations

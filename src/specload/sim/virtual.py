@@ -9,10 +9,10 @@ adds). The first `2·C` completions are warm-up; throughput is measured over the
 that their mean settles) as tokens emitted in that window divided by its length (token-
 time accounting, as the load generator does). The same `EngineCore` the real-time server
 uses runs the steps; only the clock differs. A prompt may begin with a prefix every
-request shares (`shared_prefix_tokens`: one document, kept by the prefix cache). With `categories`, the requests take those
-prompt categories in turn (a mix: the profile's `acceptance_by_category` applies to
-each), and the point also gives each category's mean end-to-end time (arrival to last
-token, queueing included).
+request shares (`shared_prefix_tokens`: one document, kept by the prefix cache). With
+`categories`, the requests take those prompt categories in turn (a mix: the profile's
+`acceptance_by_category` applies to each), and the point also gives each category's mean
+end-to-end time (arrival to last token, queueing included).
 """
 
 from __future__ import annotations

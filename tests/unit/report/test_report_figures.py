@@ -13,6 +13,7 @@ from specload.report import figures
 from specload.report.acceptance_map import AcceptanceMap, BreakEven
 from specload.report.arms_verdict import analyse_arms
 from specload.report.categories import CategoryPair
+from specload.report.context_map import ContextMap, ContextRow
 from specload.report.crossover import ALWAYS, CROSSES, Crossover
 from specload.report.envelope import envelopes
 from specload.report.rate_axis import RatePair
@@ -163,6 +164,9 @@ def _every_source() -> dict[str, Any]:
                 three, three.assign(rep=1), [on, off, ArmSource("k7", "spec_on")])],
             "acceptance_maps": [AcceptanceMap("off", speedups, [BreakEven(10, 2.6)],
                                               speedups, {})],
+            "context_maps": [ContextMap([ContextRow("512", 512.0, _pair()),
+                                         ContextRow("8192", 8192.0, _pair())],
+                                        speedups.set_axis(["512", "8192"]))],
             "categories": [CategoryPair("on", "off", categories,
                                         {"chat": Crossover(CROSSES, 20.0, 10, 100),
                                          "code": Crossover(ALWAYS, None, None, None)},
