@@ -108,3 +108,18 @@ def test_a_side_a_measured_rung_covers_gives_its_rung_to_the_other_side() -> Non
     q = search.known_ratio(0.10)
     assert step.levels == [math.floor(20.3 * math.sqrt(q)), math.floor(20.3 * q ** 1.5)]
     assert [p.why.split(",")[0] for p in step.rungs] == ["above the estimate C*≈20.3"] * 2
+
+
+def test_pairs_searched_together_each_add_their_own_rungs_until_all_stop() -> None:
+    measured = (1, 16, 250)
+    short = _found(measured, 16, 250, c_star=60.0)  # uncertain
+    long = _found(measured, 250, math.inf)  # above the range: done
+    step = search.refine_each(_spec(), {"context 512": short, "context 32000": long}, 0)
+    assert step.levels == search.refine(_spec(), short, 0).levels
+    assert all(p.why.startswith("context 512: ") for p in step.rungs)
+    both = search.refine_each(_spec(), {"a": short, "b": _found(measured, 1, 16, c_star=4.0)},
+                              0)
+    assert set(search.refine(_spec(), short, 0).levels) < set(both.levels)
+    done = search.refine_each(_spec(), {"a": long, "b": long}, 0)
+    assert done.stop is not None and done.stop.startswith("a: C* is above C=250")
+    assert search.refine_each(_spec(), {"only": short}, 0) == search.refine(_spec(), short, 0)

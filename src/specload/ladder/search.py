@@ -12,13 +12,15 @@ other), and measures again each rung of the interval whose noise band holds 1 (o
 stops once C*'s interval is within ±`precision`, when it lies past an end of the
 search's range, when no whole concurrency is left inside it, or when the rounds, the
 rungs per arm or the minutes are spent. Every rung a round adds runs on every compared
-arm, one Locust run (and one server start) per arm and round.
+arm, one Locust run (and one server start) per arm and round. Pairs searched together
+(one per context) each add their own rungs to a round (`refine_each`), until every
+pair's search has stopped.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from specload.config.settings import Search
@@ -138,6 +140,27 @@ def refine(spec: Search, found: Found, rounds_done: int) -> Step:
         math.log(p.level / estimate))))
     if not rungs:
         return Step(stop=f"the budget is spent ({_budget_words(spec)}); C* lies {between}")
+    return Step(tuple(sorted(rungs, key=lambda p: p.level)))
+
+
+def refine_each(spec: Search, founds: Mapping[str, Found], rounds_done: int) -> Step:
+    """The next round of several crossovers searched together (one pair per context):
+    each pair's own rungs, where its answer is still uncertain, taken in turn within the
+    budget and run by every compared arm; the search stops once every pair's has. One
+    pair is `refine` itself."""
+    steps = {name: refine(spec, found, rounds_done) for name, found in founds.items()}
+    if len(steps) == 1:
+        return next(iter(steps.values()))
+    going = {name: step for name, step in steps.items() if step.stop is None}
+    if not going:
+        return Step(stop="; ".join(f"{name}: {step.stop}" for name, step in steps.items()))
+    by_level: dict[int, Planned] = {}
+    for at in range(max(len(step.rungs) for step in going.values())):
+        for name, step in going.items():
+            if at < len(step.rungs):
+                rung = step.rungs[at]
+                by_level.setdefault(rung.level, Planned(rung.level, f"{name}: {rung.why}"))
+    rungs = _within_budget(spec, next(iter(founds.values())), list(by_level.values()))
     return Step(tuple(sorted(rungs, key=lambda p: p.level)))
 
 

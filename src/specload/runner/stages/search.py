@@ -1,11 +1,12 @@
 """The crossover search of a `ladder: auto` sweep, as a stage: a coarse pass, then rounds.
 
 The coarse pass runs `search.coarse` on every compared arm; after each pass the run is
-analysed and `search.refine` gives the next round's rungs (printed, each with its
-reason) or why the search stops. A round's rungs run on every compared arm as planned
-rungs do (`runner/loop.py`): one Locust run and one server start per arm and repeat.
-The passes are kept in the manifest (`SearchEntry`) as they are planned and run, so
-`--resume` finishes a pass cut short and goes on searching from there.
+analysed and `search.refine_each` (one pair, or one per context) gives the next round's
+rungs (printed, each with its reason) or why the search stops. A round's rungs run on
+every compared arm as planned rungs do (`runner/loop.py`): one Locust run and one server
+start per arm and repeat. The passes are kept in the manifest (`SearchEntry`) as they
+are planned and run, so `--resume` finishes a pass cut short and goes on searching from
+there.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from specload.ladder.search import COARSE_RATIO, Found, coarse, refine
+from specload.ladder.search import COARSE_RATIO, Found, coarse, refine_each
 from specload.runfiles.manifest import ArmEntry, SearchEntry, SearchRound
 from specload.runner.attempt import Sweep, say
 from specload.runner.loop import PLANNED
@@ -50,22 +51,25 @@ def _apply(sweep: Sweep, log: SearchEntry) -> None:
     sweep.save()
 
 
-def _found(report: Report, log: SearchEntry, round_s: float) -> Found | None:
-    """What the search needs of the analysis: the first pair of its arms."""
+def _found(report: Report, log: SearchEntry, round_s: float) -> dict[str, Found]:
+    """What the search needs of the analysis: each pair of its arms (one per context),
+    by its context's name, or its own."""
     from specload.report.crossover import TIE  # loaded with the analysis (pandas)
 
-    pair = next((p for p in report.pairs
-                 if {p.on.name, p.off.name} <= set(log.arms)), None)
-    if pair is None:
-        return None
-    table = pair.speedup
-    interval = pair.interval
-    return Found(
-        measured=tuple(log.planned()), c_star=pair.crossover.c_star,
-        lo=interval.lo if interval else 0.0,
-        hi=interval.hi if interval else float("inf"),
-        ties=tuple(int(c) for c in table.loc[table["decision"] == TIE, "concurrency"]),
-        elapsed_s=sum(r.spent_s for r in log.rounds), round_s=round_s)
+    found: dict[str, Found] = {}
+    for pair in report.pairs:
+        if not {pair.on.name, pair.off.name} <= set(log.arms):
+            continue
+        table, interval = pair.speedup, pair.interval
+        name = (f"context {pair.on.context}" if pair.on.context is not None
+                else f"{pair.on.name} vs {pair.off.name}")
+        found.setdefault(name, Found(
+            measured=tuple(log.planned()), c_star=pair.crossover.c_star,
+            lo=interval.lo if interval else 0.0,
+            hi=interval.hi if interval else float("inf"),
+            ties=tuple(int(c) for c in table.loc[table["decision"] == TIE, "concurrency"]),
+            elapsed_s=sum(r.spent_s for r in log.rounds), round_s=round_s))
+    return found
 
 
 class Search:
@@ -119,12 +123,12 @@ class Search:
         assert spec is not None
         round_s = sweep.rung_s * len(self.compared) * sweep.scenario.repeats
         found = _found(report, log, round_s)
-        if found is None:
+        if not found:
             log.stop = "no spec-on/spec-off pair to search a crossover of"
             say(f"search: {log.stop}")
             sweep.save()
             return None
-        step = refine(spec, found, rounds_done=len(log.rounds) - 1)
+        step = refine_each(spec, found, rounds_done=len(log.rounds) - 1)
         if step.stop is not None:
             log.stop = step.stop
             sweep.save()
