@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from specload.report import chunk_arrays
+from specload.report import chunk_arrays, reply_positions
 from specload.report.chunk_arrays import Chunks
 from specload.report.replies import ReplyColumns, by_prompt
 from specload.report.windows import Window
@@ -490,13 +490,17 @@ def _categories(x: _Window) -> dict[str, object]:
     return {"by_category": _by_category(x.r, x.per_request, x.overlap, x.sel, x.ended)}
 
 
+def _positions(x: _Window) -> dict[str, object]:
+    return {reply_positions.COLUMN: reply_positions.tpot_by_position(x.ch, x.sel)}
+
+
 def _replies(x: _Window) -> dict[str, object]:
     return {"replies": by_prompt(x.r.replies, x.r.tokens, x.sel)}
 
 
 # The per-rung columns, a function per group: a new column goes into its group's.
 COLUMN_GROUPS = (_throughput, _requests, _tokens, _latency, _workload, _acceptance,
-                 _categories, _replies)
+                 _categories, _positions, _replies)
 
 
 def rung_metrics(req: pd.DataFrame, ch: Chunks, windows: Sequence[Window]) -> pd.DataFrame:

@@ -29,6 +29,7 @@ from specload.report.load_steps import BAND as STEP_BAND
 from specload.report.load_steps import BIN_S as STEP_BIN_S
 from specload.report.plotjs import Figure, bar, heatmap, scatter, template
 from specload.report.rate_axis import RatePair
+from specload.report.reply_positions import PositionPair
 from specload.runfiles import accept_by_step
 from specload.traffic.kinds import LADDER, RATES, SPEEDS, STEPS, USERS, WorkloadKind
 
@@ -628,6 +629,23 @@ def context_map(maps: Sequence[ContextMap]) -> Figure:
     return fig.update_yaxes(tickvals=y, ticktext=labels, rangemode="normal")
 
 
+def position_speedup(pairs: Sequence[PositionPair]) -> Figure:
+    """Per output-position bucket, the speedup (TPOT off / on) vs C, and the 1.0 line."""
+    fig = Figure()
+    pair = pairs[0]
+    for i, (name, part) in enumerate(pair.rows.groupby("bucket", sort=False)):
+        fig.add_trace(scatter(
+            x=part["concurrency"], y=part["speedup"], mode="lines+markers",
+            name=f"output tokens {name}", line={"color": PALETTE[i % len(PALETTE)]},
+            customdata=np.stack([part["tpot_on_ms"], part["tpot_off_ms"]], axis=1),
+            hovertemplate=f"tokens {name}<br>C=%{{x}}<br>speedup %{{y:.3f}}×<br>TPOT on "
+                          "%{customdata[0]:.1f} ms, off %{customdata[1]:.1f} ms<extra></extra>"))
+    fig.add_hline(y=1.0, line={"color": "grey", "dash": "dash"})
+    fig = _layout(fig, f"Speedup along the reply ({pair.on} / {pair.off}, TPOT off / on by "
+                       "output position)", "speedup (×)")
+    return fig.update_yaxes(rangemode="normal")
+
+
 def category_speedup(pairs: Sequence[CategoryPair]) -> Figure:
     """Per prompt category, the speedup its requests see (TPOT off / on) vs C, the 1.0
     line and each category's C*."""
@@ -661,7 +679,7 @@ class Registered:
 
     draw: Callable[[Any], Figure]
     # or "pairs", "rate_pairs", "envelopes", "arms_verdicts", "acceptance_maps",
-    # "context_maps", "categories"
+    # "context_maps", "positions", "categories"
     source: str = "summary"
     needs: str | None = None  # a summary column it is drawn only where measured
 
@@ -680,6 +698,7 @@ FIGURES: dict[str, Registered] = {
     "category_speedup": Registered(category_speedup, "categories"),
     "acceptance_map": Registered(acceptance_map, "acceptance_maps"),
     "context_map": Registered(context_map, "context_maps"),
+    "position_speedup": Registered(position_speedup, "positions"),
     "envelope": Registered(envelope, "envelopes"),
     "arms_envelope": Registered(arms_envelope, "arms_verdicts"),
     "batch_size": Registered(batch_size, needs="server_running_mean"),
@@ -708,13 +727,15 @@ def all_figures(summary: pd.DataFrame, pairs: Sequence[PairResult],
                 acceptance_map: AcceptanceMap | None = None,
                 categories: Sequence[CategoryPair] = (),
                 arms: ArmsVerdict | None = None,
-                context_map: ContextMap | None = None) -> list[Figure]:
+                context_map: ContextMap | None = None,
+                positions: Sequence[PositionPair] = ()) -> list[Figure]:
     """Every figure the kind shows, in its order (envelopes: those with rungs)."""
     sources = {"summary": summary, "pairs": list(pairs), "rate_pairs": list(rate_pairs),
                "envelopes": [e for e in envelopes if len(e.table)],
                "arms_verdicts": [arms] if arms else [],
                "acceptance_maps": [acceptance_map] if acceptance_map else [],
                "context_maps": [context_map] if context_map else [],
+               "positions": list(positions),
                "categories": list(categories)}
     shown = [FIGURES[name] for name in kind.figures if FIGURES[name].shown(sources)]
     return [f.draw(sources[f.source]) for f in shown]

@@ -35,6 +35,7 @@ from specload.report import (
     load_steps,
     parity,
     quality,
+    reply_positions,
     spec_checks,
 )
 from specload.report.acceptance import per_token_arms, per_token_note, with_acceptance
@@ -88,6 +89,8 @@ class Report:
     context_map: ContextMap | None = None  # the pairs run at several prompt lengths
     context_grid: dict[str, str] = field(default_factory=dict)  # its files, by name
     categories: list[CategoryPair] = field(default_factory=list)  # pairs by prompt category
+    # pairs along the reply: TPOT by output position
+    positions: list[reply_positions.PositionPair] = field(default_factory=list)
     arms: ArmsVerdict | None = None  # more than two arms compared: the winner per rung
     steps: list[StepFigures] = field(default_factory=list)  # a load-step run's steps
     parity: parity.Parity | None = None  # each arm's replies against the spec-off arm's
@@ -150,7 +153,8 @@ def build(path: str | Path, processes: int | None = None) -> Report:
                   per_token=per_token,
                   acceptance_map=analyse_map(source.arms, pairs, summary),
                   context_map=cmap, context_grid=_grid_files(source, cmap, slo),
-                  categories=categories.analyse(pairs, per_rep), parity=replies)
+                  categories=categories.analyse(pairs, per_rep), parity=replies,
+                  positions=reply_positions.analyse(pairs, per_rep))
 
 
 def _grid_files(source: RunSource, cmap: ContextMap | None, slo: SloTarget | None
@@ -265,6 +269,7 @@ def summary_json(report: Report) -> dict[str, Any]:
         "context_map": report.context_map.as_dict() if report.context_map else None,
         "context_grid_files": [f"{CONTEXT_GRID}/{name}" for name in report.context_grid],
         "categories": [c.as_dict() for c in report.categories],
+        "along_the_reply": [p.as_dict() for p in report.positions],
         "parity": report.parity.as_dict() if report.parity else None,
     })
 
@@ -410,6 +415,7 @@ def _study_lines(report: Report, with_advice: bool = True) -> list[str]:
         lines.append(f"  files in {report.source.out_dir / CONTEXT_GRID}: "
                      f"{', '.join(report.context_grid)}")
     lines += [line for c in report.categories for line in c.lines()]
+    lines += [line for p in report.positions for line in p.lines()]
     if report.study and with_advice:
         rec = report.study.recommendation
         lines += [f"  {line}" for line in rec.lines]
@@ -488,7 +494,8 @@ def _html(report: Report) -> str:
     plots = figures_html(figures.all_figures(report.summary, report.pairs, report.rate_pairs,
                                              report.envelopes, report.kind,
                                              report.acceptance_map, report.categories,
-                                             report.arms, report.context_map))
+                                             report.arms, report.context_map,
+                                             report.positions))
     side = "" if report.arms is None else (
         "<h2>Arms side by side</h2><p>Each arm's share of the best arm's tok/s per rung; the "
         "winner, or the arms within the noise of each other.</p>"

@@ -107,7 +107,7 @@ class WorkloadKind:
 
 
 _ON_THE_LADDER = ("system_throughput", "speedup", "category_speedup", "acceptance_map",
-                  "context_map",
+                  "context_map", "position_speedup",
                   "envelope", "arms_envelope",
                   "batch_size", "per_user_throughput", "frontier", "ttft", "inter_token",
                   "tokens_per_chunk", "acceptance_spread", "acceptance_histogram",

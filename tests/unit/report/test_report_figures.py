@@ -17,6 +17,7 @@ from specload.report.context_map import ContextMap, ContextRow
 from specload.report.crossover import ALWAYS, CROSSES, Crossover
 from specload.report.envelope import envelopes
 from specload.report.rate_axis import RatePair
+from specload.report.reply_positions import PositionPair
 from specload.report.run_files import ArmSource
 from tests.support.figure_inputs import pair as _pair
 from tests.support.figure_inputs import summary as _summary
@@ -164,6 +165,10 @@ def _every_source() -> dict[str, Any]:
                 three, three.assign(rep=1), [on, off, ArmSource("k7", "spec_on")])],
             "acceptance_maps": [AcceptanceMap("off", speedups, [BreakEven(10, 2.6)],
                                               speedups, {})],
+            "positions": [PositionPair("on", "off", pd.DataFrame({
+                "concurrency": [1, 1, 10, 10], "bucket": ["0-512", "512-2k"] * 2,
+                "tpot_on_ms": [10.0, 12.0, 20.0, 30.0], "tpot_off_ms": [15.0, 14.0, 22.0, 25.0],
+                "speedup": [1.5, 1.17, 1.1, 0.83], "tokens_on": 1000.0}))],
             "context_maps": [ContextMap([ContextRow("512", 512.0, _pair()),
                                          ContextRow("8192", 8192.0, _pair())],
                                         speedups.set_axis(["512", "8192"]))],
