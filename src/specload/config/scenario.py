@@ -852,6 +852,10 @@ class Scenario(_model_of(Windows, base=_Ladder)):  # type: ignore[misc]
         "your traffic's share of each of `contexts` (`{512: 0.7, 8192: 0.3}`): the "
         "batch-size schedule for engines without a context axis follows it (default: "
         "equal shares)"))
+    context_buckets: list[Annotated[int, Field(gt=0)]] | None = Field(None, description=(
+        "a mixed-length run's context buckets, by their inner edges in prompt tokens "
+        "(`[1024, 4096]`; each rounded to a power of two): speedup and C* per bucket "
+        "(default: the traffic's terciles)"))
     arms: Annotated[list[Arm], Field(min_length=1, description=(
         "the servers compared (Arms, below)"))]
 

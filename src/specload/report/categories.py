@@ -56,6 +56,7 @@ class CategoryPair:
     crossovers: dict[str, Crossover]
     mix: dict[str, float]  # each category's share of the spec-on arm's requests
     intervals: dict[str, Interval]  # on each category's C*
+    what: str = "prompt category"  # what the groups are (`context_buckets`: by length)
 
     def reach(self, category: str) -> str:
         """`pays up to C = 48`, `pays at every C measured`, `never pays`."""
@@ -91,8 +92,10 @@ class CategoryPair:
 
     def lines(self) -> list[str]:
         by_reach = sorted(self.crossovers, key=lambda c: -_order(self.crossovers[c]))
-        out = [f"{self.on} vs {self.off} by prompt category: "
+        out = [f"{self.on} vs {self.off} by {self.what}: "
                + "; ".join(self._grouped(by_reach))]
+        if self.what != "prompt category":
+            return [*out, f"  the mix: {self.mix_words()}"]
         if self.disagree():
             first, last = by_reach[0], by_reach[-1]
             least = self.reach(last)
@@ -103,7 +106,7 @@ class CategoryPair:
         return out
 
     def as_dict(self) -> dict[str, object]:
-        return {"spec_on": self.on, "spec_off": self.off, "mix": self.mix,
+        return {"spec_on": self.on, "spec_off": self.off, "groups": self.what, "mix": self.mix,
                 "disagree": self.disagree(),
                 "c_star": {c: x.as_dict() for c, x in self.crossovers.items()},
                 "c_star_interval": {c: x.as_dict() for c, x in self.intervals.items()},
@@ -129,8 +132,10 @@ def _per_rep(per_rep: pd.DataFrame, arm: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def analyse_pair(pair: PairResult, per_rep: pd.DataFrame) -> CategoryPair | None:
-    """The pair by category, or None when its requests are not of two categories."""
+def analyse_pair(pair: PairResult, per_rep: pd.DataFrame, what: str = "prompt category"
+                 ) -> CategoryPair | None:
+    """The pair by category (`by_category`, whose groups are `what`), or None when its
+    requests are not of two categories."""
     if "by_category" not in per_rep:
         return None
     on, off = _per_rep(per_rep, pair.on.name), _per_rep(per_rep, pair.off.name)
@@ -172,7 +177,7 @@ def analyse_pair(pair: PairResult, per_rep: pd.DataFrame) -> CategoryPair | None
         if span is not None:
             intervals[str(name)] = span
     return CategoryPair(pair.on.name, pair.off.name, rows, crossovers,
-                        {str(k): float(v) for k, v in mix.items()}, intervals)
+                        {str(k): float(v) for k, v in mix.items()}, intervals, what)
 
 
 def _paces(rows: pd.DataFrame, category: str) -> pd.DataFrame:

@@ -23,6 +23,7 @@ views during a run both call it, so their numbers cannot differ.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -336,21 +337,38 @@ def _acceptance_by_step(r: _Rows, ended: np.ndarray) -> dict[str, dict[str, int]
             "accept_step_accepted": {str(b): accepted[b] for b, s in enumerate(steps) if s}}
 
 
+LENGTH_BINS = (0, *(2**i for i in range(7, 18)))  # 0, 128, 256, ..., 131072 tokens
+
+
+def length_bin(tokens: np.ndarray) -> np.ndarray:
+    """Each prompt's length bin, `512-1024` (powers of two from `LENGTH_BINS[1]`; "" where
+    the length is not known): the fine groups context buckets are made of."""
+    edges = np.asarray(LENGTH_BINS, dtype=float)
+    known = np.isfinite(tokens)
+    at = np.searchsorted(edges, np.where(known, tokens, 0.0), side="right") - 1
+    names = np.array([f"{lo}-{hi}" for lo, hi in itertools.pairwise(LENGTH_BINS)]
+                     + [f"{LENGTH_BINS[-1]}+"])
+    return np.where(known, names[np.clip(at, 0, len(names) - 1)], "")
+
+
 def _by_category(r: _Rows, window_tokens: np.ndarray, in_flight_s: np.ndarray,
-                 sel: np.ndarray, ended: np.ndarray) -> dict[str, dict[str, float]]:
-    """Per prompt category (requests without one left out), where a window has two or
-    more: its tokens in the window (`window_tokens`, per request), its requests' time in
-    flight there (`in_flight_s`), so its pace per request in flight (tokens per
-    request-second: queueing counts, and no request is left out for not having ended)
-    and that pace's relative spread over the requests, the requests that started in it
-    and succeeded, their TPOT p50, and the acceptance length of those that ended in it
+                 sel: np.ndarray, ended: np.ndarray, labels: np.ndarray | None = None
+                 ) -> dict[str, dict[str, float]]:
+    """Per prompt category (`labels`, by default the requests' categories; requests without
+    one left out), where a window has two or more: its tokens in the window
+    (`window_tokens`, per request), its requests' time in flight there
+    (`in_flight_s`), so its pace per request in flight (tokens per request-second:
+    queueing counts, and no request is left out for not having ended) and that
+    pace's relative spread over the requests, the requests that started in it and
+    succeeded, their TPOT p50, and the acceptance length of those that ended in it
     (`_request_acceptance`)."""
-    present = np.unique(r.category[((window_tokens > 0) | sel) & (r.category != "")])
+    group = r.category if labels is None else labels
+    present = np.unique(group[((window_tokens > 0) | sel) & (group != "")])
     if present.size < 2:
         return {}
     out = {}
     for name in present:
-        mine = r.category == name
+        mine = group == name
         flight = float(in_flight_s[mine].sum())
         tokens = float(window_tokens[mine].sum())
         pace = tokens / flight if flight > 0 else float("nan")
@@ -487,7 +505,9 @@ def _acceptance(x: _Window) -> dict[str, object]:
 
 
 def _categories(x: _Window) -> dict[str, object]:
-    return {"by_category": _by_category(x.r, x.per_request, x.overlap, x.sel, x.ended)}
+    return {"by_category": _by_category(x.r, x.per_request, x.overlap, x.sel, x.ended),
+            "by_prompt_length": _by_category(x.r, x.per_request, x.overlap, x.sel, x.ended,
+                                             length_bin(x.r.prompt_tokens))}
 
 
 def _positions(x: _Window) -> dict[str, object]:

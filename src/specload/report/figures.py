@@ -665,7 +665,7 @@ def category_speedup(pairs: Sequence[CategoryPair]) -> Figure:
             fig.add_vline(x=c_star, line={"color": colour, "dash": "dot", "width": 1})
     fig.add_hline(y=1.0, line={"color": "grey", "dash": "dash"})
     # the mix can name eight categories: a line of its own, smaller, under the title
-    fig = _layout(fig, f"Speedup by prompt category ({pair.on} / {pair.off}, TPOT off / on)"
+    fig = _layout(fig, f"Speedup by {pair.what} ({pair.on} / {pair.off}, TPOT off / on)"
                        f"<br><sup>mix: {pair.mix_words()}</sup>", "speedup (×)")
     # the legend holds two categories a row under the plot: room for it, not from it
     rows = -(-pair.rows["category"].nunique() // 2)
@@ -679,7 +679,7 @@ class Registered:
 
     draw: Callable[[Any], Figure]
     # or "pairs", "rate_pairs", "envelopes", "arms_verdicts", "acceptance_maps",
-    # "context_maps", "positions", "categories"
+    # "context_maps", "positions", "categories", "context_buckets"
     source: str = "summary"
     needs: str | None = None  # a summary column it is drawn only where measured
 
@@ -696,6 +696,7 @@ FIGURES: dict[str, Registered] = {
     "system_throughput": Registered(system_throughput),
     "speedup": Registered(speedup, "pairs"),
     "category_speedup": Registered(category_speedup, "categories"),
+    "context_bucket_speedup": Registered(category_speedup, "context_buckets"),
     "acceptance_map": Registered(acceptance_map, "acceptance_maps"),
     "context_map": Registered(context_map, "context_maps"),
     "position_speedup": Registered(position_speedup, "positions"),
@@ -728,7 +729,8 @@ def all_figures(summary: pd.DataFrame, pairs: Sequence[PairResult],
                 categories: Sequence[CategoryPair] = (),
                 arms: ArmsVerdict | None = None,
                 context_map: ContextMap | None = None,
-                positions: Sequence[PositionPair] = ()) -> list[Figure]:
+                positions: Sequence[PositionPair] = (),
+                context_buckets: Sequence[CategoryPair] = ()) -> list[Figure]:
     """Every figure the kind shows, in its order (envelopes: those with rungs)."""
     sources = {"summary": summary, "pairs": list(pairs), "rate_pairs": list(rate_pairs),
                "envelopes": [e for e in envelopes if len(e.table)],
@@ -736,6 +738,7 @@ def all_figures(summary: pd.DataFrame, pairs: Sequence[PairResult],
                "acceptance_maps": [acceptance_map] if acceptance_map else [],
                "context_maps": [context_map] if context_map else [],
                "positions": list(positions),
+               "context_buckets": list(context_buckets),
                "categories": list(categories)}
     shown = [FIGURES[name] for name in kind.figures if FIGURES[name].shown(sources)]
     return [f.draw(sources[f.source]) for f in shown]

@@ -30,6 +30,7 @@ from specload.engines.spec_command import parse_command
 from specload.errors import UserError
 from specload.report import (
     categories,
+    context_buckets,
     context_grid,
     figures,
     load_steps,
@@ -89,6 +90,8 @@ class Report:
     context_map: ContextMap | None = None  # the pairs run at several prompt lengths
     context_grid: dict[str, str] = field(default_factory=dict)  # its files, by name
     categories: list[CategoryPair] = field(default_factory=list)  # pairs by prompt category
+    # pairs by context bucket of a mixed-length run
+    context_buckets: list[CategoryPair] = field(default_factory=list)
     # pairs along the reply: TPOT by output position
     positions: list[reply_positions.PositionPair] = field(default_factory=list)
     arms: ArmsVerdict | None = None  # more than two arms compared: the winner per rung
@@ -154,7 +157,15 @@ def build(path: str | Path, processes: int | None = None) -> Report:
                   acceptance_map=analyse_map(source.arms, pairs, summary),
                   context_map=cmap, context_grid=_grid_files(source, cmap, slo),
                   categories=categories.analyse(pairs, per_rep), parity=replies,
-                  positions=reply_positions.analyse(pairs, per_rep))
+                  positions=reply_positions.analyse(pairs, per_rep),
+                  context_buckets=context_buckets.analyse(pairs, per_rep, _bucket_edges(
+                      source.manifest.scenario if source.manifest else None)))
+
+
+def _bucket_edges(scenario: dict[str, Any] | None) -> list[float] | None:
+    """The scenario's `context_buckets`, if it gives them."""
+    given = (scenario or {}).get("context_buckets")
+    return [float(x) for x in given] if isinstance(given, list) else None
 
 
 def _grid_files(source: RunSource, cmap: ContextMap | None, slo: SloTarget | None
@@ -270,6 +281,7 @@ def summary_json(report: Report) -> dict[str, Any]:
         "context_grid_files": [f"{CONTEXT_GRID}/{name}" for name in report.context_grid],
         "categories": [c.as_dict() for c in report.categories],
         "along_the_reply": [p.as_dict() for p in report.positions],
+        "context_buckets": [c.as_dict() for c in report.context_buckets],
         "parity": report.parity.as_dict() if report.parity else None,
     })
 
@@ -415,6 +427,8 @@ def _study_lines(report: Report, with_advice: bool = True) -> list[str]:
         lines.append(f"  files in {report.source.out_dir / CONTEXT_GRID}: "
                      f"{', '.join(report.context_grid)}")
     lines += [line for c in report.categories for line in c.lines()]
+    for bucketed in report.context_buckets:
+        lines += [*bucketed.lines(), context_buckets.CAVEAT]
     lines += [line for p in report.positions for line in p.lines()]
     if report.study and with_advice:
         rec = report.study.recommendation
@@ -495,7 +509,7 @@ def _html(report: Report) -> str:
                                              report.envelopes, report.kind,
                                              report.acceptance_map, report.categories,
                                              report.arms, report.context_map,
-                                             report.positions))
+                                             report.positions, report.context_buckets))
     side = "" if report.arms is None else (
         "<h2>Arms side by side</h2><p>Each arm's share of the best arm's tok/s per rung; the "
         "winner, or the arms within the noise of each other.</p>"

@@ -141,6 +141,7 @@ req_accept_len_hist   | requests    | requests by accept len | merge
 accept_step_steps     | steps       | steps by step bin      | merge
 accept_step_accepted  | tokens      | accepted by step bin   | merge
 by_category           | mapping     | per prompt category    | per repeat only
+by_prompt_length      | mapping     | per prompt length bin  | per repeat only
 tpot_by_position      | mapping     | TPOT by output position | per repeat only
 replies               | mapping     | replies by prompt      | per repeat only
 window_source         | name        | window source          | per repeat only

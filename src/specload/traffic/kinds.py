@@ -106,7 +106,8 @@ class WorkloadKind:
         return self.keys_for(self.session_unit) if self.session_unit else self.keys
 
 
-_ON_THE_LADDER = ("system_throughput", "speedup", "category_speedup", "acceptance_map",
+_ON_THE_LADDER = ("system_throughput", "speedup", "category_speedup",
+                  "context_bucket_speedup", "acceptance_map",
                   "context_map", "position_speedup",
                   "envelope", "arms_envelope",
                   "batch_size", "per_user_throughput", "frontier", "ttft", "inter_token",
