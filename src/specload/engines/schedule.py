@@ -33,24 +33,6 @@ BATCH_SIZE_CEILING = 65536
 NO_DRAFT_MODEL = ("mtp", "ngram", "ngram_gpu", "suffix")
 
 Draft = int | str  # a draft length, or a placeholder when the run does not tell it
-K_PLACEHOLDER = "<k>"
-METHOD_PLACEHOLDER = "<method: eagle3, eagle, mtp, ngram, draft_model, ...>"
-MODEL_PLACEHOLDER = "<draft model or EAGLE head>"
-# End of the last vLLM range: larger than any max_num_seqs (the engine's dense lookup
-# stops at max_num_seqs, vllm/v1/spec_decode/dynamic/utils.py).
-BATCH_SIZE_CEILING = 65536
-# Methods that run without a separate draft model in vLLM (vllm/config/speculative.py:
-# mtp uses the target model's own layers, ngram looks up the prompt).
-NO_DRAFT_MODEL = ("mtp", "ngram", "ngram_gpu", "suffix")
-_SGLANG_ALGORITHMS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN",
-                      "ngram": "NGRAM", "draft_model": "STANDALONE"}
-_TRTLLM_DECODING_TYPES = {"eagle": "Eagle3", "eagle3": "Eagle3", "mtp": "MTP",
-                          "ngram": "NGram", "draft_model": "DraftTarget"}
-TRTLLM_UPPER_BOUNDS_SINCE = "1.3.0rc8"  # first release notes listing PR #10860
-VLLM_FILE = "vllm-speculative-config.json"
-SGLANG_ADAPTIVE_CONFIG = "sglang-adaptive.json"
-SGLANG_FLAGS_FILE = "sglang-flags.txt"
-TRTLLM_FILE = "trtllm.yaml"
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,7 +60,7 @@ def takes_context_grid(version: str | None) -> bool:
         return False
 
 
-def vllm_context_grid_config(cells: Sequence[Sequence[int]], k: int,
+def vllm_context_grid_config(cells: Sequence[Sequence[int | str]], k: int | str,
                              spec: SpecSettings) -> dict[str, Any]:
     """vLLM's whole `--speculative-config` with a context grid: the batch-size config
     of the grid's largest k, its schedule the 5-item `cells` (PR #48944's form)."""

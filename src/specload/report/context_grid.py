@@ -44,12 +44,13 @@ class Band:
 
     row: ContextRow
     ctx_lo: int
-    ctx_hi: int  # inclusive; es.BATCH_SIZE_CEILING-like open end: `CTX_CEILING`
+    ctx_hi: int  # inclusive; the last band's is `CTX_CEILING`
     tiers: tuple[es.Tier, ...]
 
-    def cells(self) -> list[list[int]]:
-        return [[int(lo), int(hi), self.ctx_lo, self.ctx_hi, int(k)]
-                for lo, hi, k in es.ranges(self.tiers)]
+    def cells(self) -> list[list[es.Draft]]:
+        """`[batch_lo, batch_hi, ctx_lo, ctx_hi, k]` per tier (k: a placeholder where the
+        run does not tell it)."""
+        return [[lo, hi, self.ctx_lo, self.ctx_hi, k] for lo, hi, k in es.ranges(self.tiers)]
 
 
 CTX_CEILING = 1 << 24  # the last band's end: longer than any model's context
@@ -65,13 +66,13 @@ class MixSchedule:
     batch: float | None  # the batch size the contexts' spec-on servers ran at it
 
 
-def _tiers(decision: Decision, k: int) -> tuple[es.Tier, ...]:
+def _tiers(decision: Decision, k: es.Draft) -> tuple[es.Tier, ...]:
     if decision.tiers:
         return tuple(es.Tier(t.last, k if t.k else 0) for t in decision.tiers)
     return (es.Tier(None, k if decision.action == "keep_on" else 0),)
 
 
-def bands(cmap: ContextMap, decisions: Mapping[str, Decision], k: int) -> list[Band]:
+def bands(cmap: ContextMap, decisions: Mapping[str, Decision], k: es.Draft) -> list[Band]:
     """Each context's band of the grid, edges halfway between neighbours in log tokens."""
     tokens = [r.tokens for r in cmap.rows]
     edges = [math.ceil(math.sqrt(a * b)) for a, b in itertools.pairwise(tokens)]
@@ -80,7 +81,8 @@ def bands(cmap: ContextMap, decisions: Mapping[str, Decision], k: int) -> list[B
             for r, lo, hi in zip(cmap.rows, lows, highs, strict=True)]
 
 
-def mix_schedule(cmap: ContextMap, mix: Mapping[str, float] | None, k: int) -> MixSchedule:
+def mix_schedule(cmap: ContextMap, mix: Mapping[str, float] | None, k: es.Draft
+                 ) -> MixSchedule:
     """The batch-size schedule of the mix (`mix`: shares by context; None: equal)."""
     rows = cmap.rows
     raw = {r.context: float((mix or {}).get(r.context, 0.0 if mix else 1.0)) for r in rows}
@@ -166,12 +168,13 @@ def files(cmap: ContextMap, decisions: Mapping[str, Decision], spec: SpecSetting
           mix: Mapping[str, float] | None, vllm_version: str | None
           ) -> dict[str, str]:
     """Every file of the grid's folder, by name."""
-    k = spec.k if spec.k is not None else 1
+    k: es.Draft = spec.k if spec.k is not None else es.K_PLACEHOLDER
     found = bands(cmap, decisions, k)
     grid = grid_data(found)
     mixed = mix_schedule(cmap, mix, k)
     if vllm.takes_context_grid(vllm_version):
-        config = vllm.vllm_context_grid_config(grid["cells"], k, spec)  # type: ignore[arg-type]
+        config = vllm.vllm_context_grid_config(
+            [cell for band in found for cell in band.cells()], k, spec)
         vllm_words = (f"vLLM {vllm_version} takes the grid itself (PR #48944's "
                       f"5-item form, contexts aggregated by {vllm.CONTEXT_AGG})")
     else:
