@@ -8,6 +8,8 @@ any change to the figures, the Tokens tab or the quickstart:
         --name llamacpp-speedup.png --title "..."             # docs/real-engines.md
     python scripts/make_pictures.py --run reports/acceptance-map/<ts> \
         --only acceptance-map --name acceptance-map.png --title "..."  # measurement.md
+    python scripts/make_pictures.py --run reports/context-map/<ts> \
+        --only context-map --name context-map.png --title "..."        # measurement.md
 
 1. `docs/img/speedup.png`: the report's speedup curve with its noise band and C*
    (`report.figures.speedup`) of a quickstart sweep: `specload sweep
@@ -103,8 +105,16 @@ def speedup_picture(run_dir: Path, folder: Path, name: str = "speedup.png",
     figure_picture(figures.speedup(report.pairs), folder, name, title)
 
 
-def map_picture(run_dir: Path, folder: Path, name: str, title: str) -> None:
+def map_picture(run_dir: Path, folder: Path, name: str, title: str,
+                kind: str = "acceptance-map") -> None:
+    """A run's acceptance map, or its context map (its sentence under the title)."""
     report = render.build(run_dir)
+    if kind == "context-map":
+        if report.context_map is None:
+            sys.exit(f"{run_dir}: no context map (arms run at two or more `contexts`)")
+        title += f"<br><sup>{report.context_map.sentence()}</sup>"
+        figure_picture(figures.context_map([report.context_map]), folder, name, title)
+        return
     if report.acceptance_map is None:
         sys.exit(f"{run_dir}: no acceptance map (spec-on arms set to two or more lengths)")
     figure_picture(figures.acceptance_map([report.acceptance_map]), folder, name, title)
@@ -158,18 +168,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", default=None,
                         help="a finished quickstart sweep folder (default: run one)")
-    parser.add_argument("--only", choices=("speedup", "tokens-tab", "acceptance-map"),
-                        default=None)
+    parser.add_argument("--only", choices=("speedup", "tokens-tab", "acceptance-map",
+                                           "context-map"), default=None)
     parser.add_argument("--name", default="speedup.png",
                         help="file name of the speedup picture under docs/img")
     parser.add_argument("--title", default=QUICKSTART_TITLE, help="the speedup picture's title")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="specload-pictures-"))
-    if args.only == "acceptance-map":
+    if args.only in ("acceptance-map", "context-map"):
         if not args.run:
-            sys.exit("--only acceptance-map needs --run: a finished acceptance-map sweep")
-        map_picture(Path(args.run), folder, args.name, args.title)
+            sys.exit(f"--only {args.only} needs --run: a finished {args.only} sweep")
+        map_picture(Path(args.run), folder, args.name, args.title, args.only)
         return 0
     if args.only is None or args.only == "speedup":
         speedup_picture(Path(args.run) if args.run else quickstart_sweep(folder), folder,

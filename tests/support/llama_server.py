@@ -117,12 +117,14 @@ def pair_scenario(folder: Path, name: str = "llamacpp-real", slots: int = 8,
 
 
 def command_arm(name: str, slots: int, spec: str = "", key_env: str | None = None,
-                threads: int | str = PLACED_THREADS) -> dict:
+                threads: int | str = PLACED_THREADS, slot_context: int = 1024) -> dict:
     """A scenario arm that starts one llama-server (`spec`: its speculation flags, "" for
-    none) on a free loopback port, by default one thread per CPU its placement gives it."""
+    none) on a free loopback port, by default one thread per CPU its placement gives it,
+    each slot with a context of `slot_context` tokens."""
     port = free_port()
     return {"name": name, "spec": "on" if spec else "off", "engine": "llamacpp",
-            "command": {"start": server_command(port, slots, spec, key_env, threads=threads),
+            "command": {"start": server_command(port, slots, spec, key_env,
+                                                slot_context=slot_context, threads=threads),
                         "base_url": f"http://127.0.0.1:{port}", "ready_timeout_s": 120}}
 
 

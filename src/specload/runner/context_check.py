@@ -33,6 +33,7 @@ from specload.traffic import prompt_fit
 from specload.traffic.kinds import TRACE
 from specload.traffic.prompt_sets import load_prompts
 from specload.traffic.prompts import Prompt
+from specload.traffic.shapes import LengthSpec
 
 COUNT_TIMEOUT_S = 30.0
 COUNT_THREADS = 4
@@ -174,6 +175,24 @@ def trace_lines(scenario: Scenario, found: Listed) -> list[str]:
             "them, and they count as failures"]
 
 
+def context_fits(scenario: Scenario, context: str, found: Listed,
+                 known: PromptFitEntry | None) -> Checked:
+    """An arm's context (`contexts:`) against the server's: the arm fails, in one line,
+    when its longest prompt and reply cannot fit; an unbounded length is warned about."""
+    req = scenario.request
+    prompt = LengthSpec.parse(context).largest
+    reply = (LengthSpec.parse(req.output_tokens).largest if req.output_tokens
+             else float(req.max_tokens))
+    if prompt is None or reply is None:
+        return Checked(known, [f"warning: context {context}: its longest prompts and replies "
+                               f"may not fit the server's {found.words()}"])
+    if prompt + reply > found.context:
+        return Checked(known, failed=(
+            f"context {context}: prompts of {prompt:.0f} tokens and replies of {reply:.0f} "
+            f"do not fit the server's {found.words()}"))
+    return Checked(known, [f"context {context}: fits the server's {found.words()}"])
+
+
 def fit_prompts(scenario: Scenario, arm: Arm, engine: str | None, base_url: str,
                 models_body: bytes | None, api_key: str | None, tls: ssl.SSLContext | None,
                 known: PromptFitEntry | None, first: bool = True) -> Checked:
@@ -182,12 +201,15 @@ def fit_prompts(scenario: Scenario, arm: Arm, engine: str | None, base_url: str,
     makes it: a later one must not change the prompts after an arm ran them all."""
     entry = engines.get(engine)
     window = entry.context if entry is not None else None
-    if window is None or not (checked(scenario) or scenario.workload_kind == TRACE):
+    if window is None or not (checked(scenario) or scenario.workload_kind == TRACE
+                              or arm.context is not None):
         return Checked(known)
     found = listed(listing(base_url, window, models_body, api_key, tls), window)
     if found is None:
         return Checked(known, [f"note: {base_url}{window.listed_route} lists no context "
                                "length: prompts not checked against it"])
+    if arm.context is not None:
+        return context_fits(scenario, arm.context, found, known)
     if not checked(scenario):
         return Checked(known, trace_lines(scenario, found))
     if known is not None and found.context >= known.context and found.input_limit is None:

@@ -87,6 +87,11 @@ class Distribution:
     def mean(self) -> float:
         return (self.a + self.b) / 2 if self.kind == "uniform" else self.a
 
+    @property
+    def largest(self) -> float | None:
+        """The largest value it draws: a fixed value, a uniform's HIGH; None: unbounded."""
+        return self.a if self.kind == "fixed" else self.b if self.kind == "uniform" else None
+
     def draw(self, rng: random.Random) -> float:
         """One raw value (not yet held to the floor)."""
         if self.kind == "fixed":

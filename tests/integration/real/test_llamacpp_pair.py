@@ -71,7 +71,7 @@ from tests.support.parity_counts import assert_reported
 from tests.support.ratios import ratio_range
 from tests.support.sweeps import read_csv, run_dir_of, run_sweep
 
-EDGE_S = 0.05  # a request ending this close to a sample may fall on either side of it
+EDGE_S = metrics.EDGE_S
 SWEEP_TIMEOUT_S = 1200
 # the module's sweep runs longer than the default per-test timeout (its fixture's time
 # counts against the first test)
@@ -134,18 +134,6 @@ def per_rep(pair_run) -> pd.DataFrame:
     return render.build(pair_run[1]).per_rep
 
 
-def _inside(points: list[tuple[float, float]], t0: float, t1: float
-            ) -> tuple[tuple[float, float], tuple[float, float]]:
-    kept = [p for p in points if t0 <= p[0] <= t1]
-    return kept[0], kept[-1]
-
-
-def _accept_len(row: pd.Series) -> float:
-    """The row's acceptance length; 1 for a plain server's (NaN)."""
-    value = row["accept_len_mean"]
-    return 1.0 if pd.isna(value) else float(value)
-
-
 def test_no_request_fails_at_any_rung(pair_run) -> None:
     rows = metrics.summary(pair_run[1])["summary"]
     assert {(r["arm"], r["failures"]) for r in rows} == {
@@ -154,52 +142,16 @@ def test_no_request_fails_at_any_rung(pair_run) -> None:
 
 
 def test_tokens_per_rung_match_the_servers_counter(pair_run, per_rep) -> None:
-    run = pair_run[1]
     for arm in ("spec-on", "spec-off"):
-        for rep_dir, rungs, by_c in metrics.reps(run, per_rep, arm):
-            samples = metrics.samples(rep_dir)
-            counter = samples["llamacpp:tokens_predicted_total"]
-            fetch = dict(samples[FETCH_METRIC])
-            requests = [r for r in read_csv(rep_dir / "locust_requests.csv")
-                        if r["error_kind"] == "" and r["interrupted"] == "0"]
-            for rung in rungs:
-                row = by_c[int(rung["users"])]
-                (ta, va), (tb, vb) = _inside(counter, float(rung["measure_start"]),
-                                             float(rung["measure_end"]))
-                # the server read its counters somewhere inside the sample's fetch, and
-                # llama-server answers /metrics only between decode steps
-                step = row["tpot_p50_ms"] * _accept_len(row) / 1e3
-                near_a, near_b = (max(EDGE_S, step) + fetch[t] / 2 for t in (ta, tb))
-                ends = [(float(r["end"]), int(r["output_tokens"])) for r in requests]
-                sure = sum(n for t, n in ends if ta + near_a < t <= tb - near_b)
-                edge = sum(n for t, n in ends
-                           if abs(t - ta) <= near_a or abs(t - tb) <= near_b)
-                delta = vb - va
-                where = f"{rep_dir.relative_to(run)} C={rung['users']}"
-                assert sure * 0.99 <= delta <= (sure + edge) * 1.01, (where, delta, sure, edge)
-                # token arrivals and completions differ by the requests in flight at the
-                # edges
-                spans = [(float(r["start"]), float(r["end"]), int(r["output_tokens"]))
-                         for r in requests]
-                straddle = sum(n for s, e, n in spans if s < ta < e or s < tb < e)
-                client = row["output_tok_s"] * (tb - ta)
-                assert abs(client - delta) <= 0.03 * delta + straddle, (where, client, delta)
+        metrics.assert_tokens_match_counter(pair_run[1], per_rep, arm)
 
 
 def test_acceptance_is_the_counters_and_the_synthetic_target(pair_run, per_rep) -> None:
     pair, run = pair_run
     drafts = first = 0.0
-    for rep_dir, rungs, by_c in metrics.reps(run, per_rep, "spec-on"):
+    metrics.assert_acceptance_is_the_counters(run, per_rep, "spec-on")
+    for rep_dir, _, _ in metrics.reps(run, per_rep, "spec-on"):
         samples = metrics.samples(rep_dir)
-        counted_drafts = samples[metrics.DRAFTS]
-        accepted = samples[metrics.ACCEPTED]
-        for rung in rungs:
-            t0, t1 = float(rung["measure_start"]), float(rung["measure_end"])
-            counted = ((metrics.at(accepted, t1) - metrics.at(accepted, t0))
-                       / (metrics.at(counted_drafts, t1) - metrics.at(counted_drafts, t0)))
-            row = by_c[int(rung["users"])]
-            assert row["accept_len_mean"] == pytest.approx(1 + counted, rel=0.01)
-            assert row["tokens_per_chunk"] == pytest.approx(1.0, abs=0.01)  # a token an event
         n_drafts = metrics.increase(samples, metrics.DRAFTS)
         drafts += n_drafts
         first += metrics.increase(samples, metrics.FIRST_ACCEPTED)
@@ -300,7 +252,7 @@ def test_batch_is_the_servers_gauge_and_the_offered_load(pair_run, per_rep) -> N
                 assert row["server_running_mean"] == pytest.approx(
                     np.mean([v for _, v in inside]), abs=0.01), where
                 # llama-server read the gauge somewhere inside the fetch, between two steps
-                step = row["tpot_p50_ms"] * _accept_len(row) / 1e3
+                step = row["tpot_p50_ms"] * metrics.accept_len(row) / 1e3
                 bounds = np.array([_in_slots(spans, t, EDGE_S + step + fetch[t] / 2,
                                              pair.slots) for t, _ in inside])
                 sure, could = bounds.mean(axis=0)
