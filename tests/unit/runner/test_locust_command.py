@@ -93,3 +93,12 @@ def test_processes_and_master_modes() -> None:
     assert "0.0.0.0" not in worker_command(mode)
     local = LoadMode(workers=2, master_bind_host="10.0.0.7", master_bind_port=5557)
     assert worker_command(local) == "specload worker 10.0.0.7 --port 5557 --processes N"
+
+
+def test_each_arm_at_a_context_sends_its_own_prompt_length() -> None:
+    sc = scenario(contexts=[512, "uniform:4000:5000"])
+    for arm, length in (("on-ctx512", "512"), ("off-ctxuniform-4000-5000", "uniform:4000:5000")):
+        cmd = locust_command(sc, "http://h:1", Path("/r/locust"), [1], LoadMode(), arm=arm)
+        assert cmd[cmd.index("--prompt-tokens") + 1] == length
+    plain = locust_command(scenario(), "http://h:1", Path("/r/locust"), [1], LoadMode(), arm="on")
+    assert "--prompt-tokens" not in plain
