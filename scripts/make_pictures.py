@@ -42,6 +42,7 @@ import plotly.graph_objects as go
 
 from specload.config.scenario import load_scenario
 from specload.report import figures, render
+from specload.report.plotjs import Figure
 from specload.runner.locust_proc import LoadMode, locust_command
 from specload.runner.processes import free_port
 from specload.runner.sim_launcher import SimOptions, launch
@@ -87,8 +88,10 @@ QUICKSTART_TITLE = ("Speedup of speculative decoding on the quickstart's simulat
                     "(spec-on / spec-off tok/s)")
 
 
-def figure_picture(fig: go.Figure, folder: Path, name: str, title: str) -> None:
-    """`docs/img/<name>`: one report figure, alone on a page, as Chromium renders it."""
+def figure_picture(drawn: Figure, folder: Path, name: str, title: str) -> None:
+    """`docs/img/<name>`: one report figure, alone on a page, as Chromium renders it (the
+    report's plotly.js data, through plotly.py for its page)."""
+    fig = go.Figure(json.loads(drawn.to_json()))
     fig.update_layout(width=SPEEDUP_SIZE[0], height=SPEEDUP_SIZE[1], margin={"t": 60, "r": 30},
                       title=title)
     page = folder / f"{Path(name).stem}.html"

@@ -29,7 +29,7 @@ from specload.engines import schedule as es
 from specload.engines import vllm
 from specload.engines.spec_command import SpecSettings
 from specload.report.context_map import ContextMap, ContextRow, tokens_words
-from specload.report.crossover import ALWAYS, CROSSES, log_crossing
+from specload.report.crossover import Crossover, log_crossing
 from specload.report.recommend import Decision, batch_at
 
 GRID_FOLDER = "context-grid"
@@ -125,18 +125,17 @@ def grid_data(found: Sequence[Band]) -> dict[str, object]:
     }
 
 
-def _on_to(verdict: str, c_star: float | None) -> float:
-    """Up to which C a decision speculates: inf (every C), 0 (none) or its C*."""
-    if verdict == ALWAYS:
-        return math.inf
-    return c_star if verdict == CROSSES and c_star is not None else 0.0
+def _on_to(cross: Crossover) -> float:
+    """Up to which C a pair's decision speculates: inf (past every rung), 0 (nowhere)."""
+    if cross.speculate_to is None:
+        return 0.0
+    return cross.speculate_to if cross.off_above else math.inf
 
 
 def routing_gain(band: Band, mixed: MixSchedule) -> str:
     """What routing this band to its own deployment measured against the mix's
     schedule: the rungs where the two decide differently, and the best gain there."""
-    cross = band.row.pair.crossover
-    own = _on_to(cross.verdict, cross.c_star)
+    own = _on_to(band.row.pair.crossover)
     mix_on = mixed.tiers[0].k != 0
     shared = mixed.c_star if mixed.c_star is not None else (math.inf if mix_on else 0.0)
     table = band.row.pair.speedup

@@ -66,6 +66,8 @@ class ContextRow:
             if span is not None and not (span.below or span.above):
                 text += f" ({span.level:.0%}: {span.lo:.3g}-{span.hi:.3g})"
             return text
+        if found.verdict not in REACH and found.below is not None:
+            return f"up to C = {found.below:g} at least (within the noise above)"
         return REACH.get(found.verdict, UNCLEAR)
 
 

@@ -621,10 +621,10 @@ def context_map(maps: Sequence[ContextMap]) -> Figure:
                  "color": "black", "thickness": 1.5},
         customdata=[r.reach() for _, r in found],
         hovertemplate="%{customdata}<extra></extra>"))
-    fig = _layout(fig, f"Speedup by context length and C ({cmap.rows[0].pair.on.name} ... "
-                       f"/ {cmap.rows[0].pair.off.name} ...)<br><sup>"
-                       f"{cmap.sentence()}</sup>", "context (prompt tokens)")
-    fig.update_xaxes(type="linear", tickvals=x, ticktext=[f"{c:g}" for c in levels])
+    fig = _layout(fig, "Speedup by context length and C (each context's spec-on / spec-off)"
+                       f"<br><sup>{cmap.sentence()}</sup>", "context (prompt tokens)")
+    fig.update_xaxes(type="linear", tickvals=x, ticktext=[f"{c:g}" for c in levels],
+                     title={"text": "concurrency C (the rungs, evenly spaced)"})
     fig.update_layout(margin={"t": 90})
     return fig.update_yaxes(tickvals=y, ticktext=labels, rangemode="normal")
 
