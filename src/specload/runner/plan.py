@@ -7,7 +7,8 @@ runs next, and nothing else decides what runs: a fresh sweep, a `--resume`, a se
 round and a tie-break repeat differ only in the manifest they start from. A pass runs
 its repeats in rounds (repeat 1 of every arm, then repeat 2, ...), each repeat's
 missing rungs in one Locust `Run`; an interleaved round (`interleave`) keeps every
-arm's server up and runs rung by rung, one `Run` per arm and rung.
+arm's server up and runs rung by rung, one `Run` per arm and rung (with `contexts`, a
+round per context: one context's servers at a time).
 """
 
 from __future__ import annotations
@@ -110,5 +111,13 @@ def build(scenario: Scenario, manifest: Manifest, arms: Sequence[str],
     for pending in _pending(entries):
         todo = [(a.name, rep.rep, missing(scenario, manifest, a.name, finished.get(rep.dir, ())))
                 for a, rep in pending]
-        rounds.append(_round(todo, scenario.interleave))
+        if not scenario.interleave:
+            rounds.append(_round(todo, False))
+            continue
+        # arms at different contexts are different comparisons: each context's arms are up
+        # together, one context after another (their start lines may share a port)
+        contexts = [manifest.arm(name).context for name, *_ in todo]
+        for context in dict.fromkeys(contexts):
+            rounds.append(_round([t for t, c in zip(todo, contexts, strict=True)
+                                  if c == context], True))
     return Pass(tuple(rounds), why)

@@ -62,6 +62,16 @@ def test_an_interleaved_round_goes_rung_by_rung_across_the_arms() -> None:
     assert rnd.last_run("off", 1) == Run("off", 1, (4,))
 
 
+def test_interleaved_contexts_keep_one_contexts_servers_up_at_a_time() -> None:
+    """Each context is its own comparison, and a command arm's start line (its port) is
+    the same at every context: its servers must not be up together."""
+    scenario = _scenario(interleave=True, repeats=1, ladder=[1, 2], contexts=[64, 2048])
+    todo = build(scenario, new_manifest(scenario), [a.name for a in scenario.arms], {})
+    assert [rnd.repeats() for rnd in todo.rounds] == [
+        [("on-ctx64", 1), ("off-ctx64", 1)], [("on-ctx2048", 1), ("off-ctx2048", 1)]]
+    assert all(rnd.together for rnd in todo.rounds)
+
+
 def test_a_search_round_runs_its_new_rungs_on_the_compared_arms() -> None:
     scenario = _scenario(ladder="auto", search={"max_concurrency": 64}, repeats=1)
     manifest = new_manifest(scenario)
