@@ -16,11 +16,13 @@ order. Failures raise `ServerError` with one line.
 from __future__ import annotations
 
 import os
+import socket
 import ssl
 import subprocess
 import time
 from abc import ABC, abstractmethod
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from specload.config.scenario import Arm
 from specload.runner import health_checks, placement
@@ -176,6 +178,11 @@ class CommandServer(ArmServer):
 
     def start(self, log_path: Path) -> str:
         self.log_path = log_path
+        if _listening(self.base_url):
+            raise ServerError(
+                f"something already listens at {self.base_url} before the start command "
+                "ran: another server holds that port (stop it, or give the arm its own "
+                "port); its answers would be taken for this arm's")
         self.proc = spawn_group(placement.fill(self.spec.start, self.cpus), log_path,
                                 shell=True, what="server (start command)", arm=self.arm.name,
                                 cpus=self.cpus)
@@ -213,6 +220,17 @@ class CommandServer(ArmServer):
         if self.proc is not None:
             stop_process_group(self.proc, timeout=self.spec.stop_timeout_s)
             self.proc = None
+
+
+def _listening(url: str, timeout: float = 1.0) -> bool:
+    """Whether a TCP connection to the URL's host and port is accepted."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
 
 
 class UrlServer(ArmServer):

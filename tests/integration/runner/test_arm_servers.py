@@ -68,3 +68,22 @@ def test_sim_that_cannot_start_says_why(tmp_path: Path) -> None:
     arm = Arm.model_validate({"name": "s", "sim": {"profile": str(bad), "spec": "on"}})
     with pytest.raises(ServerError, match="simulated server exited with status"):
         SimServer(arm).start(tmp_path / "server.log")
+
+
+def test_a_command_arm_whose_port_another_server_holds_fails_before_starting(
+        tmp_path: Path) -> None:
+    """Two command arms sharing a port once ran at the same time: the second server could
+    not bind, and the first answered its readiness checks and its requests."""
+    port = free_port()
+    other = CommandServer(command_arm(f"exec {sys.executable} -m http.server {port} "
+                                      "--bind 127.0.0.1", port, ready_timeout_s=30))
+    other.start(tmp_path / "other.log")
+    try:
+        flag = tmp_path / "started"
+        server = CommandServer(command_arm(f"touch {flag}; sleep 60", port))
+        with pytest.raises(ServerError, match=f"something already listens at "
+                                              f"http://127.0.0.1:{port} before the start"):
+            server.start(tmp_path / "server.log")
+        assert not flag.exists() and server.proc is None
+    finally:
+        other.stop()
