@@ -159,9 +159,11 @@ def print_plan(scenario: Scenario, mode: LoadMode, cpus: placement.CpuPlan, out:
     say(f"planned load time {fmt_s(total)} (+ server start-up); output under "
         f"{out / scenario.name}/<UTC timestamp>/")
     levels = scenario.levels[:1] if scenario.interleave else scenario.levels
-    example = locust_command(scenario, "URL", Path("<arm dir>/locust"), levels, mode)
+    first = scenario.arms[0].name
+    example = locust_command(scenario, "URL", Path("<arm dir>/locust"), levels, mode,
+                             arm=first)
     each = "per arm and rung" if scenario.interleave else "per arm"
-    say(f"locust command {each}: " + shlex.join(example))
+    say(f"locust command {each} ({first}'s): " + shlex.join(example))
 
 
 def _build_report(run_dir: Path) -> int:
