@@ -39,6 +39,9 @@ INVALID = [
     ("empty ladder", "name: x\nladder: []\n" + ARMS_TAIL, ["ladder: the ladder is empty"]),
     ("a context that is no length", "name: x\ncontexts: [512, lots]\n" + ARMS_TAIL,
      ["contexts: prompt length 'lots': expected a number"]),
+    ("contexts with a bare on as a name", "name: x\ncontexts: [512, 2048]\n"
+     "arms:\n  - name: on\n    sim: {spec: on}\n",
+     ["arms[0].name: expected a text value, got True"]),
     ("a context twice", "name: x\ncontexts: [512, '512']\n" + ARMS_TAIL,
      ["contexts: the prompt lengths must differ"]),
     ("contexts with a prompt length", "name: x\ncontexts: [512, 2048]\n"

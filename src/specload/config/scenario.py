@@ -413,6 +413,8 @@ def _at_context(arm: Any, length: str | None) -> Any:
         return arm
     if isinstance(arm, Arm):
         return arm.with_context(length)
+    if not isinstance(arm.get("name"), str):
+        return arm  # its name's own check says why (a bare `on` is YAML's True)
     return {**arm, "name": f"{arm.get('name')}-ctx{context_label(length)}", "context": length}
 
 

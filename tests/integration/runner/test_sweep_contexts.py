@@ -68,7 +68,7 @@ def test_each_context_runs_its_own_pair_and_the_report_maps_them(tmp_path: Path)
     config = json.loads((grid / vllm.VLLM_FILE).read_text())
     assert "speculative_token_schedule" not in config
     cells = json.loads((grid / context_grid.GRID_FILE).read_text())["cells"]
-    assert {c[2] for c in cells} == {0, 1025}  # split at sqrt(256 x 4096) = 1024
+    assert {c[2] for c in cells} == {0, 1024}  # split at sqrt(256 x 4096)
     page = (run / "report.html").read_text()
     assert "Speedup by context length and C" in page
     assert "by context length: speculation pays" in done.stdout
