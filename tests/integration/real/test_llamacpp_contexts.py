@@ -34,7 +34,11 @@ pytestmark = [pytest.mark.real, pytest.mark.untimed, pytest.mark.timeout(SWEEP_T
 CONTEXTS = [64, 1024]
 SLOTS, SLOT_CONTEXT, LADDER = 4, 2048, [1, 4]
 SYNTH_LEN, DRAFT_N_MAX, MAX_TOKENS = 3.0, 4, 48
-PROMPT_SLACK = 0.05  # the synthetic prompts' length, learnt from the server's counts
+# the synthetic prompts' length is learnt from the server's counts as the run goes
+# (traffic/shapes.py: a fixed length's prediction converges over the first requests), and
+# Gemma's tokenizer reads the built-in texts at varied densities: one run's 1,024-token
+# arms counted a median of 931 over their first dozen requests
+PROMPT_SLACK = 0.15
 
 
 @pytest.fixture(scope="module")
