@@ -29,8 +29,9 @@ from tests.support.e2e import ARMS, LADDER, SCENARIO, SweepResult
 from tests.support.sweeps import ARM_FILES, counter_rate, read_csv
 
 # the simulator exposes running requests: the batch-size figure too; the built-in prompts
-# are of five categories: the speedup by category too
-FIGURES = 11
+# are of five categories and of mixed lengths: the speedup by category and by context
+# bucket too
+FIGURES = 12
 
 
 def _truth_tok_s(arm_dir: Path) -> dict[int, float]:

@@ -29,7 +29,7 @@ def _sweep(analyses: list[tuple[float, float, float]], tmp_path: Path) -> Simple
     def analysed(step: str) -> SimpleNamespace:
         lo, hi, c_star = analyses.pop(0)
         pair = SimpleNamespace(
-            on=SimpleNamespace(name="on"), off=SimpleNamespace(name="off"),
+            on=SimpleNamespace(name="on", context=None), off=SimpleNamespace(name="off"),
             speedup=pd.DataFrame({"concurrency": [1, 8, 64], "decision": ["on", "on", "off"]}),
             interval=SimpleNamespace(lo=lo, hi=hi), crossover=SimpleNamespace(c_star=c_star))
         return SimpleNamespace(pairs=[pair])
