@@ -53,6 +53,7 @@ from specload.report.multik import MULTI_K_FOLDER, KStudy, analyse_study
 from specload.report.rate_axis import RatePair, analyse_rates, rate_lines, workload_kind
 from specload.report.recommend import (
     RECOMMENDED_DIR,
+    Decision,
     Schedule,
     arm_setup,
     bound_at,
@@ -155,7 +156,9 @@ def build(path: str | Path, processes: int | None = None) -> Report:
                   warnings, recs, slo, kind, arms=arms, study=study, envelopes=found,
                   per_token=per_token,
                   acceptance_map=analyse_map(source.arms, pairs, summary),
-                  context_map=cmap, context_grid=_grid_files(source, cmap, slo),
+                  context_map=cmap, context_grid=_grid_files(
+                      source, cmap, {(p.on.name, p.off.name): r.decision
+                                     for p, r in zip(pairs, recs, strict=True)}),
                   categories=categories.analyse(pairs, per_rep), parity=replies,
                   positions=reply_positions.analyse(pairs, per_rep),
                   context_buckets=context_buckets.analyse(pairs, per_rep, _bucket_edges(
@@ -168,12 +171,13 @@ def _bucket_edges(scenario: dict[str, Any] | None) -> list[float] | None:
     return [float(x) for x in given] if isinstance(given, list) else None
 
 
-def _grid_files(source: RunSource, cmap: ContextMap | None, slo: SloTarget | None
-                ) -> dict[str, str]:
-    """The context grid's files (none without a context map)."""
+def _grid_files(source: RunSource, cmap: ContextMap | None,
+                by_pair: dict[tuple[str, str], Decision]) -> dict[str, str]:
+    """The context grid's files (none without a context map), from each context's pair's
+    decision (`by_pair`: the pairs' recommendations, by spec-on and spec-off name)."""
     if cmap is None:
         return {}
-    decisions = {r.context: recommend(r.pair, arm_setup(r.pair.on), slo) for r in cmap.rows}
+    decisions = {r.context: by_pair[(r.pair.on.name, r.pair.off.name)] for r in cmap.rows}
     first = cmap.rows[0].pair.on
     mix = source.manifest.scenario.get("context_mix") if source.manifest else None
     return context_grid.files(cmap, decisions, decisions[first.context or ""].setup.spec,

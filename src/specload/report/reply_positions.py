@@ -37,14 +37,11 @@ def bucket_names() -> list[str]:
 def tpot_by_position(ch: Chunks, rows: np.ndarray) -> dict[str, dict[str, float]]:
     """Per bucket reached: TPOT in ms, tokens and chunks, over `rows` (a boolean mask of
     the requests to pool); empty when no reply reaches past the first bucket."""
-    picked = np.flatnonzero(rows)
-    if not picked.size or ch.row_tokens[picked].max() <= EDGES[1]:
+    if not rows.any() or ch.row_tokens[rows].max() <= EDGES[1]:
         return {}
-    counts = ch.counts[picked]
-    total = int(counts.sum())
-    starts = np.cumsum(counts) - counts
-    flat = np.repeat(ch.first_index[picked] - starts, counts) + np.arange(total)
-    tokens, gaps = ch.tokens[flat].astype(float), ch.gap_us[flat].astype(float)
+    mine = ch.subset(rows)
+    counts, starts, total = mine.counts, mine.first_index, int(mine.counts.sum())
+    tokens, gaps = mine.tokens.astype(float), mine.gap_us.astype(float)
     before = np.cumsum(tokens) - tokens  # tokens streamed before each chunk, run-wide
     position = before - np.repeat(before[starts], counts)
     later = np.ones(total, dtype=bool)
